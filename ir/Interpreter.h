@@ -1,0 +1,81 @@
+//===- Interpreter.h - The reference interpreter ----------------*- C++ -*-===//
+//
+// Evaluates any loom function naively, op by op. It is the oracle that tests
+// hold compiled code against and the engine the finite-difference gradient
+// checks run on, so it favours obvious correctness over speed: every value is
+// held as a double (exact for every supported element type), and in the
+// default mode each result is rounded to its element type (f32, bf16, f16)
+// after every op, as a backend computing in that type would.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_IR_INTERPRETER_H
+#define LOOM_IR_INTERPRETER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace loom {
+
+enum class ElementKind { F16, BF16, F32, F64, I1, I32, I64 };
+
+/// The element kind of an MLIR element type; fails on anything else.
+llvm::Expected<ElementKind> elementKindOf(mlir::Type type);
+const char *elementKindName(ElementKind kind);
+bool isFloatKind(ElementKind kind);
+
+/// A dense row-major tensor on the host.
+struct HostTensor {
+  std::vector<int64_t> shape;
+  ElementKind kind = ElementKind::F32;
+  std::vector<double> data;
+
+  HostTensor() = default;
+  HostTensor(std::vector<int64_t> shape, ElementKind kind);
+  HostTensor(std::vector<int64_t> shape, ElementKind kind,
+             std::vector<double> data);
+
+  int64_t numel() const { return static_cast<int64_t>(data.size()); }
+  int64_t rank() const { return static_cast<int64_t>(shape.size()); }
+  /// A rank-0 tensor holding `value`.
+  static HostTensor scalar(double value, ElementKind kind = ElementKind::F32);
+};
+
+/// Number of elements of `shape`.
+int64_t shapeNumel(const std::vector<int64_t> &shape);
+
+/// Rounds `value` to what an element of `kind` can hold (f32, bf16 and f16
+/// round to nearest even; integers are taken as they are).
+double roundToKind(double value, ElementKind kind);
+
+struct InterpreterOptions {
+  /// Evaluate in double precision: no rounding to the element types. The
+  /// finite-difference checks need this.
+  bool f64 = false;
+};
+
+class Interpreter {
+public:
+  explicit Interpreter(mlir::ModuleOp module, InterpreterOptions options = {});
+
+  /// Runs function `name` with `args`, one per function argument in order.
+  /// Each argument's shape must fit the argument's type (dynamic dims take
+  /// any size) and its kind must match. A failure names the op (with its
+  /// location) and what was wrong: a shape mismatch found at run time, an id
+  /// out of range, an op the interpreter does not know.
+  llvm::Expected<std::vector<HostTensor>>
+  run(llvm::StringRef name, llvm::ArrayRef<HostTensor> args) const;
+
+private:
+  mlir::ModuleOp module;
+  InterpreterOptions options;
+};
+
+} // namespace loom
+
+#endif // LOOM_IR_INTERPRETER_H

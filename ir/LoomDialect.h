@@ -1,0 +1,43 @@
+//===- LoomDialect.h - The loom dialect -------------------------*- C++ -*-===//
+//
+// The public header of Loom's dialect: the dialect, its enums, the gradient
+// interface and every op.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_IR_LOOMDIALECT_H
+#define LOOM_IR_LOOMDIALECT_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "ir/LoomDialect.h.inc"
+#include "ir/LoomEnums.h.inc"
+#include "ir/LoomInterfaces.h.inc"
+
+#define GET_OP_CLASSES
+#include "ir/LoomOps.h.inc"
+
+namespace loom {
+
+/// The additive value that masks a position out of attention. Finite, so a
+/// fully masked row gives a uniform distribution instead of NaNs.
+constexpr double kMaskedScore = -1e9;
+
+/// Attribute names that tie function arguments and results to the outside
+/// world: checkpoints, inputs, optimizer state and named outputs.
+constexpr const char *kParamAttr = "loom.param";
+constexpr const char *kInputAttr = "loom.input";
+constexpr const char *kOptStateAttr = "loom.opt_state";
+constexpr const char *kOutputAttr = "loom.output";
+/// A unit attribute on a function whose single scalar result is a loss that
+/// `loom-autodiff` differentiates.
+constexpr const char *kDifferentiableAttr = "loom.differentiable";
+
+} // namespace loom
+
+#endif // LOOM_IR_LOOMDIALECT_H

@@ -1,0 +1,373 @@
+//===- LoomOps.td - The loom dialect's ops -----------------*- tablegen -*-===//
+//
+// Every op of the dialect. Result types of most ops are inferred (shape
+// inference lives in the C++ `inferReturnTypes` of each op); the verifier that
+// InferTypeOpInterface installs compares the written type with the inferred
+// one, so a wrong shape is reported with what was expected.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_OPS_TD
+#define LOOM_OPS_TD
+
+include "ir/LoomDialect.td"
+include "ir/LoomInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+class Loom_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Loom_Dialect, mnemonic, traits>;
+
+// An op whose result type is computed from its operands and attributes.
+class Loom_InferredOp<string mnemonic, list<Trait> traits = []>
+    : Loom_Op<mnemonic, traits # [Pure, InferTypeOpAdaptor]>;
+
+// A differentiable op with an inferred result type.
+class Loom_DiffOp<string mnemonic, list<Trait> traits = []>
+    : Loom_InferredOp<mnemonic, traits #
+        [DeclareOpInterfaceMethods<Loom_GradientOpInterface>]>;
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class Loom_BinaryOp<string mnemonic, string what>
+    : Loom_DiffOp<mnemonic> {
+  let summary = what # ", with NumPy broadcasting";
+  let arguments = (ins Loom_AnyTensor:$lhs, Loom_AnyTensor:$rhs);
+  let results = (outs Loom_AnyTensor:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def Loom_AddOp : Loom_BinaryOp<"add", "Elementwise sum">;
+def Loom_SubOp : Loom_BinaryOp<"sub", "Elementwise difference">;
+def Loom_MulOp : Loom_BinaryOp<"mul", "Elementwise product">;
+def Loom_DivOp : Loom_BinaryOp<"div", "Elementwise quotient">;
+def Loom_MaximumOp : Loom_BinaryOp<"maximum", "Elementwise maximum">;
+def Loom_MinimumOp : Loom_BinaryOp<"minimum", "Elementwise minimum">;
+def Loom_PowOp : Loom_BinaryOp<"pow", "Elementwise power lhs^rhs">;
+
+class Loom_UnaryOp<string mnemonic, string what>
+    : Loom_DiffOp<mnemonic> {
+  let summary = what;
+  let arguments = (ins Loom_FloatTensor:$input);
+  let results = (outs Loom_FloatTensor:$result);
+  let assemblyFormat =
+      "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Loom_NegOp : Loom_UnaryOp<"neg", "Negation">;
+def Loom_AbsOp : Loom_UnaryOp<"abs", "Absolute value">;
+def Loom_ExpOp : Loom_UnaryOp<"exp", "Exponential">;
+def Loom_LogOp : Loom_UnaryOp<"log", "Natural logarithm">;
+def Loom_SqrtOp : Loom_UnaryOp<"sqrt", "Square root">;
+def Loom_RsqrtOp : Loom_UnaryOp<"rsqrt", "Reciprocal square root">;
+def Loom_TanhOp : Loom_UnaryOp<"tanh", "Hyperbolic tangent">;
+def Loom_SigmoidOp : Loom_UnaryOp<"sigmoid", "Logistic sigmoid">;
+def Loom_ReluOp : Loom_UnaryOp<"relu", "Rectified linear unit max(x, 0)">;
+def Loom_GeluOp : Loom_UnaryOp<"gelu", "GELU x*Phi(x), with the exact erf">;
+def Loom_ErfOp : Loom_UnaryOp<"erf", "Error function">;
+def Loom_SinOp : Loom_UnaryOp<"sin", "Sine">;
+def Loom_CosOp : Loom_UnaryOp<"cos", "Cosine">;
+
+def Loom_CompareOp : Loom_InferredOp<"compare"> {
+  let summary = "Elementwise comparison to i1, with NumPy broadcasting";
+  let arguments = (ins Loom_ComparePredicate:$predicate,
+                       Loom_AnyTensor:$lhs, Loom_AnyTensor:$rhs);
+  let results = (outs Loom_BoolTensor:$result);
+  let assemblyFormat = "$predicate `,` $lhs `,` $rhs attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+def Loom_SelectOp : Loom_DiffOp<"select"> {
+  let summary = "cond ? on_true : on_false, with NumPy broadcasting";
+  let arguments = (ins Loom_BoolTensor:$cond, Loom_AnyTensor:$on_true,
+                       Loom_AnyTensor:$on_false);
+  let results = (outs Loom_AnyTensor:$result);
+  let assemblyFormat = "$cond `,` $on_true `,` $on_false attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+def Loom_CastOp : Loom_Op<"cast", [Pure,
+    DeclareOpInterfaceMethods<Loom_GradientOpInterface>]> {
+  let summary = "Element type conversion (same shape)";
+  let description = [{
+    Float to integer truncates toward zero; anything to i1 is `x != 0`.
+  }];
+  let arguments = (ins Loom_AnyTensor:$input);
+  let results = (outs Loom_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+}
+
+def Loom_ConstantOp : Loom_Op<"constant", [Pure, ConstantLike,
+    AllTypesMatch<["value", "result"]>]> {
+  let summary = "A constant tensor";
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Loom_AnyTensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+def Loom_IotaOp : Loom_Op<"iota", [Pure]> {
+  let summary = "The 1-D tensor [0, 1, ..., n-1] with n = like.shape[dim]";
+  let description = [{
+    Positions for sinusoidal encodings: the length comes from another tensor,
+    so it follows a dynamic sequence length.
+  }];
+  let arguments = (ins Loom_AnyTensor:$like, I64Attr:$dim);
+  let results = (outs Loom_AnyTensor:$result);
+  let assemblyFormat =
+      "$like attr-dict `:` type($like) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions and reductions
+//===----------------------------------------------------------------------===//
+
+def Loom_MatmulOp : Loom_DiffOp<"matmul"> {
+  let summary = "Batched matrix product with optional transposes";
+  let description = [{
+    `lhs` is [..., M, K] (or [..., K, M] with `transpose_lhs`), `rhs` is
+    [..., K, N] (or [..., N, K] with `transpose_rhs`); the result is
+    [..., M, N]. Leading batch dims broadcast as in NumPy, so both
+    `x[B,S,D] . W^T` and per-head batch products are this one op.
+  }];
+  let arguments = (ins Loom_FloatTensor:$lhs, Loom_FloatTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs Loom_FloatTensor:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+class Loom_ReduceOp<string mnemonic, string what> : Loom_DiffOp<mnemonic> {
+  let summary = what # " over `dims`";
+  let arguments = (ins Loom_FloatTensor:$input, DenseI64ArrayAttr:$dims,
+                       UnitAttr:$keep_dims);
+  let results = (outs Loom_FloatTensor:$result);
+  let assemblyFormat = "$input $dims (`keep_dims` $keep_dims^)? attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+def Loom_ReduceSumOp : Loom_ReduceOp<"reduce_sum", "Sum">;
+def Loom_ReduceMeanOp : Loom_ReduceOp<"reduce_mean", "Mean">;
+def Loom_ReduceMaxOp : Loom_ReduceOp<"reduce_max", "Maximum">;
+
+//===----------------------------------------------------------------------===//
+// Neural-network ops
+//===----------------------------------------------------------------------===//
+
+def Loom_SoftmaxOp : Loom_DiffOp<"softmax"> {
+  let summary = "Softmax along `axis`";
+  let arguments = (ins Loom_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Loom_FloatTensor:$result);
+  let assemblyFormat =
+      "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Loom_LogSoftmaxOp : Loom_DiffOp<"log_softmax"> {
+  let summary = "Log-softmax along `axis`";
+  let arguments = (ins Loom_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Loom_FloatTensor:$result);
+  let assemblyFormat =
+      "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Loom_LayerNormOp : Loom_DiffOp<"layer_norm"> {
+  let summary = "Layer normalization over the last dim";
+  let description = [{
+    `(x - mean) / sqrt(var + epsilon) * gamma + beta`, with the biased
+    variance, as `torch.nn.LayerNorm` computes it.
+  }];
+  let arguments = (ins Loom_FloatTensor:$input, Loom_FloatTensor:$gamma,
+                       Loom_FloatTensor:$beta, F64Attr:$epsilon);
+  let results = (outs Loom_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $gamma `,` $beta attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+def Loom_DropoutOp : Loom_DiffOp<"dropout"> {
+  let summary = "Inverted dropout with a counter-based random stream";
+  let description = [{
+    Element i is kept with probability 1 - rate and scaled by 1/(1 - rate).
+    The keep decision is a pure function of (seed, offset, i), so the
+    backward pass regenerates the forward's mask from the same op, and a
+    step replays exactly. `offset` makes each dropout site's stream distinct.
+  }];
+  let arguments = (ins Loom_FloatTensor:$input, TensorOf<[I64]>:$seed,
+                       F64Attr:$rate, I64Attr:$offset);
+  let results = (outs Loom_FloatTensor:$result);
+  let assemblyFormat =
+      "$input `,` $seed attr-dict `:` functional-type(operands, results)";
+}
+
+def Loom_CausalMaskOp : Loom_Op<"causal_mask", [Pure]> {
+  let summary = "Additive causal mask [n, n] with n = like.shape[dim]";
+  let description = [{
+    Entry (i, j) is 0 where j <= i and a large negative number (-1e9) where
+    j > i. A finite value keeps a fully masked row free of NaNs.
+  }];
+  let arguments = (ins Loom_AnyTensor:$like, I64Attr:$dim);
+  let results = (outs Loom_FloatTensor:$result);
+  let assemblyFormat =
+      "$like attr-dict `:` type($like) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Loom_PaddingMaskOp : Loom_Op<"padding_mask", [Pure]> {
+  let summary = "Additive key-padding mask [B, 1, 1, S] from ids [B, S]";
+  let description = [{
+    0 where `ids != pad`, -1e9 where `ids == pad`; it broadcasts against
+    attention scores [B, heads, queries, S].
+  }];
+  let arguments = (ins Loom_IndexTensor:$ids, I64Attr:$pad);
+  let results = (outs Loom_FloatTensor:$result);
+  let assemblyFormat = "$ids attr-dict `:` type($ids) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Loom_CrossEntropyOp : Loom_DiffOp<"cross_entropy"> {
+  let summary = "Per-position cross entropy with label smoothing";
+  let description = [{
+    logits [..., C], targets [...] give losses [...]:
+    `-(1 - eps) * logp[target] - eps / C * sum_c logp[c]` where
+    `logp = log_softmax(logits)`, and 0 where `target == ignore_index`.
+  }];
+  let arguments = (ins Loom_FloatTensor:$logits, Loom_IndexTensor:$targets,
+                       F64Attr:$label_smoothing, I64Attr:$ignore_index);
+  let results = (outs Loom_FloatTensor:$result);
+  let assemblyFormat = "$logits `,` $targets attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+def Loom_CrossEntropyGradOp : Loom_InferredOp<"cross_entropy_grad"> {
+  let summary = "Gradient of cross_entropy with respect to its logits";
+  let description = [{
+    `(softmax(logits) - q) * grad[..., None]` with q the smoothed one-hot
+    target, and 0 on ignored positions.
+  }];
+  let arguments = (ins Loom_FloatTensor:$logits, Loom_IndexTensor:$targets,
+                       Loom_FloatTensor:$grad, F64Attr:$label_smoothing,
+                       I64Attr:$ignore_index);
+  let results = (outs Loom_FloatTensor:$result);
+  let assemblyFormat = "$logits `,` $targets `,` $grad attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Shape and data movement
+//===----------------------------------------------------------------------===//
+
+def Loom_ReshapeOp : Loom_DiffOp<"reshape"> {
+  let summary = "Reshape; 0 copies the input dim at that index, -1 infers";
+  let arguments = (ins Loom_AnyTensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs Loom_AnyTensor:$result);
+  let assemblyFormat =
+      "$input $shape attr-dict `:` functional-type(operands, results)";
+}
+
+def Loom_ReshapeAsOp : Loom_DiffOp<"reshape_as"> {
+  let summary = "Reshape `input` to the shape of `like`";
+  let arguments = (ins Loom_AnyTensor:$input, Loom_AnyTensor:$like);
+  let results = (outs Loom_AnyTensor:$result);
+  let assemblyFormat =
+      "$input `,` $like attr-dict `:` functional-type(operands, results)";
+}
+
+def Loom_ExpandDimsOp : Loom_DiffOp<"expand_dims"> {
+  let summary = "Insert size-1 dims at `dims` (indices in the result)";
+  let arguments = (ins Loom_AnyTensor:$input, DenseI64ArrayAttr:$dims);
+  let results = (outs Loom_AnyTensor:$result);
+  let assemblyFormat =
+      "$input $dims attr-dict `:` functional-type(operands, results)";
+}
+
+def Loom_TransposeOp : Loom_DiffOp<"transpose"> {
+  let summary = "Permute dims: result dim i is input dim perm[i]";
+  let arguments = (ins Loom_AnyTensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Loom_AnyTensor:$result);
+  let assemblyFormat =
+      "$input $perm attr-dict `:` functional-type(operands, results)";
+}
+
+def Loom_SliceOp : Loom_DiffOp<"slice"> {
+  let summary = "Elements [start, end) along `dim`";
+  let description = [{
+    A negative `start` counts from the end; an `end` of 0 or less counts from
+    the end, so `end = 0` is the end itself: `x[:, 1:]` is start 1, end 0 and
+    `x[:, :-1]` is start 0, end -1. Dynamic dims are checked at run time.
+  }];
+  let arguments = (ins Loom_AnyTensor:$input, I64Attr:$dim, I64Attr:$start,
+                       I64Attr:$end);
+  let results = (outs Loom_AnyTensor:$result);
+  let assemblyFormat =
+      "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Loom_SliceGradOp : Loom_DiffOp<"slice_grad"> {
+  let summary = "Zeros shaped like `like` with `input` at [start, end) of `dim`";
+  let description = [{
+    The adjoint of `loom.slice` with the same attributes.
+  }];
+  let arguments = (ins Loom_FloatTensor:$input, Loom_AnyTensor:$like,
+                       I64Attr:$dim, I64Attr:$start, I64Attr:$end);
+  let results = (outs Loom_FloatTensor:$result);
+  let assemblyFormat =
+      "$input `,` $like attr-dict `:` functional-type(operands, results)";
+}
+
+def Loom_ConcatOp : Loom_DiffOp<"concat"> {
+  let summary = "Concatenation along `dim`";
+  let arguments = (ins Variadic<Loom_AnyTensor>:$inputs, I64Attr:$dim);
+  let results = (outs Loom_AnyTensor:$result);
+  let assemblyFormat =
+      "$inputs attr-dict `:` functional-type(operands, results)";
+}
+
+def Loom_BroadcastAsOp : Loom_DiffOp<"broadcast_as"> {
+  let summary = "Broadcast `input` (NumPy rules) to the shape of `like`";
+  let arguments = (ins Loom_AnyTensor:$input, Loom_AnyTensor:$like);
+  let results = (outs Loom_AnyTensor:$result);
+  let assemblyFormat =
+      "$input `,` $like attr-dict `:` functional-type(operands, results)";
+}
+
+def Loom_SumToOp : Loom_DiffOp<"sum_to"> {
+  let summary = "Sum `input` down to the shape of `like` (undo a broadcast)";
+  let arguments = (ins Loom_FloatTensor:$input, Loom_AnyTensor:$like);
+  let results = (outs Loom_FloatTensor:$result);
+  let assemblyFormat =
+      "$input `,` $like attr-dict `:` functional-type(operands, results)";
+}
+
+def Loom_GatherOp : Loom_DiffOp<"gather"> {
+  let summary = "Rows of `table` [N, ...] picked by `ids` (embedding lookup)";
+  let arguments = (ins Loom_FloatTensor:$table, Loom_IndexTensor:$ids);
+  let results = (outs Loom_FloatTensor:$result);
+  let assemblyFormat =
+      "$table `,` $ids attr-dict `:` functional-type(operands, results)";
+}
+
+def Loom_ScatterAddOp : Loom_DiffOp<"scatter_add"> {
+  let summary = "Zeros shaped like `like`, rows `ids` accumulating `updates`";
+  let description = [{
+    The adjoint of `loom.gather`: a row picked k times receives k updates.
+  }];
+  let arguments = (ins Loom_FloatTensor:$updates, Loom_IndexTensor:$ids,
+                       Loom_FloatTensor:$like);
+  let results = (outs Loom_FloatTensor:$result);
+  let assemblyFormat = "$updates `,` $ids `,` $like attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
+def Loom_OneHotOp : Loom_Op<"one_hot", [Pure]> {
+  let summary = "One-hot encoding: ids [...] to [..., depth]";
+  let arguments = (ins Loom_IndexTensor:$ids, I64Attr:$depth);
+  let results = (outs Loom_AnyTensor:$result);
+  let assemblyFormat = "$ids attr-dict `:` type($ids) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+#endif // LOOM_OPS_TD

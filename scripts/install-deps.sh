@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs, from Debian's packages, whatever Loom needs that is missing. Idempotent and quiet when
+# everything is present: it asks dpkg first and runs apt-get only for what is absent.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build ccache g++ pkg-config
+  llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools
+  libprotobuf-dev protobuf-compiler
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libsentencepiece-dev libopenblas-dev
+  nlohmann-json3-dev libcli11-dev
+  zlib1g-dev libzstd-dev libedit-dev libxml2-dev libcurl4-openssl-dev
+  python3 python3-torch python3-numpy
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,13 @@
+# lit configuration for Loom's IR and end-to-end tests.
+import os
+import lit.formats
+
+config.name = "Loom"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.loom_bin_dir, "..", "tests", "lit-out")
+config.excludes = ["unit", "reference", "lit.cfg.py", "CMakeLists.txt"]
+config.environment["PATH"] = os.pathsep.join(
+    [config.loom_bin_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
+config.substitutions.append(("%loom_src", config.loom_src_root))

@@ -1,0 +1,8 @@
+//===- main.cpp - The loom command-line tool (placeholder) ----------------===//
+
+#include <cstdio>
+
+int main() {
+  std::puts("loom: under construction");
+  return 0;
+}
