@@ -1,1 +1,457 @@
-// placeholder
+//===- Safetensors.cpp - Reading and writing safetensors files ------------===//
+
+#include "runtime/Safetensors.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <sys/stat.h>
+#include <tuple>
+#include <unistd.h>
+
+namespace loom {
+namespace {
+
+using nlohmann::json;
+
+const char *const kMetadataKey = "__metadata__";
+
+// Data is little-endian whatever the host is, so bytes are assembled
+// explicitly instead of memcpy'd.
+uint64_t loadLE(const uint8_t *p, int n) {
+  uint64_t v = 0;
+  for (int i = n - 1; i >= 0; --i)
+    v = (v << 8) | p[i];
+  return v;
+}
+
+void storeLE(uint8_t *p, uint64_t v, int n) {
+  for (int i = 0; i < n; ++i, v >>= 8)
+    p[i] = static_cast<uint8_t>(v);
+}
+
+// Narrow IEEE-style floats (F16: 5 exponent bits, 10 mantissa bits; BF16: 8
+// and 7). Rounding goes straight from double so there is no double rounding
+// through f32. Scaling by powers of two is exact, and nearbyint rounds ties
+// to even in the default rounding mode.
+uint64_t encodeNarrowFloat(double v, int expBits, int mantBits) {
+  uint64_t sign = std::signbit(v) ? uint64_t(1) << (expBits + mantBits) : 0;
+  uint64_t expMask = (uint64_t(1) << expBits) - 1;
+  uint64_t implicit = uint64_t(1) << mantBits;
+  if (std::isnan(v))
+    return sign | (expMask << mantBits) | (implicit >> 1);
+  int bias = (1 << (expBits - 1)) - 1;
+  int minExp = 1 - bias;
+  double a = std::fabs(v);
+  if (a < std::ldexp(1.0, minExp)) {
+    // Subnormal; a result of `implicit` is the smallest normal, whose bits are
+    // exactly that.
+    return sign | static_cast<uint64_t>(
+                      std::nearbyint(std::ldexp(a, mantBits - minExp)));
+  }
+  if (std::isinf(a))
+    return sign | (expMask << mantBits);
+  int e;
+  std::frexp(a, &e);
+  --e; // a = 1.m * 2^e
+  auto m = static_cast<uint64_t>(std::nearbyint(std::ldexp(a, mantBits - e)));
+  if (m == 2 * implicit) {
+    m = implicit;
+    ++e;
+  }
+  if (e > bias)
+    return sign | (expMask << mantBits);
+  return sign | (uint64_t(e + bias) << mantBits) | (m - implicit);
+}
+
+double decodeNarrowFloat(uint64_t bits, int expBits, int mantBits) {
+  bool negative = (bits >> (expBits + mantBits)) & 1;
+  uint64_t expMask = (uint64_t(1) << expBits) - 1;
+  uint64_t e = (bits >> mantBits) & expMask;
+  uint64_t m = bits & ((uint64_t(1) << mantBits) - 1);
+  int bias = (1 << (expBits - 1)) - 1;
+  double v;
+  if (e == 0)
+    v = std::ldexp(static_cast<double>(m), 1 - bias - mantBits);
+  else if (e == expMask)
+    v = m ? std::numeric_limits<double>::quiet_NaN()
+          : std::numeric_limits<double>::infinity();
+  else
+    v = std::ldexp(static_cast<double>(m | (uint64_t(1) << mantBits)),
+                   static_cast<int>(e) - bias - mantBits);
+  return negative ? -v : v;
+}
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::ostringstream os;
+  os << '[';
+  for (size_t i = 0; i < shape.size(); ++i)
+    os << (i ? ", " : "") << shape[i];
+  os << ']';
+  return os.str();
+}
+
+// The byte size of `shape` x `dtype`, or nothing on a negative dim or
+// overflow (a hostile header must not wrap around into a small size).
+std::optional<uint64_t> byteSize(const std::vector<int64_t> &shape,
+                                 int64_t elementSize) {
+  uint64_t total = static_cast<uint64_t>(elementSize);
+  for (int64_t d : shape) {
+    if (d < 0)
+      return std::nullopt;
+    if (d != 0 && total > std::numeric_limits<uint64_t>::max() / d)
+      return std::nullopt;
+    total *= static_cast<uint64_t>(d);
+  }
+  return total;
+}
+
+bool isNonNegativeInteger(const json &j) {
+  return j.is_number_unsigned() ||
+         (j.is_number_integer() && j.get<int64_t>() >= 0);
+}
+
+struct Extent {
+  uint64_t begin, end;
+  std::string name;
+};
+
+// Parses one header entry into `tensor` (without data) and its extent.
+std::string parseEntry(const std::string &name, const json &entry,
+                       SafeTensor &tensor, Extent &extent) {
+  std::string where = "tensor '" + name + "': ";
+  if (!entry.is_object())
+    return where + "header entry is not a JSON object";
+  auto dtype = entry.find("dtype");
+  if (dtype == entry.end() || !dtype->is_string())
+    return where + "missing or non-string \"dtype\"";
+  tensor.dtype = dtype->get<std::string>();
+  std::optional<int64_t> elementSize = dtypeSize(tensor.dtype);
+  if (!elementSize)
+    return where + "unknown dtype '" + tensor.dtype + "'";
+  auto shape = entry.find("shape");
+  if (shape == entry.end() || !shape->is_array())
+    return where + "missing or non-array \"shape\"";
+  for (const json &d : *shape) {
+    if (!isNonNegativeInteger(d) ||
+        d.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+      return where + "shape " + shape->dump() +
+             " has an entry that is not a non-negative integer";
+    tensor.shape.push_back(d.get<int64_t>());
+  }
+  auto offsets = entry.find("data_offsets");
+  if (offsets == entry.end() || !offsets->is_array() || offsets->size() != 2 ||
+      !isNonNegativeInteger((*offsets)[0]) ||
+      !isNonNegativeInteger((*offsets)[1]))
+    return where + "\"data_offsets\" must be two non-negative integers";
+  extent = {(*offsets)[0].get<uint64_t>(), (*offsets)[1].get<uint64_t>(), name};
+  if (extent.end < extent.begin)
+    return where + "data_offsets " + offsets->dump() + " end before they begin";
+  std::optional<uint64_t> expected = byteSize(tensor.shape, *elementSize);
+  if (!expected)
+    return where + "shape " + shapeString(tensor.shape) + " is too large";
+  if (extent.end - extent.begin != *expected)
+    return where + "data_offsets " + offsets->dump() + " span " +
+           std::to_string(extent.end - extent.begin) + " bytes but shape " +
+           shapeString(tensor.shape) + " of " + tensor.dtype + " needs " +
+           std::to_string(*expected);
+  return "";
+}
+
+// Checks that the extents tile [0, dataSize) exactly, as the format demands.
+std::string checkExtents(std::vector<Extent> extents, uint64_t dataSize) {
+  for (const Extent &e : extents)
+    if (e.end > dataSize)
+      return "tensor '" + e.name + "': data_offsets [" +
+             std::to_string(e.begin) + ", " + std::to_string(e.end) +
+             "] run past the data section (" + std::to_string(dataSize) +
+             " bytes)";
+  std::sort(extents.begin(), extents.end(),
+            [](const Extent &a, const Extent &b) {
+              return std::tie(a.begin, a.end) < std::tie(b.begin, b.end);
+            });
+  uint64_t covered = 0;
+  for (size_t i = 0; i < extents.size(); ++i) {
+    const Extent &e = extents[i];
+    if (e.begin < covered)
+      return "tensors '" + extents[i - 1].name + "' and '" + e.name +
+             "' overlap in the data section";
+    if (e.begin > covered)
+      return "bytes [" + std::to_string(covered) + ", " +
+             std::to_string(e.begin) +
+             ") of the data section belong to no tensor";
+    covered = e.end;
+  }
+  if (covered != dataSize)
+    return "the data section is " + std::to_string(dataSize) +
+           " bytes but the tensors cover " + std::to_string(covered);
+  return "";
+}
+
+bool writeAll(int fd, const void *data, size_t size) {
+  const char *p = static_cast<const char *>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd, p, size);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+} // namespace
+
+int64_t SafeTensor::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+std::optional<int64_t> dtypeSize(const std::string &dtype) {
+  static const std::map<std::string, int64_t> sizes = {
+      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E4M3", 1}, {"F8_E5M2", 1},
+      {"I16", 2},  {"U16", 2}, {"F16", 2}, {"BF16", 2},    {"I32", 4},
+      {"U32", 4},  {"F32", 4}, {"I64", 8}, {"U64", 8},     {"F64", 8}};
+  auto it = sizes.find(dtype);
+  if (it == sizes.end())
+    return std::nullopt;
+  return it->second;
+}
+
+ErrorOr<SafeTensorFile> loadSafetensors(const std::string &path) {
+  using Result = ErrorOr<SafeTensorFile>;
+  // A directory opens as a stream on Linux and only fails on reading; say
+  // what is wrong instead of reporting a short file.
+  struct stat status;
+  if (::stat(path.c_str(), &status) == 0 && !S_ISREG(status.st_mode))
+    return Result::failure("'" + path + "' is not a regular file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Result::failure("cannot open '" + path +
+                           "': " + std::strerror(errno));
+  in.seekg(0, std::ios::end);
+  auto fileSize = static_cast<uint64_t>(in.tellg());
+  in.seekg(0);
+  std::string prefix = "'" + path + "': ";
+  if (fileSize < 8)
+    return Result::failure(prefix + "file too short (" +
+                           std::to_string(fileSize) +
+                           " bytes) to hold the 8-byte header length");
+  uint8_t lengthBytes[8];
+  in.read(reinterpret_cast<char *>(lengthBytes), 8);
+  uint64_t headerSize = loadLE(lengthBytes, 8);
+  if (headerSize > fileSize - 8)
+    return Result::failure(prefix + "header length " +
+                           std::to_string(headerSize) +
+                           " is larger than the rest of the file (" +
+                           std::to_string(fileSize - 8) + " bytes)");
+  std::string header(headerSize, '\0');
+  if (!in.read(header.data(), static_cast<std::streamsize>(headerSize)))
+    return Result::failure(prefix + "cannot read the header");
+
+  json root;
+  try {
+    root = json::parse(header);
+  } catch (const json::exception &e) {
+    return Result::failure(prefix + "malformed JSON header: " + e.what());
+  }
+  if (!root.is_object())
+    return Result::failure(prefix + "the JSON header is not an object");
+
+  SafeTensorFile file;
+  std::vector<Extent> extents;
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    if (it.key() == kMetadataKey) {
+      if (!it->is_object())
+        return Result::failure(prefix + "__metadata__ is not an object");
+      for (auto m = it->begin(); m != it->end(); ++m) {
+        if (!m->is_string())
+          return Result::failure(prefix + "__metadata__ entry '" + m.key() +
+                                 "' is not a string");
+        file.metadata[m.key()] = m->get<std::string>();
+      }
+      continue;
+    }
+    SafeTensor tensor;
+    Extent extent;
+    std::string error = parseEntry(it.key(), *it, tensor, extent);
+    if (!error.empty())
+      return Result::failure(prefix + error);
+    extents.push_back(extent);
+    file.tensors.emplace(it.key(), std::move(tensor));
+  }
+  uint64_t dataStart = 8 + headerSize;
+  std::string error = checkExtents(extents, fileSize - dataStart);
+  if (!error.empty())
+    return Result::failure(prefix + error);
+
+  for (const Extent &e : extents) {
+    std::vector<uint8_t> &bytes = file.tensors[e.name].bytes;
+    bytes.resize(e.end - e.begin);
+    in.seekg(static_cast<std::streamoff>(dataStart + e.begin));
+    if (!in.read(reinterpret_cast<char *>(bytes.data()),
+                 static_cast<std::streamsize>(bytes.size())))
+      return Result::failure(prefix + "cannot read the data of tensor '" +
+                             e.name + "'");
+  }
+  return file;
+}
+
+std::string saveSafetensors(const std::string &path,
+                            const SafeTensorFile &file) {
+  json root = json::object();
+  uint64_t offset = 0;
+  for (const auto &[name, tensor] : file.tensors) {
+    std::string where = "cannot save tensor '" + name + "': ";
+    if (name == kMetadataKey)
+      return where + "the name is reserved for metadata";
+    std::optional<int64_t> elementSize = dtypeSize(tensor.dtype);
+    if (!elementSize)
+      return where + "unknown dtype '" + tensor.dtype + "'";
+    std::optional<uint64_t> expected = byteSize(tensor.shape, *elementSize);
+    if (!expected || *expected != tensor.bytes.size())
+      return where + "it holds " + std::to_string(tensor.bytes.size()) +
+             " bytes but shape " + shapeString(tensor.shape) + " of " +
+             tensor.dtype + " needs " +
+             (expected ? std::to_string(*expected) : std::string("more"));
+    root[name] = {{"dtype", tensor.dtype},
+                  {"shape", tensor.shape},
+                  {"data_offsets", {offset, offset + *expected}}};
+    offset += *expected;
+  }
+  if (!file.metadata.empty())
+    root[kMetadataKey] = file.metadata;
+  std::string header = root.dump();
+  // Pad with spaces so the data section starts 8-byte aligned, which lets a
+  // reader map the file and use the data in place.
+  header.append((8 - header.size() % 8) % 8, ' ');
+  uint8_t lengthBytes[8];
+  storeLE(lengthBytes, header.size(), 8);
+
+  // A unique name beside the target, so the final rename stays within one
+  // file system and is atomic.
+  static std::atomic<unsigned> counter{0};
+  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
+                    std::to_string(counter++);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0)
+    return "cannot create '" + tmp + "': " + std::strerror(errno);
+  bool ok = writeAll(fd, lengthBytes, 8) &&
+            writeAll(fd, header.data(), header.size());
+  for (auto it = file.tensors.begin(); ok && it != file.tensors.end(); ++it)
+    ok = writeAll(fd, it->second.bytes.data(), it->second.bytes.size());
+  ok = ok && ::fsync(fd) == 0;
+  int savedErrno = errno;
+  ok = (::close(fd) == 0) && ok;
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    if (ok)
+      savedErrno = errno;
+    ::unlink(tmp.c_str());
+    return "cannot write '" + path + "': " + std::strerror(savedErrno);
+  }
+  // Persist the rename itself; failure here loses durability, not data.
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  if (dir.empty())
+    dir = "/";
+  int dirFd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirFd >= 0) {
+    ::fsync(dirFd);
+    ::close(dirFd);
+  }
+  return "";
+}
+
+ErrorOr<std::vector<double>> toDoubles(const SafeTensor &tensor) {
+  using Result = ErrorOr<std::vector<double>>;
+  std::optional<int64_t> size = dtypeSize(tensor.dtype);
+  if (!size)
+    return Result::failure("unknown dtype '" + tensor.dtype + "'");
+  int n = static_cast<int>(*size);
+  if (tensor.bytes.size() % n != 0)
+    return Result::failure("tensor of " + tensor.dtype + " holds " +
+                           std::to_string(tensor.bytes.size()) +
+                           " bytes, not a whole number of elements");
+  std::vector<double> out(tensor.bytes.size() / n);
+  const uint8_t *p = tensor.bytes.data();
+  for (size_t i = 0; i < out.size(); ++i, p += n) {
+    uint64_t bits = loadLE(p, n);
+    if (tensor.dtype == "F32") {
+      uint32_t b32 = static_cast<uint32_t>(bits);
+      float f;
+      std::memcpy(&f, &b32, 4);
+      out[i] = f;
+    } else if (tensor.dtype == "F64") {
+      std::memcpy(&out[i], &bits, 8);
+    } else if (tensor.dtype == "F16") {
+      out[i] = decodeNarrowFloat(bits, 5, 10);
+    } else if (tensor.dtype == "BF16") {
+      out[i] = decodeNarrowFloat(bits, 8, 7);
+    } else if (tensor.dtype == "I32") {
+      out[i] = static_cast<int32_t>(static_cast<uint32_t>(bits));
+    } else if (tensor.dtype == "I64") {
+      out[i] = static_cast<double>(static_cast<int64_t>(bits));
+    } else {
+      return Result::failure("cannot convert " + tensor.dtype + " to double");
+    }
+  }
+  return out;
+}
+
+ErrorOr<SafeTensor> fromDoubles(const std::vector<double> &values,
+                                std::vector<int64_t> shape,
+                                const std::string &dtype) {
+  using Result = ErrorOr<SafeTensor>;
+  std::optional<int64_t> size = dtypeSize(dtype);
+  if (!size)
+    return Result::failure("unknown dtype '" + dtype + "'");
+  std::optional<uint64_t> expected = byteSize(shape, 1);
+  if (!expected || *expected != values.size())
+    return Result::failure(std::to_string(values.size()) +
+                           " values do not fill shape " + shapeString(shape));
+  SafeTensor tensor{dtype, std::move(shape), {}};
+  int n = static_cast<int>(*size);
+  tensor.bytes.resize(values.size() * n);
+  uint8_t *p = tensor.bytes.data();
+  for (size_t i = 0; i < values.size(); ++i, p += n) {
+    double v = values[i];
+    uint64_t bits;
+    if (dtype == "F32") {
+      float f = static_cast<float>(v);
+      uint32_t b32;
+      std::memcpy(&b32, &f, 4);
+      bits = b32;
+    } else if (dtype == "F64") {
+      std::memcpy(&bits, &v, 8);
+    } else if (dtype == "F16") {
+      bits = encodeNarrowFloat(v, 5, 10);
+    } else if (dtype == "BF16") {
+      bits = encodeNarrowFloat(v, 8, 7);
+    } else if (dtype == "I32" || dtype == "I64") {
+      double limit = dtype == "I32" ? 2147483648.0 : 9223372036854775808.0;
+      if (v != std::trunc(v) || v < -limit || v >= limit)
+        return Result::failure("value " + std::to_string(v) + " at index " +
+                               std::to_string(i) +
+                               " is not an integer that fits in " + dtype);
+      bits = static_cast<uint64_t>(static_cast<int64_t>(v));
+    } else {
+      return Result::failure("cannot convert double to " + dtype);
+    }
+    storeLE(p, bits, n);
+  }
+  return tensor;
+}
+
+} // namespace loom

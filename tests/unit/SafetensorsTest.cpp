@@ -1,0 +1,322 @@
+//===- SafetensorsTest.cpp - Reading and writing safetensors files --------===//
+
+#include "runtime/Safetensors.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <dirent.h>
+#include <fstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace loom;
+
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+/// A fresh directory per test, so tests can run side by side.
+class Safetensors : public ::testing::Test {
+protected:
+  void SetUp() override {
+    const auto *info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir = ::testing::TempDir() + "loom-safetensors-" + info->name() + "-" +
+          std::to_string(::getpid());
+    ::mkdir(dir.c_str(), 0777);
+  }
+  void TearDown() override {
+    for (const std::string &name : listDir())
+      ::unlink((dir + "/" + name).c_str());
+    ::rmdir(dir.c_str());
+  }
+
+  std::vector<std::string> listDir() const {
+    std::vector<std::string> names;
+    if (DIR *d = ::opendir(dir.c_str())) {
+      while (dirent *e = ::readdir(d))
+        if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, ".."))
+          names.push_back(e->d_name);
+      ::closedir(d);
+    }
+    return names;
+  }
+
+  std::string write(const Bytes &bytes) {
+    std::string path = dir + "/raw.safetensors";
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char *>(bytes.data()),
+               static_cast<std::streamsize>(bytes.size()));
+    return path;
+  }
+
+  /// A file with `header` as its JSON and `data` as its data section.
+  std::string write(const std::string &header, const Bytes &data) {
+    Bytes bytes(8);
+    uint64_t n = header.size();
+    for (int i = 0; i < 8; ++i)
+      bytes[i] = static_cast<uint8_t>(n >> (8 * i));
+    bytes.insert(bytes.end(), header.begin(), header.end());
+    bytes.insert(bytes.end(), data.begin(), data.end());
+    return write(bytes);
+  }
+
+  /// The load error for a file of `header` and `data`; fails the test if the
+  /// file loads.
+  std::string loadError(const std::string &header, const Bytes &data) {
+    auto file = loadSafetensors(write(header, data));
+    EXPECT_FALSE(file) << "loaded a corrupt file: " << header;
+    return file ? "" : file.error();
+  }
+
+  std::string dir;
+};
+
+SafeTensor tensorOf(const std::vector<double> &values,
+                    std::vector<int64_t> shape, const std::string &dtype) {
+  auto t = fromDoubles(values, std::move(shape), dtype);
+  EXPECT_TRUE(t) << t.error();
+  return t ? *t : SafeTensor{};
+}
+
+uint64_t bitsOf(double v, const std::string &dtype) {
+  SafeTensor t = tensorOf({v}, {1}, dtype);
+  uint64_t bits = 0;
+  for (size_t i = 0; i < t.bytes.size(); ++i)
+    bits |= uint64_t(t.bytes[i]) << (8 * i);
+  return bits;
+}
+
+double valueOf(uint64_t bits, const std::string &dtype) {
+  SafeTensor t{dtype, {1}, {uint8_t(bits), uint8_t(bits >> 8)}};
+  auto values = toDoubles(t);
+  EXPECT_TRUE(values) << values.error();
+  return values ? (*values)[0] : 0.0;
+}
+
+const char *kTwoF32 =
+    R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+
+TEST_F(Safetensors, RoundTripsEveryDtypeAndMetadata) {
+  SafeTensorFile file;
+  file.tensors["w"] = tensorOf({1.5, -2.25, 3, 0.1, 1e-3, -7}, {2, 3}, "F32");
+  file.tensors["d"] = tensorOf({0.1, -1e300}, {2}, "F64");
+  file.tensors["h"] = tensorOf({0.5, -3.75}, {1, 2}, "F16");
+  file.tensors["b"] = tensorOf({1.0, -0.15625}, {2, 1}, "BF16");
+  file.tensors["i"] = tensorOf({-2147483648.0, 7}, {2}, "I32");
+  file.tensors["l"] = tensorOf({-5, 9007199254740992.0}, {2}, "I64");
+  file.tensors["scalar"] = tensorOf({42}, {}, "F32");
+  file.tensors["empty"] = tensorOf({}, {0, 4}, "F32");
+  file.tensors["u8"] = SafeTensor{"U8", {3}, {1, 2, 255}};
+  file.metadata["format"] = "pt";
+  std::string path = dir + "/ckpt.safetensors";
+  ASSERT_EQ(saveSafetensors(path, file), "");
+
+  auto loaded = loadSafetensors(path);
+  ASSERT_TRUE(loaded) << loaded.error();
+  EXPECT_EQ(loaded->metadata, file.metadata);
+  ASSERT_EQ(loaded->tensors.size(), file.tensors.size());
+  for (const auto &[name, t] : file.tensors) {
+    const SafeTensor &l = loaded->tensors.at(name);
+    EXPECT_EQ(l.dtype, t.dtype) << name;
+    EXPECT_EQ(l.shape, t.shape) << name;
+    EXPECT_EQ(l.bytes, t.bytes) << name;
+  }
+  EXPECT_EQ(*toDoubles(loaded->tensors["d"]),
+            (std::vector<double>{0.1, -1e300}));
+  EXPECT_EQ(*toDoubles(loaded->tensors["h"]),
+            (std::vector<double>{0.5, -3.75}));
+  EXPECT_EQ(*toDoubles(loaded->tensors["l"]),
+            (std::vector<double>{-5, 9007199254740992.0}));
+  EXPECT_EQ(loaded->tensors["scalar"].numElements(), 1);
+  EXPECT_EQ(loaded->tensors["empty"].numElements(), 0);
+
+  // The data section starts 8-byte aligned and no temporary is left behind.
+  std::ifstream in(path, std::ios::binary);
+  uint8_t len[8];
+  in.read(reinterpret_cast<char *>(len), 8);
+  EXPECT_EQ(len[0] % 8, 0);
+  EXPECT_EQ(listDir(), std::vector<std::string>{"ckpt.safetensors"});
+}
+
+TEST_F(Safetensors, SaveReplacesAnExistingFile) {
+  std::string path = dir + "/ckpt.safetensors";
+  SafeTensorFile first, second;
+  first.tensors["x"] = tensorOf({1, 2, 3}, {3}, "F32");
+  second.tensors["y"] = tensorOf({4}, {1}, "F64");
+  ASSERT_EQ(saveSafetensors(path, first), "");
+  ASSERT_EQ(saveSafetensors(path, second), "");
+  auto loaded = loadSafetensors(path);
+  ASSERT_TRUE(loaded) << loaded.error();
+  EXPECT_EQ(loaded->tensors.count("x"), 0u);
+  EXPECT_EQ(*toDoubles(loaded->tensors.at("y")), std::vector<double>{4});
+  EXPECT_EQ(listDir(), std::vector<std::string>{"ckpt.safetensors"});
+}
+
+TEST_F(Safetensors, SaveRefusesBadInputWithoutTouchingTheTarget) {
+  std::string path = dir + "/ckpt.safetensors";
+  SafeTensorFile file;
+  file.tensors["short"] = SafeTensor{"F32", {2, 2}, Bytes(12)};
+  std::string error = saveSafetensors(path, file);
+  EXPECT_NE(error.find("'short'"), std::string::npos) << error;
+  EXPECT_NE(error.find("needs 16"), std::string::npos) << error;
+  EXPECT_TRUE(listDir().empty());
+
+  file.tensors.clear();
+  file.tensors["x"] = SafeTensor{"Q4", {1}, Bytes(1)};
+  error = saveSafetensors(path, file);
+  EXPECT_NE(error.find("unknown dtype 'Q4'"), std::string::npos) << error;
+
+  file.tensors.clear();
+  error = saveSafetensors(dir + "/missing/ckpt.safetensors", file);
+  EXPECT_NE(error.find("missing/ckpt.safetensors"), std::string::npos) << error;
+}
+
+// Bytes laid out by hand as another writer (PyTorch's safetensors) would.
+TEST_F(Safetensors, ReadsAHandBuiltFile) {
+  std::string header =
+      R"({"__metadata__":{"format":"pt"},)"
+      R"("b":{"dtype":"I64","shape":[],"data_offsets":[8,16]},)"
+      R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  header.append(6, ' ');
+  Bytes data = {0x00, 0x00, 0xC0, 0x3F,                          // 1.5f
+                0x00, 0x00, 0x00, 0xC0,                          // -2.0f
+                0xFD, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}; // -3
+  auto file = loadSafetensors(write(header, data));
+  ASSERT_TRUE(file) << file.error();
+  EXPECT_EQ(file->metadata.at("format"), "pt");
+  const SafeTensor &a = file->tensors.at("a");
+  EXPECT_EQ(a.shape, std::vector<int64_t>{2});
+  EXPECT_EQ(*toDoubles(a), (std::vector<double>{1.5, -2.0}));
+  const SafeTensor &b = file->tensors.at("b");
+  EXPECT_TRUE(b.shape.empty());
+  EXPECT_EQ(*toDoubles(b), std::vector<double>{-3});
+}
+
+TEST_F(Safetensors, RejectsTruncatedFiles) {
+  auto file = loadSafetensors(write(Bytes{1, 2, 3, 4, 5}));
+  ASSERT_FALSE(file);
+  EXPECT_NE(file.error().find("file too short"), std::string::npos)
+      << file.error();
+
+  Bytes bytes = {100, 0, 0, 0, 0, 0, 0, 0, '{', '}'};
+  file = loadSafetensors(write(bytes));
+  ASSERT_FALSE(file);
+  EXPECT_NE(file.error().find("header length 100 is larger than the rest"),
+            std::string::npos)
+      << file.error();
+
+  file = loadSafetensors(dir + "/nonexistent.safetensors");
+  ASSERT_FALSE(file);
+  EXPECT_NE(file.error().find("cannot open"), std::string::npos);
+
+  file = loadSafetensors(dir);
+  ASSERT_FALSE(file);
+  EXPECT_NE(file.error().find("not a regular file"), std::string::npos)
+      << file.error();
+}
+
+TEST_F(Safetensors, RejectsMalformedHeaders) {
+  auto has = [](const std::string &error, const std::string &part) {
+    EXPECT_NE(error.find(part), std::string::npos)
+        << "'" << error << "' lacks '" << part << "'";
+  };
+  has(loadError(R"({"a":{"dtype":"F32",)", {}), "malformed JSON header");
+  has(loadError("[1, 2]", {}), "not an object");
+  has(loadError(R"({"a":{"dtype":"F31","shape":[1],"data_offsets":[0,4]}})",
+                Bytes(4)),
+      "unknown dtype 'F31'");
+  has(loadError(R"({"a":{"shape":[1],"data_offsets":[0,4]}})", Bytes(4)),
+      "\"dtype\"");
+  has(loadError(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})",
+                Bytes(4)),
+      "not a non-negative integer");
+  has(loadError(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4]}})",
+                Bytes(4)),
+      "two non-negative integers");
+  has(loadError(R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[4,0]}})",
+                Bytes(4)),
+      "end before they begin");
+  has(loadError(R"({"__metadata__":{"n":3}})", {}), "'n' is not a string");
+}
+
+TEST_F(Safetensors, RejectsOffsetsThatDoNotMatchTheData) {
+  auto has = [](const std::string &error, const std::string &part) {
+    EXPECT_NE(error.find(part), std::string::npos)
+        << "'" << error << "' lacks '" << part << "'";
+  };
+  // Size does not match shape x dtype.
+  has(loadError(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})",
+                Bytes(8)),
+      "span 8 bytes but shape [3] of F32 needs 12");
+  // Past the end of the data section.
+  has(loadError(kTwoF32, Bytes(4)), "run past the data section (4 bytes)");
+  // Overlapping.
+  has(loadError(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                Bytes(8)),
+      "'a' and 'b' overlap");
+  // A hole between tensors.
+  has(loadError(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                Bytes(12)),
+      "bytes [4, 8) of the data section belong to no tensor");
+  // Trailing bytes no tensor claims.
+  has(loadError(kTwoF32, Bytes(10)),
+      "data section is 10 bytes but the tensors cover 8");
+  // A shape whose byte size overflows 64 bits must not wrap around.
+  has(loadError(R"({"a":{"dtype":"F64","shape":[4611686018427387904,4],)"
+                R"("data_offsets":[0,0]}})",
+                {}),
+      "too large");
+}
+
+TEST(SafetensorsConversion, RoundsHalfFloatsToNearestEven) {
+  EXPECT_EQ(bitsOf(1.0, "F16"), 0x3C00u);
+  EXPECT_EQ(bitsOf(-2.0, "F16"), 0xC000u);
+  EXPECT_EQ(bitsOf(65504.0, "F16"), 0x7BFFu);
+  EXPECT_EQ(bitsOf(65520.0, "F16"), 0x7C00u); // halfway to 2^16: infinity
+  EXPECT_EQ(bitsOf(std::ldexp(1.0, -24), "F16"), 0x0001u);
+  EXPECT_EQ(bitsOf(std::ldexp(1.0, -25), "F16"), 0x0000u); // tie to even
+  EXPECT_EQ(bitsOf(std::ldexp(3.0, -25), "F16"), 0x0002u);
+  EXPECT_EQ(bitsOf(std::ldexp(1023.5, -24), "F16"), 0x0400u); // to normal
+  EXPECT_EQ(bitsOf(1.0 + std::ldexp(1.0, -11), "F16"), 0x3C00u);
+  EXPECT_EQ(bitsOf(1.0 + std::ldexp(3.0, -11), "F16"), 0x3C02u);
+  EXPECT_EQ(bitsOf(-0.0, "F16"), 0x8000u);
+  EXPECT_TRUE(std::isnan(valueOf(bitsOf(NAN, "F16"), "F16")));
+  EXPECT_EQ(valueOf(0x7BFF, "F16"), 65504.0);
+  EXPECT_EQ(valueOf(0x0001, "F16"), std::ldexp(1.0, -24));
+  EXPECT_EQ(valueOf(0xFC00, "F16"), -INFINITY);
+}
+
+TEST(SafetensorsConversion, RoundsBFloat16ToNearestEven) {
+  EXPECT_EQ(bitsOf(1.0, "BF16"), 0x3F80u);
+  EXPECT_EQ(bitsOf(M_PI, "BF16"), 0x4049u);
+  EXPECT_EQ(bitsOf(-1.0 - std::ldexp(1.0, -8), "BF16"), 0xBF80u);
+  EXPECT_EQ(bitsOf(1.0 + std::ldexp(3.0, -8), "BF16"), 0x3F82u);
+  EXPECT_EQ(bitsOf(1e39, "BF16"), 0x7F80u);
+  EXPECT_EQ(valueOf(0x7F7F, "BF16"), std::ldexp(255.0, 120));
+  EXPECT_EQ(valueOf(0x0001, "BF16"), std::ldexp(1.0, -133));
+}
+
+TEST(SafetensorsConversion, RefusesLossyIntegerConversions) {
+  auto half = fromDoubles({0.5}, {1}, "I32");
+  ASSERT_FALSE(half);
+  EXPECT_NE(half.error().find("not an integer that fits in I32"),
+            std::string::npos);
+  EXPECT_FALSE(fromDoubles({2147483648.0}, {1}, "I32"));
+  EXPECT_FALSE(fromDoubles({NAN}, {1}, "I64"));
+  EXPECT_TRUE(fromDoubles({-9223372036854775808.0}, {1}, "I64"));
+
+  auto misfit = fromDoubles({1, 2, 3}, {2, 2}, "F32");
+  ASSERT_FALSE(misfit);
+  EXPECT_NE(misfit.error().find("3 values do not fill shape [2, 2]"),
+            std::string::npos);
+
+  auto bytes = toDoubles(SafeTensor{"U8", {1}, {7}});
+  ASSERT_FALSE(bytes);
+  EXPECT_NE(bytes.error().find("cannot convert U8"), std::string::npos);
+}
+
+} // namespace
