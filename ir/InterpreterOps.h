@@ -1,0 +1,40 @@
+//===- InterpreterOps.h - From ops to the interpreter's kernels -*- C++ -*-===//
+//
+// The interpreter's evaluation loop (Interpreter.cpp) hands each op to
+// `evaluateOp`, which reads the op's attributes and calls the kernels of
+// InterpreterKernels.h.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_IR_INTERPRETEROPS_H
+#define LOOM_IR_INTERPRETEROPS_H
+
+#include "ir/Interpreter.h"
+
+#include "mlir/IR/Operation.h"
+
+namespace loom::interp {
+
+/// Runs another function of the module, for func.call.
+class Callee {
+public:
+  virtual ~Callee() = default;
+  virtual llvm::Expected<std::vector<HostTensor>>
+  call(llvm::StringRef name, llvm::ArrayRef<const HostTensor *> args) = 0;
+};
+
+/// Evaluates `op` on `operands` (one per op operand, in order); returns one
+/// tensor per result, unrounded. Errors name the op and its location.
+llvm::Expected<std::vector<HostTensor>>
+evaluateOp(mlir::Operation *op, llvm::ArrayRef<const HostTensor *> operands,
+           Callee &callee);
+
+/// `'loom.add' at loc("model.mlir":3:7)`.
+std::string describeOp(mlir::Operation *op);
+
+/// An error whose message is `describeOp(op): message`.
+llvm::Error opError(mlir::Operation *op, const llvm::Twine &message);
+
+} // namespace loom::interp
+
+#endif // LOOM_IR_INTERPRETEROPS_H
