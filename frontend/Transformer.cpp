@@ -1,0 +1,224 @@
+//===- Transformer.cpp - The Transformer of the paper, as a module --------===//
+
+#include "frontend/Transformer.h"
+
+#include "ir/LoomDialect.h"
+
+#include "mlir/IR/Diagnostics.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace loom {
+
+TransformerModel::TransformerModel(const TransformerConfig &config)
+    : cfg(config) {}
+
+nn::LayerSizes TransformerModel::sizes() const {
+  return {cfg.d_model(), cfg.heads(), cfg.d_ff(), cfg.layer_norm_eps(),
+          cfg.norm() == TransformerConfig::PRE};
+}
+
+nn::Embedding TransformerModel::sourceEmbedding() const {
+  return {"src_embed", cfg.src_vocab(), cfg.d_model()};
+}
+
+nn::Embedding TransformerModel::targetEmbedding() const {
+  if (cfg.share_embeddings())
+    return sourceEmbedding();
+  return {"tgt_embed", cfg.tgt_vocab(), cfg.d_model()};
+}
+
+nn::EncoderLayer TransformerModel::encoderLayer(int64_t index) const {
+  return {"encoder.layers." + std::to_string(index), sizes()};
+}
+
+nn::DecoderLayer TransformerModel::decoderLayer(int64_t index) const {
+  return {"decoder.layers." + std::to_string(index), sizes()};
+}
+
+Tensor TransformerModel::embed(nn::Context &ctx, const nn::Embedding &table,
+                               Tensor ids, Tensor positionalEncoding) const {
+  Tensor x = table(ctx.graph, ids) * std::sqrt(double(cfg.d_model()));
+  return ctx.dropout(x + positionalEncoding);
+}
+
+Tensor TransformerModel::encode(nn::Context &ctx, Tensor src,
+                                Tensor srcMask) const {
+  nn::PositionalEncoding pe{cfg.d_model()};
+  Tensor x = embed(ctx, sourceEmbedding(), src, pe.forIds(src));
+  for (int64_t i = 0; i < cfg.encoder_layers(); ++i)
+    x = encoderLayer(i)(ctx, x, srcMask);
+  if (cfg.final_norm())
+    x = nn::LayerNorm{"encoder.norm", cfg.d_model(),
+                      cfg.layer_norm_eps()}(ctx.graph, x);
+  return x;
+}
+
+Tensor TransformerModel::decoderNorm(Graph &g, Tensor x) const {
+  if (!cfg.final_norm())
+    return x;
+  return nn::LayerNorm{"decoder.norm", cfg.d_model(), cfg.layer_norm_eps()}(g,
+                                                                            x);
+}
+
+Tensor TransformerModel::decode(nn::Context &ctx, Tensor tgtIn, Tensor memory,
+                                Tensor srcMask) const {
+  Graph &g = ctx.graph;
+  // Causal [T, T] plus target padding [B, 1, 1, T]: [B, 1, T, T].
+  Tensor selfMask =
+      paddingMask(tgtIn, 0, g.f32()) + causalMask(tgtIn, 1, g.f32());
+  nn::PositionalEncoding pe{cfg.d_model()};
+  Tensor x = embed(ctx, targetEmbedding(), tgtIn, pe.forIds(tgtIn));
+  for (int64_t i = 0; i < cfg.decoder_layers(); ++i)
+    x = decoderLayer(i)(ctx, x, memory, selfMask, srcMask);
+  return decoderNorm(g, x);
+}
+
+Tensor TransformerModel::generate(Graph &g, Tensor hidden) const {
+  Graph::Scope scope(g, "generator");
+  Tensor weight = cfg.tie_output() ? targetEmbedding().weight(g)
+                                   : g.param("generator.weight",
+                                             {cfg.tgt_vocab(), cfg.d_model()});
+  Tensor bias = g.param("generator.bias", {cfg.tgt_vocab()});
+  return nn::linear(hidden, weight, bias);
+}
+
+Tensor TransformerModel::logits(nn::Context &ctx, Tensor src,
+                                Tensor tgtIn) const {
+  Tensor srcMask = paddingMask(src, 0, ctx.graph.f32());
+  Tensor memory = encode(ctx, src, srcMask);
+  return generate(ctx.graph, decode(ctx, tgtIn, memory, srcMask));
+}
+
+//===----------------------------------------------------------------------===//
+// The module's functions
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+RankedTensorType idsType(Graph &g) { return tensorOf({kDyn, kDyn}, g.i32()); }
+
+/// The projected keys or values of one layer: [B, H, ?, Dh].
+RankedTensorType cacheType(Graph &g, const TransformerConfig &cfg) {
+  return tensorOf({kDyn, cfg.heads(), kDyn, cfg.d_model() / cfg.heads()},
+                  g.f32());
+}
+
+void buildLoss(ModuleOp module, const TransformerModel &model) {
+  const TransformerConfig &cfg = model.config();
+  Graph g(module, "loss");
+  Tensor src = g.input("src", idsType(g));
+  Tensor tgt = g.input("tgt", idsType(g));
+  Tensor seed = g.input("seed", tensorOf({}, g.i64()));
+  nn::Context ctx(g, cfg.dropout(), seed);
+  // Teacher forcing: the decoder reads tgt[:, :-1] and predicts tgt[:, 1:].
+  Tensor tgtIn = slice(tgt, 1, 0, -1);
+  Tensor targets = slice(tgt, 1, 1, 0);
+  Tensor losses = crossEntropy(model.logits(ctx, src, tgtIn), targets,
+                               cfg.label_smoothing(), /*ignoreIndex=*/0);
+  Graph::Scope scope(g, "loss");
+  // The mean over real targets; max(count, 1) keeps an all-padding batch
+  // finite.
+  Tensor real = compare(ComparePredicate::ne, targets, g.scalar(0, g.i32()));
+  Tensor count = sumAll(castTo(real, g.f32()));
+  Tensor loss = sumAll(losses) / maximum(count, g.scalar(1.0, g.f32()));
+  g.setDifferentiable();
+  g.finish({{"loss", loss}});
+}
+
+void buildTokenLogProbs(ModuleOp module, const TransformerModel &model) {
+  Graph g(module, "token_log_probs");
+  Tensor src = g.input("src", idsType(g));
+  Tensor tgt = g.input("tgt", idsType(g));
+  nn::Context ctx(g);
+  Tensor tgtIn = slice(tgt, 1, 0, -1);
+  Tensor targets = slice(tgt, 1, 1, 0);
+  // Without smoothing, cross entropy is -log p(target), and 0 on padding.
+  Tensor logProbs = -crossEntropy(model.logits(ctx, src, tgtIn), targets, 0.0,
+                                  /*ignoreIndex=*/0);
+  g.finish({{"log_probs", logProbs}});
+}
+
+void buildEncode(ModuleOp module, const TransformerModel &model) {
+  using Projection = nn::MultiHeadAttention::Projection;
+  const TransformerConfig &cfg = model.config();
+  Graph g(module, "encode");
+  Tensor src = g.input("src", idsType(g));
+  nn::Context ctx(g);
+  Tensor memory = model.encode(ctx, src, paddingMask(src, 0, g.f32()));
+  std::vector<std::pair<std::string, Tensor>> outputs;
+  for (int64_t i = 0; i < cfg.decoder_layers(); ++i) {
+    nn::MultiHeadAttention cross = model.decoderLayer(i).crossAttention();
+    std::string index = std::to_string(i);
+    outputs.push_back(
+        {"cross_k." + index, cross.project(g, memory, Projection::Key)});
+    outputs.push_back(
+        {"cross_v." + index, cross.project(g, memory, Projection::Value)});
+  }
+  g.finish(outputs);
+}
+
+void buildDecodeStep(ModuleOp module, const TransformerModel &model) {
+  const TransformerConfig &cfg = model.config();
+  int64_t layers = cfg.decoder_layers();
+  Graph g(module, "decode_step");
+  Tensor src = g.input("src", idsType(g));
+  std::vector<Tensor> crossK, crossV, selfK, selfV;
+  for (int64_t i = 0; i < layers; ++i) {
+    std::string index = std::to_string(i);
+    crossK.push_back(g.input("cross_k." + index, cacheType(g, cfg)));
+    crossV.push_back(g.input("cross_v." + index, cacheType(g, cfg)));
+  }
+  for (int64_t i = 0; i < layers; ++i) {
+    std::string index = std::to_string(i);
+    selfK.push_back(g.input("self_k." + index, cacheType(g, cfg)));
+    selfV.push_back(g.input("self_v." + index, cacheType(g, cfg)));
+  }
+  Tensor tokens = g.input("tokens", tensorOf({kDyn, 1}, g.i32()));
+  Tensor position = g.input("position", tensorOf({}, g.i64()));
+
+  nn::Context ctx(g);
+  Tensor srcMask = paddingMask(src, 0, g.f32());
+  nn::PositionalEncoding pe{cfg.d_model()};
+  Tensor x = model.embed(ctx, model.targetEmbedding(), tokens,
+                         pe.atPosition(position)); // [B, 1, d]
+  std::vector<std::pair<std::string, Tensor>> caches;
+  for (int64_t i = 0; i < layers; ++i) {
+    auto step = model.decoderLayer(i).step(ctx, x, selfK[i], selfV[i],
+                                           crossK[i], crossV[i], srcMask);
+    x = step.output;
+    std::string index = std::to_string(i);
+    caches.push_back({"self_k." + index, step.selfK});
+    caches.push_back({"self_v." + index, step.selfV});
+  }
+  Tensor logits = model.generate(g, model.decoderNorm(g, x)); // [B, 1, V]
+  Tensor logProbs = reshape(logSoftmax(logits, -1), {0, cfg.tgt_vocab()});
+  std::vector<std::pair<std::string, Tensor>> outputs = {
+      {"log_probs", logProbs}};
+  outputs.insert(outputs.end(), caches.begin(), caches.end());
+  g.finish(outputs);
+}
+
+} // namespace
+
+OwningOpRef<ModuleOp> buildModelModule(MLIRContext &ctx,
+                                       const TransformerConfig &config) {
+  ctx.loadDialect<LoomDialect, func::FuncDialect>();
+  TransformerConfig checked = config;
+  if (llvm::Error err = validateConfig(checked)) {
+    emitError(UnknownLoc::get(&ctx))
+        << "invalid config: " << llvm::toString(std::move(err));
+    return nullptr;
+  }
+  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
+  TransformerModel model(checked);
+  buildLoss(*module, model);
+  buildTokenLogProbs(*module, model);
+  buildEncode(*module, model);
+  buildDecodeStep(*module, model);
+  return module;
+}
+
+} // namespace loom

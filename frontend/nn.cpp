@@ -1,0 +1,192 @@
+//===- nn.cpp - Neural-network modules on the builder API -----------------===//
+
+#include "frontend/nn.h"
+
+#include <cmath>
+
+namespace loom::nn {
+
+Tensor Context::dropout(Tensor x) {
+  if (!dropoutEnabled())
+    return x;
+  return loom::dropout(x, seed, rate, nextOffset++);
+}
+
+Tensor linear(Tensor x, Tensor weight, Tensor bias) {
+  Tensor y = matmul(x, weight, /*transposeA=*/false, /*transposeB=*/true);
+  return bias ? y + bias : y;
+}
+
+Tensor Linear::operator()(Graph &g, Tensor x) const {
+  Graph::Scope scope(g, name);
+  Tensor w = g.param(name + ".weight", {outFeatures, inFeatures});
+  Tensor b = bias ? g.param(name + ".bias", {outFeatures}) : Tensor();
+  return linear(x, w, b);
+}
+
+Tensor Embedding::weight(Graph &g) const {
+  return g.param(name + ".weight", {vocab, dim});
+}
+
+Tensor Embedding::operator()(Graph &g, Tensor ids) const {
+  Graph::Scope scope(g, name);
+  return gather(weight(g), ids);
+}
+
+Tensor PositionalEncoding::operator()(Tensor positions) const {
+  Graph &g = positions.graph();
+  Graph::Scope scope(g, "positional_encoding");
+  // The inverse frequencies are exact in double and rounded once to the
+  // element type; the angles are then one product per element, as in the
+  // usual PyTorch implementation.
+  int64_t half = dim / 2;
+  std::vector<double> inverse(half);
+  for (int64_t i = 0; i < half; ++i)
+    inverse[i] = 1.0 / std::pow(10000.0, 2.0 * i / dim);
+  Tensor freq = g.constant(inverse, {half}, positions.elementType());
+  Tensor angles = expandDims(positions, {1}) * freq; // [n, d/2]
+  // Interleave: [n, d/2, 2] with sin at 0 and cos at 1 is [n, d] row-major.
+  Tensor pairs =
+      concat({expandDims(sin(angles), {2}), expandDims(cos(angles), {2})}, 2);
+  return reshape(pairs, {0, dim});
+}
+
+Tensor PositionalEncoding::forIds(Tensor ids) const {
+  return (*this)(iota(ids, 1, ids.graph().f32()));
+}
+
+Tensor PositionalEncoding::atPosition(Tensor position) const {
+  Graph &g = position.graph();
+  return (*this)(expandDims(castTo(position, g.f32()), {0}));
+}
+
+Tensor LayerNorm::operator()(Graph &g, Tensor x) const {
+  Graph::Scope scope(g, name);
+  Tensor gamma = g.param(name + ".weight", {dim});
+  Tensor beta = g.param(name + ".bias", {dim});
+  return layerNorm(x, gamma, beta, epsilon);
+}
+
+Tensor MultiHeadAttention::project(Graph &g, Tensor x, Projection which) const {
+  Graph::Scope scope(g, name);
+  Tensor packedW = g.param(name + ".in_proj_weight", {3 * dModel, dModel});
+  Tensor packedB = g.param(name + ".in_proj_bias", {3 * dModel});
+  int64_t start = static_cast<int64_t>(which) * dModel;
+  Tensor w = slice(packedW, 0, start, start + dModel);
+  Tensor b = slice(packedB, 0, start, start + dModel);
+  Tensor y = linear(x, w, b);                          // [B, S, d]
+  Tensor split = reshape(y, {0, 0, heads, headDim()}); // [B, S, H, Dh]
+  return transpose(split, {0, 2, 1, 3});               // [B, H, S, Dh]
+}
+
+Tensor MultiHeadAttention::attend(Context &ctx, Tensor q, Tensor k, Tensor v,
+                                  llvm::ArrayRef<Tensor> masks) const {
+  Graph &g = ctx.graph;
+  Graph::Scope scope(g, name);
+  Tensor scores = matmul(q, k, false, /*transposeB=*/true) *
+                  (1.0 / std::sqrt(static_cast<double>(headDim())));
+  for (Tensor mask : masks)
+    scores = scores + mask;
+  Tensor probs = ctx.dropout(softmax(scores, -1));
+  Tensor perHead = matmul(probs, v);                // [B, H, Sq, Dh]
+  Tensor merged = transpose(perHead, {0, 2, 1, 3}); // [B, Sq, H, Dh]
+  Tensor out = reshape(merged, {0, 0, dModel});     // [B, Sq, d]
+  return Linear{name + ".out_proj", dModel, dModel}(g, out);
+}
+
+Tensor MultiHeadAttention::operator()(Context &ctx, Tensor query, Tensor memory,
+                                      llvm::ArrayRef<Tensor> masks) const {
+  Graph &g = ctx.graph;
+  Tensor q = project(g, query, Projection::Query);
+  Tensor k = project(g, memory, Projection::Key);
+  Tensor v = project(g, memory, Projection::Value);
+  return attend(ctx, q, k, v, masks);
+}
+
+Tensor FeedForward::operator()(Context &ctx, Tensor x) const {
+  Graph &g = ctx.graph;
+  Tensor h = relu(Linear{name + ".linear1", dModel, dFF}(g, x));
+  return Linear{name + ".linear2", dFF, dModel}(g, ctx.dropout(h));
+}
+
+Tensor residual(Context &ctx, Tensor x, const LayerNorm &norm, bool preNorm,
+                const std::function<Tensor(Tensor)> &sublayer) {
+  if (preNorm)
+    return x + ctx.dropout(sublayer(norm(ctx.graph, x)));
+  return norm(ctx.graph, x + ctx.dropout(sublayer(x)));
+}
+
+//===----------------------------------------------------------------------===//
+// Layers
+//===----------------------------------------------------------------------===//
+
+MultiHeadAttention EncoderLayer::selfAttention() const {
+  return {name + ".self_attn", sizes.dModel, sizes.heads};
+}
+FeedForward EncoderLayer::feedForward() const {
+  // torch keeps linear1/linear2 directly in the layer.
+  return {name, sizes.dModel, sizes.dFF};
+}
+LayerNorm EncoderLayer::norm(int index) const {
+  return {name + ".norm" + std::to_string(index), sizes.dModel, sizes.epsilon};
+}
+
+Tensor EncoderLayer::operator()(Context &ctx, Tensor x, Tensor srcMask) const {
+  MultiHeadAttention attn = selfAttention();
+  x = residual(ctx, x, norm(1), sizes.preNorm,
+               [&](Tensor h) { return attn(ctx, h, h, {srcMask}); });
+  FeedForward ff = feedForward();
+  return residual(ctx, x, norm(2), sizes.preNorm,
+                  [&](Tensor h) { return ff(ctx, h); });
+}
+
+MultiHeadAttention DecoderLayer::selfAttention() const {
+  return {name + ".self_attn", sizes.dModel, sizes.heads};
+}
+MultiHeadAttention DecoderLayer::crossAttention() const {
+  return {name + ".multihead_attn", sizes.dModel, sizes.heads};
+}
+FeedForward DecoderLayer::feedForward() const {
+  return {name, sizes.dModel, sizes.dFF};
+}
+LayerNorm DecoderLayer::norm(int index) const {
+  return {name + ".norm" + std::to_string(index), sizes.dModel, sizes.epsilon};
+}
+
+Tensor DecoderLayer::operator()(Context &ctx, Tensor x, Tensor memory,
+                                Tensor selfMask, Tensor srcMask) const {
+  MultiHeadAttention self = selfAttention(), cross = crossAttention();
+  x = residual(ctx, x, norm(1), sizes.preNorm,
+               [&](Tensor h) { return self(ctx, h, h, {selfMask}); });
+  x = residual(ctx, x, norm(2), sizes.preNorm,
+               [&](Tensor h) { return cross(ctx, h, memory, {srcMask}); });
+  FeedForward ff = feedForward();
+  return residual(ctx, x, norm(3), sizes.preNorm,
+                  [&](Tensor h) { return ff(ctx, h); });
+}
+
+DecoderLayer::StepResult DecoderLayer::step(Context &ctx, Tensor x,
+                                            Tensor selfK, Tensor selfV,
+                                            Tensor crossK, Tensor crossV,
+                                            Tensor srcMask) const {
+  using Projection = MultiHeadAttention::Projection;
+  Graph &g = ctx.graph;
+  MultiHeadAttention self = selfAttention(), cross = crossAttention();
+  StepResult result;
+  x = residual(ctx, x, norm(1), sizes.preNorm, [&](Tensor h) {
+    result.selfK = concat({selfK, self.project(g, h, Projection::Key)}, 2);
+    result.selfV = concat({selfV, self.project(g, h, Projection::Value)}, 2);
+    return self.attend(ctx, self.project(g, h, Projection::Query), result.selfK,
+                       result.selfV, {});
+  });
+  x = residual(ctx, x, norm(2), sizes.preNorm, [&](Tensor h) {
+    return cross.attend(ctx, cross.project(g, h, Projection::Query), crossK,
+                        crossV, {srcMask});
+  });
+  FeedForward ff = feedForward();
+  result.output = residual(ctx, x, norm(3), sizes.preNorm,
+                           [&](Tensor h) { return ff(ctx, h); });
+  return result;
+}
+
+} // namespace loom::nn

@@ -1,0 +1,172 @@
+//===- nn.h - Neural-network modules on the builder API ---------*- C++ -*-===//
+//
+// Modules in the manner of torch.nn: each is a small description (its full
+// parameter-name prefix and sizes) whose call builds ops on a Graph. Modules
+// hold no tensors: `Graph::param` returns the same argument for the same
+// name, so calling a module twice shares its weights, and two modules that
+// name one tensor (tied embeddings) share it too.
+//
+// Parameter names and layouts are those of torch.nn.Transformer's
+// state_dict, so checkpoints move between Loom and PyTorch unchanged.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_FRONTEND_NN_H
+#define LOOM_FRONTEND_NN_H
+
+#include "frontend/Graph.h"
+
+#include <functional>
+#include <string>
+
+namespace loom::nn {
+
+/// What modules share while building one function: the Graph, and dropout's
+/// rate and seed with a counter that gives every dropout site its own
+/// stream (`offset`).
+class Context {
+public:
+  /// Dropout is off when `rate` is 0 or `seed` is null.
+  Context(Graph &graph, double rate = 0.0, Tensor seed = {})
+      : graph(graph), rate(rate), seed(seed) {}
+
+  Graph &graph;
+
+  /// Dropout with the next site's offset; `x` itself when dropout is off.
+  Tensor dropout(Tensor x);
+  bool dropoutEnabled() const { return rate > 0.0 && seed; }
+
+private:
+  double rate;
+  Tensor seed;
+  int64_t nextOffset = 0;
+};
+
+/// y = x W^T + b with W [out, in] (`name.weight`) and b [out] (`name.bias`).
+struct Linear {
+  std::string name;
+  int64_t inFeatures, outFeatures;
+  bool bias = true;
+
+  Tensor operator()(Graph &g, Tensor x) const;
+};
+
+/// y = x W^T + b for a given W and b (tied weights, packed projections).
+Tensor linear(Tensor x, Tensor weight, Tensor bias);
+
+/// Rows of `name.weight` [vocab, dim] picked by ids.
+struct Embedding {
+  std::string name;
+  int64_t vocab, dim;
+
+  Tensor weight(Graph &g) const;
+  Tensor operator()(Graph &g, Tensor ids) const;
+};
+
+/// The sinusoidal encoding of "Attention Is All You Need":
+/// pe[p, 2i] = sin(p / 10000^(2i/d)), pe[p, 2i+1] = cos(p / 10000^(2i/d)).
+struct PositionalEncoding {
+  int64_t dim;
+
+  /// [n, dim] for float positions [n].
+  Tensor operator()(Tensor positions) const;
+  /// [S, dim] for positions 0..S-1 of ids [B, S].
+  Tensor forIds(Tensor ids) const;
+  /// [1, dim] for one position (tensor<i64>), when decoding step by step.
+  Tensor atPosition(Tensor position) const;
+};
+
+/// torch.nn.LayerNorm over the last dim: `name.weight`, `name.bias` [dim].
+struct LayerNorm {
+  std::string name;
+  int64_t dim;
+  double epsilon;
+
+  Tensor operator()(Graph &g, Tensor x) const;
+};
+
+/// torch.nn.MultiheadAttention with packed projections: `in_proj_weight`
+/// [3d, d] and `in_proj_bias` [3d] hold q, k, v in that order; `out_proj`.
+struct MultiHeadAttention {
+  enum class Projection { Query = 0, Key = 1, Value = 2 };
+
+  std::string name;
+  int64_t dModel, heads;
+
+  int64_t headDim() const { return dModel / heads; }
+  /// x [B, S, d] projected and split into heads: [B, H, S, Dh].
+  Tensor project(Graph &g, Tensor x, Projection which) const;
+  /// Attention of q [B, H, Sq, Dh] over k, v [B, H, Sk, Dh] with additive
+  /// masks that broadcast against the scores [B, H, Sq, Sk]; heads merged
+  /// and `out_proj` applied: [B, Sq, d].
+  Tensor attend(Context &ctx, Tensor q, Tensor k, Tensor v,
+                llvm::ArrayRef<Tensor> masks) const;
+  /// Queries from `query` [B, Sq, d], keys and values from `memory`.
+  Tensor operator()(Context &ctx, Tensor query, Tensor memory,
+                    llvm::ArrayRef<Tensor> masks) const;
+};
+
+/// linear2(dropout(relu(linear1(x)))).
+struct FeedForward {
+  std::string name;
+  int64_t dModel, dFF;
+
+  Tensor operator()(Context &ctx, Tensor x) const;
+};
+
+/// A residual sublayer with dropout on its output. Post-norm (the paper):
+/// norm(x + dropout(f(x))); pre-norm: x + dropout(f(norm(x))).
+Tensor residual(Context &ctx, Tensor x, const LayerNorm &norm, bool preNorm,
+                const std::function<Tensor(Tensor)> &sublayer);
+
+/// Sizes shared by the layers of one model.
+struct LayerSizes {
+  int64_t dModel, heads, dFF;
+  double epsilon;
+  bool preNorm;
+};
+
+/// torch.nn.TransformerEncoderLayer: self_attn, linear1/linear2,
+/// norm1/norm2.
+struct EncoderLayer {
+  std::string name;
+  LayerSizes sizes;
+
+  MultiHeadAttention selfAttention() const;
+  FeedForward feedForward() const;
+  LayerNorm norm(int index) const;
+  /// `srcMask` masks padded keys.
+  Tensor operator()(Context &ctx, Tensor x, Tensor srcMask) const;
+};
+
+/// torch.nn.TransformerDecoderLayer: self_attn, multihead_attn,
+/// linear1/linear2, norm1/norm2/norm3.
+struct DecoderLayer {
+  std::string name;
+  LayerSizes sizes;
+
+  MultiHeadAttention selfAttention() const;
+  MultiHeadAttention crossAttention() const;
+  FeedForward feedForward() const;
+  LayerNorm norm(int index) const;
+
+  /// The whole target at once: `selfMask` is causal plus target padding,
+  /// `srcMask` masks padded memory positions.
+  Tensor operator()(Context &ctx, Tensor x, Tensor memory, Tensor selfMask,
+                    Tensor srcMask) const;
+
+  /// One target position x [B, 1, d] during decoding. `selfK`/`selfV`
+  /// [B, H, T, Dh] hold the projected self-attention keys and values of the
+  /// T earlier positions; the new position's are appended to them (no
+  /// causal mask is needed: nothing later exists). `crossK`/`crossV` are
+  /// the projected memory.
+  struct StepResult {
+    Tensor output, selfK, selfV;
+  };
+  StepResult step(Context &ctx, Tensor x, Tensor selfK, Tensor selfV,
+                  Tensor crossK, Tensor crossV, Tensor srcMask) const;
+};
+
+} // namespace loom::nn
+
+#endif // LOOM_FRONTEND_NN_H

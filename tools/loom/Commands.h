@@ -1,0 +1,26 @@
+//===- Commands.h - The subcommands of `loom` -------------------*- C++ -*-===//
+//
+// Each subcommand lives in its own file and registers itself on the app;
+// its callback stores the process exit code in `exitCode`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_TOOLS_LOOM_COMMANDS_H
+#define LOOM_TOOLS_LOOM_COMMANDS_H
+
+#include "CLI/CLI.hpp"
+
+namespace loom::cli {
+
+/// `loom compile`: the model module, differentiated, with Adam, as IR.
+void addCompileCommand(CLI::App &app, int &exitCode);
+/// `loom forward`: per-token log-probabilities of a batch.
+void addForwardCommand(CLI::App &app, int &exitCode);
+/// `loom grad`: the loss's gradient for every parameter, as safetensors.
+void addGradCommand(CLI::App &app, int &exitCode);
+/// `loom demo`: trains the tiny model on a synthetic task.
+void addDemoCommand(CLI::App &app, int &exitCode);
+
+} // namespace loom::cli
+
+#endif // LOOM_TOOLS_LOOM_COMMANDS_H

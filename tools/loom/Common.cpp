@@ -1,0 +1,155 @@
+//===- Common.cpp - What the loom subcommands share -----------------------===//
+
+#include "tools/loom/Common.h"
+
+#include "runtime/Safetensors.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+using llvm::formatv;
+
+namespace loom::cli {
+
+static llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+int fail(llvm::StringRef command, llvm::Error err) {
+  llvm::errs() << "loom " << command
+               << ": error: " << llvm::toString(std::move(err)) << "\n";
+  return 1;
+}
+
+void ModelOptions::addTo(CLI::App *cmd) {
+  auto *presetOpt =
+      cmd->add_option("--preset", preset,
+                      "A built-in model: " + llvm::join(presetNames(), ", "));
+  auto *configOpt = cmd->add_option("--config", configPath,
+                                    "A TransformerConfig in protobuf text");
+  presetOpt->excludes(configOpt);
+}
+
+llvm::Expected<TransformerConfig> ModelOptions::load() const {
+  if (!preset.empty())
+    return presetConfig(preset);
+  if (!configPath.empty())
+    return loadConfig(configPath);
+  return error("no model given: pass --preset NAME or --config FILE");
+}
+
+static std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+llvm::Expected<std::vector<std::vector<int64_t>>>
+readIdFile(const std::string &path, llvm::StringRef what, int64_t vocab,
+           llvm::StringRef vocabField, int64_t maxLen) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer)
+    return error(formatv("cannot read {0} file '{1}': {2}", what, path,
+                         buffer.getError().message()));
+  llvm::SmallVector<llvm::StringRef> lines;
+  llvm::StringRef text = (*buffer)->getBuffer();
+  // A final newline ends the last line; it does not start an empty one.
+  if (text.ends_with("\n"))
+    text = text.drop_back();
+  text.split(lines, '\n', /*MaxSplit=*/-1, /*KeepEmpty=*/true);
+  if (text.empty())
+    return error(formatv("{0} file '{1}' holds no sentences", what, path));
+
+  std::vector<std::vector<int64_t>> sentences;
+  for (auto [index, line] : llvm::enumerate(lines)) {
+    std::string where = formatv("{0} '{1}' line {2}", what, path, index + 1);
+    llvm::SmallVector<llvm::StringRef> tokens;
+    llvm::SplitString(line, tokens, " \t\r\v\f");
+    std::vector<int64_t> ids;
+    for (llvm::StringRef token : tokens) {
+      int64_t id;
+      if (token.getAsInteger(10, id))
+        return error(
+            formatv("{0}: '{1}' is not an integer token id", where, token));
+      if (id < 0 || id >= vocab)
+        return error(formatv("{0}: id {1} is outside [0, {2}) ({3} is {2})",
+                             where, id, vocab, vocabField));
+      ids.push_back(id);
+    }
+    if (static_cast<int64_t>(ids.size()) > maxLen)
+      return error(formatv("{0}: {1} tokens, more than max_len {2}", where,
+                           ids.size(), maxLen));
+    sentences.push_back(std::move(ids));
+  }
+  return sentences;
+}
+
+llvm::Expected<NamedTensors>
+loadWeights(const std::string &path,
+            const std::map<std::string, std::vector<int64_t>> &shapes) {
+  auto file = loadSafetensors(path);
+  if (!file) {
+    // The loader's message usually names the file already.
+    if (llvm::StringRef(file.error()).contains(path))
+      return error("cannot load weights: " + file.error());
+    return error(formatv("cannot load weights '{0}': {1}", path, file.error()));
+  }
+  for (const auto &[name, tensor] : file->tensors)
+    if (!shapes.count(name))
+      return error(formatv("weights '{0}' hold tensor '{1}', which is not a "
+                           "parameter of this model",
+                           path, name));
+  NamedTensors params;
+  for (const auto &[name, shape] : shapes) {
+    auto it = file->tensors.find(name);
+    if (it == file->tensors.end())
+      return error(formatv("weights '{0}' have no tensor '{1}' (shape {2})",
+                           path, name, shapeString(shape)));
+    const SafeTensor &tensor = it->second;
+    if (tensor.shape != shape)
+      return error(formatv("tensor '{0}' in '{1}' has shape {2}, but the "
+                           "model needs {3}",
+                           name, path, shapeString(tensor.shape),
+                           shapeString(shape)));
+    if (tensor.dtype != "F32" && tensor.dtype != "F64" &&
+        tensor.dtype != "F16" && tensor.dtype != "BF16")
+      return error(formatv("tensor '{0}' in '{1}' has dtype {2}; parameters "
+                           "must be floats",
+                           name, path, tensor.dtype));
+    auto values = toDoubles(tensor);
+    if (!values)
+      return error(
+          formatv("tensor '{0}' in '{1}': {2}", name, path, values.error()));
+    for (double &v : *values)
+      v = roundToKind(v, ElementKind::F32);
+    params[name] = HostTensor(shape, ElementKind::F32, std::move(*values));
+  }
+  return params;
+}
+
+llvm::Error saveWeights(const std::string &path, const NamedTensors &tensors) {
+  SafeTensorFile file;
+  for (const auto &[name, tensor] : tensors) {
+    auto converted = fromDoubles(tensor.data, tensor.shape, "F32");
+    if (!converted)
+      return error(formatv("cannot store '{0}': {1}", name, converted.error()));
+    file.tensors[name] = std::move(*converted);
+  }
+  std::string problem = saveSafetensors(path, file);
+  if (!problem.empty())
+    return error(formatv("cannot write '{0}': {1}", path, problem));
+  return llvm::Error::success();
+}
+
+llvm::Error checkBackend(const std::string &backend) {
+  if (backend == "interpreter")
+    return llvm::Error::success();
+  return error(formatv("backend '{0}' is not available yet; the only "
+                       "backend so far is 'interpreter'",
+                       backend));
+}
+
+} // namespace loom::cli

@@ -1,0 +1,61 @@
+//===- Common.h - What the loom subcommands share ---------------*- C++ -*-===//
+//
+// Every subcommand reports a problem the same way: one line on stderr naming
+// what is wrong (a file, a line, a field, a tensor) and exit code 1. The
+// helpers here return llvm::Error so a command can stop at the first
+// problem and print it with `fail`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_TOOLS_LOOM_COMMON_H
+#define LOOM_TOOLS_LOOM_COMMON_H
+
+#include "frontend/Config.h"
+#include "frontend/InterpretedModel.h"
+
+#include "CLI/CLI.hpp"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace loom::cli {
+
+/// Prints "loom <command>: error: <message>" and returns exit code 1.
+int fail(llvm::StringRef command, llvm::Error err);
+
+/// Where the model's config comes from: `--preset NAME` or `--config FILE`.
+struct ModelOptions {
+  std::string preset;
+  std::string configPath;
+
+  /// Adds the two options to `cmd`, exactly one of them required.
+  void addTo(CLI::App *cmd);
+  llvm::Expected<TransformerConfig> load() const;
+};
+
+/// The token ids of a file: one sentence per line, space-separated ids.
+/// `what` names the file in messages ("src-ids"); every id must lie in
+/// [0, vocab) (`vocabField` names the config field that sets vocab), and no
+/// sentence may be longer than `maxLen`.
+llvm::Expected<std::vector<std::vector<int64_t>>>
+readIdFile(const std::string &path, llvm::StringRef what, int64_t vocab,
+           llvm::StringRef vocabField, int64_t maxLen);
+
+/// Loads the safetensors file at `path` as the model's parameters: every
+/// parameter in `shapes` must be present with exactly its shape and a float
+/// dtype, and the file may hold nothing else. Values are rounded to f32.
+llvm::Expected<NamedTensors>
+loadWeights(const std::string &path,
+            const std::map<std::string, std::vector<int64_t>> &shapes);
+
+/// Writes `tensors` as F32 safetensors at `path` (atomically).
+llvm::Error saveWeights(const std::string &path, const NamedTensors &tensors);
+
+/// Checks `--backend`: only the reference interpreter runs models so far.
+llvm::Error checkBackend(const std::string &backend);
+
+} // namespace loom::cli
+
+#endif // LOOM_TOOLS_LOOM_COMMON_H
