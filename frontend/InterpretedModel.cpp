@@ -70,9 +70,10 @@ InterpretedModel::call(StringRef name, const NamedTensors &inputs) const {
       auto key = fn.getArgAttrOfType<StringAttr>(i, attr);
       auto it = from.find(key.str());
       if (it == from.end())
-        return llvm::createStringError(llvm::formatv(
-            "@{0} needs {1} \"{2}\", which was not given", name, what,
-            key.getValue()).str());
+        return llvm::createStringError(
+            llvm::formatv("@{0} needs {1} \"{2}\", which was not given", name,
+                          what, key.getValue())
+                .str());
       args.push_back(it->second);
       return llvm::Error::success();
     };
@@ -84,8 +85,8 @@ InterpretedModel::call(StringRef name, const NamedTensors &inputs) const {
     else if (fn.getArgAttr(i, kInputAttr))
       err = bind(kInputAttr, inputs, "input");
     else
-      err = llvm::createStringError(llvm::formatv(
-          "argument {0} of @{1} has no name", i, name).str());
+      err = llvm::createStringError(
+          llvm::formatv("argument {0} of @{1} has no name", i, name).str());
     if (err)
       return std::move(err);
   }
@@ -109,11 +110,11 @@ llvm::Expected<double> InterpretedModel::trainStep(const HostTensor &src,
       optState["exp_avg." + name] = zeros;
       optState["exp_avg_sq." + name] = zeros;
     }
-  NamedTensors inputs = {{"src", src},
-                         {"tgt", tgt},
-                         {"seed", HostTensor::scalar(seed, ElementKind::I64)},
-                         {"step", HostTensor::scalar(steps + 1,
-                                                     ElementKind::I64)}};
+  NamedTensors inputs = {
+      {"src", src},
+      {"tgt", tgt},
+      {"seed", HostTensor::scalar(seed, ElementKind::I64)},
+      {"step", HostTensor::scalar(steps + 1, ElementKind::I64)}};
   auto out = call("train_step", inputs);
   if (!out)
     return out.takeError();

@@ -1,4 +1,4 @@
-//===- SyntheticTask.cpp - Toy translation tasks ---------------------------===//
+//===- SyntheticTask.cpp - Toy translation tasks -------------------------===//
 
 #include "frontend/SyntheticTask.h"
 
@@ -39,6 +39,22 @@ std::vector<SentencePair> loom::makeSyntheticPairs(const SyntheticTask &task,
     pairs.push_back(std::move(p));
   }
   return pairs;
+}
+
+std::vector<std::vector<int64_t>>
+loom::sourcesOf(const std::vector<SentencePair> &pairs) {
+  std::vector<std::vector<int64_t>> rows;
+  for (const SentencePair &p : pairs)
+    rows.push_back(p.src);
+  return rows;
+}
+
+std::vector<std::vector<int64_t>>
+loom::targetsOf(const std::vector<SentencePair> &pairs) {
+  std::vector<std::vector<int64_t>> rows;
+  for (const SentencePair &p : pairs)
+    rows.push_back(p.tgt);
+  return rows;
 }
 
 std::string loom::symbolsToString(const std::vector<int64_t> &ids) {

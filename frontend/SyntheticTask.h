@@ -1,4 +1,4 @@
-//===- SyntheticTask.h - Toy translation tasks for demos and tests -*- C++ -*-===//
+//===- SyntheticTask.h - Toy tasks for demos and tests ----------*- C++ -*-===//
 //
 // Small sequence-to-sequence tasks whose answer is known exactly, so a model
 // that learns them can be checked token for token: copy the source, or
@@ -38,6 +38,12 @@ struct SentencePair {
 /// `count` random pairs of `task`, deterministic in `seed`.
 std::vector<SentencePair> makeSyntheticPairs(const SyntheticTask &task,
                                              int64_t count, uint64_t seed);
+
+/// The source (or target) side of each pair.
+std::vector<std::vector<int64_t>>
+sourcesOf(const std::vector<SentencePair> &pairs);
+std::vector<std::vector<int64_t>>
+targetsOf(const std::vector<SentencePair> &pairs);
 
 /// The answer of `task` for `src` (without BOS/EOS).
 std::vector<int64_t> syntheticAnswer(const SyntheticTask &task,

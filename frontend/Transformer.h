@@ -1,5 +1,4 @@
-//===- Transformer.h - The Transformer of the paper, as a module -*- C++
-//-*-===//
+//===- Transformer.h - The Transformer of the paper -------------*- C++ -*-===//
 //
 // `buildModelModule` turns a TransformerConfig into the module every later
 // stage starts from. Element type f32; batch and lengths dynamic; ids i32

@@ -28,7 +28,8 @@ inline uint64_t mix64(uint64_t x) {
 
 /// The key of one dropout site in one step.
 inline uint64_t dropoutKey(uint64_t seed, uint64_t offset) {
-  return mix64(mix64(seed + 0x9e3779b97f4a7c15ULL) ^ (offset * 0xd6e8feb86659fd93ULL));
+  return mix64(mix64(seed + 0x9e3779b97f4a7c15ULL) ^
+               (offset * 0xd6e8feb86659fd93ULL));
 }
 
 /// A uniform number in [0, 1) for element `index` of the site `key`.

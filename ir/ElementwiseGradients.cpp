@@ -99,29 +99,30 @@ LogicalResult DivOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   return success();
 }
 
+/// maximum/minimum: the gradient goes to the operand that won (`lhsWins`
+/// compares lhs against rhs); a tie gives it to lhs.
+static void pushWinnerGradients(OpBuilder &b, Location loc, Value lhs,
+                                Value rhs, Value g, ComparePredicate lhsWins,
+                                SmallVectorImpl<Value> &operandGrads) {
+  Value wins;
+  if (isFloatTensor(lhs))
+    wins = compare(b, loc, lhsWins, lhs, rhs);
+  pushBinary(
+      b, loc, lhs, rhs, [&] { return keepWhere(b, loc, wins, g); },
+      [&] { return dropWhere(b, loc, wins, g); }, operandGrads);
+}
+
 LogicalResult MaximumOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                         SmallVectorImpl<Value> &operandGrads) {
-  Value g = resultGrads[0];
-  Location loc = getLoc();
-  Value lhsWins;
-  if (isFloatTensor(getLhs()))
-    lhsWins = compare(b, loc, ComparePredicate::ge, getLhs(), getRhs());
-  pushBinary(
-      b, loc, getLhs(), getRhs(), [&] { return keepWhere(b, loc, lhsWins, g); },
-      [&] { return dropWhere(b, loc, lhsWins, g); }, operandGrads);
+  pushWinnerGradients(b, getLoc(), getLhs(), getRhs(), resultGrads[0],
+                      ComparePredicate::ge, operandGrads);
   return success();
 }
 
 LogicalResult MinimumOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                         SmallVectorImpl<Value> &operandGrads) {
-  Value g = resultGrads[0];
-  Location loc = getLoc();
-  Value lhsWins;
-  if (isFloatTensor(getLhs()))
-    lhsWins = compare(b, loc, ComparePredicate::le, getLhs(), getRhs());
-  pushBinary(
-      b, loc, getLhs(), getRhs(), [&] { return keepWhere(b, loc, lhsWins, g); },
-      [&] { return dropWhere(b, loc, lhsWins, g); }, operandGrads);
+  pushWinnerGradients(b, getLoc(), getLhs(), getRhs(), resultGrads[0],
+                      ComparePredicate::le, operandGrads);
   return success();
 }
 

@@ -1,5 +1,4 @@
-//===- InterpreterKernels.h - The reference interpreter's kernels -*- C++
-//-*-===//
+//===- InterpreterKernels.h - The interpreter's kernels ---------*- C++ -*-===//
 //
 // The naive host kernels behind the reference interpreter, one per op family.
 // They take plain values, not ops: the interpreter reads an op's attributes

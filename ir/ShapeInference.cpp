@@ -167,10 +167,9 @@ std::optional<int64_t> staticCount(ArrayRef<int64_t> shape) {
 } // namespace
 
 #define LOOM_INFER_BINARY(Op, name)                                            \
-  LogicalResult Op::inferReturnTypes(MLIRContext *,                            \
-                                     std::optional<Location> loc,              \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &results) {         \
+  LogicalResult Op::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
+      SmallVectorImpl<Type> &results) {                                        \
     return inferBinary(loc, name, adaptor.getLhs(), adaptor.getRhs(),          \
                        results);                                               \
   }
@@ -184,10 +183,9 @@ LOOM_INFER_BINARY(PowOp, "pow")
 #undef LOOM_INFER_BINARY
 
 #define LOOM_INFER_UNARY(Op, name)                                             \
-  LogicalResult Op::inferReturnTypes(MLIRContext *,                            \
-                                     std::optional<Location> loc,              \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &results) {         \
+  LogicalResult Op::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
+      SmallVectorImpl<Type> &results) {                                        \
     return inferSameAsInput(loc, name, adaptor.getInput(), results);           \
   }
 LOOM_INFER_UNARY(NegOp, "neg")
@@ -210,8 +208,8 @@ LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &results) {
   SmallVector<Type> tmp;
-  if (failed(inferBinary(loc, "compare", adaptor.getLhs(), adaptor.getRhs(),
-                         tmp)))
+  if (failed(
+          inferBinary(loc, "compare", adaptor.getLhs(), adaptor.getRhs(), tmp)))
     return failure();
   results.push_back(tensorOf(cast<RankedTensorType>(tmp[0]).getShape(),
                              IntegerType::get(ctx, 1)));
@@ -227,8 +225,9 @@ LogicalResult SelectOp::inferReturnTypes(MLIRContext *,
     return failure();
   Type el = ranked(t).getElementType();
   if (el != ranked(f).getElementType())
-    return emitOptionalError(loc, "'loom.select' needs both branches of one "
-                                  "element type, got ",
+    return emitOptionalError(loc,
+                             "'loom.select' needs both branches of one "
+                             "element type, got ",
                              el, " and ", ranked(f).getElementType());
   return inferBroadcast(loc, "select", {adaptor.getCond(), t, f}, el, results);
 }
@@ -242,12 +241,14 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
     return failure();
   auto a = ranked(lhs), b = ranked(rhs);
   if (a.getElementType() != b.getElementType())
-    return emitOptionalError(loc, "'loom.matmul' needs operands of one "
-                                  "element type, got ",
+    return emitOptionalError(loc,
+                             "'loom.matmul' needs operands of one "
+                             "element type, got ",
                              a.getElementType(), " and ", b.getElementType());
   if (a.getRank() < 2 || b.getRank() < 2)
-    return emitOptionalError(loc, "'loom.matmul' needs operands of rank 2 or "
-                                  "more, got ",
+    return emitOptionalError(loc,
+                             "'loom.matmul' needs operands of rank 2 or "
+                             "more, got ",
                              formatShape(a.getShape()), " and ",
                              formatShape(b.getShape()));
   int64_t ra = a.getRank(), rb = b.getRank();
@@ -258,11 +259,12 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
   int64_t n = b.getDimSize(tb ? rb - 2 : rb - 1);
   if (!ShapedType::isDynamic(ka) && !ShapedType::isDynamic(kb) && ka != kb)
     return emitOptionalError(
-        loc, "'loom.matmul' contraction sizes differ: ", formatShape(a.getShape()),
+        loc,
+        "'loom.matmul' contraction sizes differ: ", formatShape(a.getShape()),
         ta ? " (transposed)" : "", " has K=", ka, " but ",
         formatShape(b.getShape()), tb ? " (transposed)" : "", " has K=", kb);
-  auto batch = broadcastShapes(a.getShape().drop_back(2),
-                               b.getShape().drop_back(2));
+  auto batch =
+      broadcastShapes(a.getShape().drop_back(2), b.getShape().drop_back(2));
   if (!batch)
     return emitOptionalError(loc, "'loom.matmul' batch dims do not broadcast: ",
                              formatShape(a.getShape()), " and ",
@@ -275,10 +277,9 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
 }
 
 #define LOOM_INFER_REDUCE(Op, name)                                            \
-  LogicalResult Op::inferReturnTypes(MLIRContext *,                            \
-                                     std::optional<Location> loc,              \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &results) {         \
+  LogicalResult Op::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
+      SmallVectorImpl<Type> &results) {                                        \
     return inferReduce(loc, name, adaptor.getInput(), adaptor.getDims(),       \
                        adaptor.getKeepDims(), results);                        \
   }
@@ -352,15 +353,16 @@ static LogicalResult checkCrossEntropy(std::optional<Location> loc,
     return failure();
   auto l = ranked(logits), t = ranked(targets);
   if (l.getRank() != t.getRank() + 1)
-    return emitOptionalError(loc, "'loom.", op, "' needs logits [..., C] and "
-                                               "targets [...], got ",
+    return emitOptionalError(loc, "'loom.", op,
+                             "' needs logits [..., C] and "
+                             "targets [...], got ",
                              formatShape(l.getShape()), " and ",
                              formatShape(t.getShape()));
-  if (!verifyCompatibleShape(l.getShape().drop_back(), t.getShape()).succeeded())
-    return emitOptionalError(loc, "'loom.", op, "' logits ",
-                             formatShape(l.getShape()),
-                             " do not match targets ",
-                             formatShape(t.getShape()));
+  if (!verifyCompatibleShape(l.getShape().drop_back(), t.getShape())
+           .succeeded())
+    return emitOptionalError(
+        loc, "'loom.", op, "' logits ", formatShape(l.getShape()),
+        " do not match targets ", formatShape(t.getShape()));
   if (!(smoothing >= 0.0 && smoothing <= 1.0))
     return emitOptionalError(loc, "'loom.", op,
                              "' label_smoothing must be in [0, 1], got ",
@@ -381,16 +383,18 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult CrossEntropyGradOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &results) {
+LogicalResult
+CrossEntropyGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                     Adaptor adaptor,
+                                     SmallVectorImpl<Type> &results) {
   if (failed(checkCrossEntropy(loc, "cross_entropy_grad", adaptor.getLogits(),
                                adaptor.getTargets(),
                                adaptor.getLabelSmoothing().convertToDouble())))
     return failure();
   auto l = ranked(adaptor.getLogits());
   auto g = ranked(adaptor.getGrad());
-  if (!g || failed(verifyCompatibleShape(g.getShape(), l.getShape().drop_back())))
+  if (!g ||
+      failed(verifyCompatibleShape(g.getShape(), l.getShape().drop_back())))
     return emitOptionalError(loc, "'loom.cross_entropy_grad' grad must have "
                                   "the targets' shape");
   results.push_back(l);
@@ -415,7 +419,8 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
       shape.push_back(in.getDimSize(i));
     } else if (s == -1) {
       if (inferIndex >= 0)
-        return emitOptionalError(loc, "'loom.reshape' infers more than one dim");
+        return emitOptionalError(loc,
+                                 "'loom.reshape' infers more than one dim");
       inferIndex = i;
       shape.push_back(ShapedType::kDynamic);
     } else if (s > 0) {
@@ -476,8 +481,9 @@ LogicalResult ExpandDimsOp::inferReturnTypes(MLIRContext *,
   SmallVector<bool> inserted(rank, false);
   for (int64_t d : adaptor.getDims()) {
     if (d < 0 || d >= rank || inserted[d])
-      return emitOptionalError(loc, "'loom.expand_dims' has invalid or repeated "
-                                    "dim ",
+      return emitOptionalError(loc,
+                               "'loom.expand_dims' has invalid or repeated "
+                               "dim ",
                                d, " for a rank-", rank, " result");
     inserted[d] = true;
   }
@@ -505,8 +511,9 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
   SmallVector<int64_t> shape;
   for (int64_t p : perm) {
     if (p < 0 || p >= in.getRank() || seen[p])
-      return emitOptionalError(loc, "'loom.transpose' perm is not a "
-                                    "permutation of 0..",
+      return emitOptionalError(loc,
+                               "'loom.transpose' perm is not a "
+                               "permutation of 0..",
                                in.getRank() - 1);
     seen[p] = true;
     shape.push_back(in.getDimSize(p));
@@ -602,8 +609,9 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
     auto t = ranked(v);
     if (t.getRank() != first.getRank() ||
         t.getElementType() != first.getElementType())
-      return emitOptionalError(loc, "'loom.concat' inputs differ in rank or "
-                                    "element type: ",
+      return emitOptionalError(loc,
+                               "'loom.concat' inputs differ in rank or "
+                               "element type: ",
                                first, " and ", t);
     for (int64_t i = 0; i < t.getRank(); ++i) {
       int64_t d = t.getDimSize(i);
@@ -662,8 +670,8 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &results) {
-  if (failed(requireRanked(loc, "gather",
-                           {adaptor.getTable(), adaptor.getIds()})))
+  if (failed(
+          requireRanked(loc, "gather", {adaptor.getTable(), adaptor.getIds()})))
     return failure();
   auto table = ranked(adaptor.getTable()), ids = ranked(adaptor.getIds());
   if (table.getRank() < 1)
@@ -678,15 +686,16 @@ LogicalResult ScatterAddOp::inferReturnTypes(MLIRContext *,
                                              std::optional<Location> loc,
                                              Adaptor adaptor,
                                              SmallVectorImpl<Type> &results) {
-  if (failed(requireRanked(loc, "scatter_add",
-                           {adaptor.getUpdates(), adaptor.getIds(),
-                            adaptor.getLike()})))
+  if (failed(requireRanked(
+          loc, "scatter_add",
+          {adaptor.getUpdates(), adaptor.getIds(), adaptor.getLike()})))
     return failure();
   auto upd = ranked(adaptor.getUpdates()), ids = ranked(adaptor.getIds()),
        like = ranked(adaptor.getLike());
   SmallVector<int64_t> expected = llvm::to_vector(ids.getShape());
   if (like.getRank() < 1)
-    return emitOptionalError(loc, "'loom.scatter_add' like must have rank >= 1");
+    return emitOptionalError(loc,
+                             "'loom.scatter_add' like must have rank >= 1");
   llvm::append_range(expected, like.getShape().drop_front());
   if (failed(verifyCompatibleShape(expected, upd.getShape())))
     return emitOptionalError(loc, "'loom.scatter_add' updates ",

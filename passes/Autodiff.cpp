@@ -1,5 +1,4 @@
-//===- Autodiff.cpp - Reverse-mode differentiation of loss functions
-//-------===//
+//===- Autodiff.cpp - Reverse-mode differentiation of loss functions -----===//
 //
 // For a loss function marked `loom.differentiable`, builds `@<name>_grad`: a
 // copy of the forward computation followed by its adjoint, returning the loss

@@ -56,7 +56,8 @@ struct LoomOptimizerPass : loom::impl::LoomOptimizerBase<LoomOptimizerPass> {
       return signalPassFailure();
     }
     if (module.lookupSymbol(stepFunction)) {
-      module.emitError("loom-optimizer: @") << stepFunction << " already exists";
+      module.emitError("loom-optimizer: @")
+          << stepFunction << " already exists";
       return signalPassFailure();
     }
     if (failed(buildStep(gradFn)))
@@ -113,8 +114,8 @@ private:
     if (params.empty())
       return gradFn.emitError("loom-optimizer: @")
              << gradFn.getName() << " has no argument with " << kParamAttr;
-    element =
-        cast<ShapedType>(gradType.getInput(params[0].argIndex)).getElementType();
+    element = cast<ShapedType>(gradType.getInput(params[0].argIndex))
+                  .getElementType();
 
     // Signature: params, exp_avg, exp_avg_sq, step, then the other inputs.
     SmallVector<Type> inputs;

@@ -107,26 +107,6 @@ private:
   std::string body;
 };
 
-inline const char *elementName(ElementKind kind) {
-  switch (kind) {
-  case ElementKind::F16:
-    return "f16";
-  case ElementKind::BF16:
-    return "bf16";
-  case ElementKind::F32:
-    return "f32";
-  case ElementKind::F64:
-    return "f64";
-  case ElementKind::I1:
-    return "i1";
-  case ElementKind::I32:
-    return "i32";
-  case ElementKind::I64:
-    return "i64";
-  }
-  return "?";
-}
-
 inline std::string
 GradientCheck::denseLiteral(const std::vector<int64_t> &shape,
                             const std::vector<double> &data) {
@@ -166,7 +146,7 @@ inline std::string GradientCheck::moduleText(const std::vector<int64_t> &shape,
   std::string text = "func.func @loss(";
   for (size_t i = 0; i < args.size(); ++i)
     text += (i ? ", %" : "%") + args[i].name + ": " +
-            tensorType(args[i].typeShape, elementName(args[i].value.kind));
+            tensorType(args[i].typeShape, elementKindName(args[i].value.kind));
   text += ") -> " + loss + " attributes {loom.differentiable} {\n" + body;
   text += "  %check_w = loom.constant dense<" + denseLiteral(shape, weights) +
           "> : " + w + "\n";

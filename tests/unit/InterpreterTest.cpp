@@ -1,5 +1,4 @@
-//===- InterpreterTest.cpp - The reference interpreter: core and elementwise
-//===//
+//===- InterpreterTest.cpp -----------------------------------------------===//
 //
 // Argument checks, errors, rounding, dynamic shapes and the elementwise ops.
 // Expected values come from naive loops over explicit indices.

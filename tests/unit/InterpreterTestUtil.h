@@ -1,5 +1,4 @@
-//===- InterpreterTestUtil.h - Helpers for the interpreter's tests -*- C++
-//-*-===//
+//===- InterpreterTestUtil.h - Interpreter test helpers ---------*- C++ -*-===//
 
 #ifndef LOOM_TESTS_UNIT_INTERPRETERTESTUTIL_H
 #define LOOM_TESTS_UNIT_INTERPRETERTESTUTIL_H

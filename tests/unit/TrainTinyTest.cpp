@@ -22,14 +22,6 @@ using namespace loom;
 
 namespace {
 
-std::vector<std::vector<int64_t>> column(const std::vector<SentencePair> &pairs,
-                                         bool source) {
-  std::vector<std::vector<int64_t>> rows;
-  for (const SentencePair &p : pairs)
-    rows.push_back(source ? p.src : p.tgt);
-  return rows;
-}
-
 TEST(TrainTiny, LearnsToReverse) {
   auto ctx = test::makeContext();
   auto config = presetConfig("tiny");
@@ -51,8 +43,8 @@ TEST(TrainTiny, LearnsToReverse) {
   double sum = 0;
   for (int64_t step = 1; step <= kSteps; ++step) {
     auto batch = makeSyntheticPairs(task, kBatch, 1000 + step);
-    auto loss = model.trainStep(padBatch(column(batch, true)),
-                                padBatch(column(batch, false)), step);
+    auto loss = model.trainStep(padBatch(sourcesOf(batch)),
+                                padBatch(targetsOf(batch)), step);
     ASSERT_TRUE(bool(loss)) << llvm::toString(loss.takeError());
     sum += *loss;
     if (step % kWindow == 0) {
@@ -67,13 +59,13 @@ TEST(TrainTiny, LearnsToReverse) {
   // Uniform guessing over the vocabulary costs log(32) = 3.47.
   EXPECT_GT(windows.front(), 2.0);
   for (size_t i = 1; i < windows.size(); ++i)
-    EXPECT_LT(windows[i], windows[i - 1]) << "the loss rose in window " << i
-                                          << ": " << curve;
+    EXPECT_LT(windows[i], windows[i - 1])
+        << "the loss rose in window " << i << ": " << curve;
   EXPECT_LT(windows.back(), 0.15) << curve;
 
   auto heldOut = makeSyntheticPairs(task, 200, /*seed=*/99);
-  auto outputs = model.greedy(padBatch(column(heldOut, true)),
-                              task.maxLength + 2, kBosId, kEosId);
+  auto outputs = model.greedy(padBatch(sourcesOf(heldOut)), task.maxLength + 2,
+                              kBosId, kEosId);
   ASSERT_TRUE(bool(outputs)) << llvm::toString(outputs.takeError());
   int64_t exact = 0;
   for (size_t i = 0; i < heldOut.size(); ++i)

@@ -35,14 +35,6 @@ double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-std::vector<std::vector<int64_t>> column(const std::vector<SentencePair> &pairs,
-                                         bool source) {
-  std::vector<std::vector<int64_t>> rows;
-  for (const SentencePair &p : pairs)
-    rows.push_back(source ? p.src : p.tgt);
-  return rows;
-}
-
 int fail(llvm::Error err) {
   llvm::errs() << "loom demo: " << llvm::toString(std::move(err)) << "\n";
   return 1;
@@ -58,7 +50,8 @@ int loom::runDemo(const DemoOptions &options) {
     return fail(llvm::createStringError("unknown task '" + options.task +
                                         "' (expected reverse or copy)"));
   if (options.steps <= 0 || options.batch <= 0)
-    return fail(llvm::createStringError("--steps and --batch must be positive"));
+    return fail(
+        llvm::createStringError("--steps and --batch must be positive"));
 
   auto config = presetConfig("tiny");
   if (!config)
@@ -83,9 +76,8 @@ int loom::runDemo(const DemoOptions &options) {
   for (auto &[name, t] : model.parameters())
     numParams += t.numel();
 
-  llvm::outs() << "Loom demo: learning to " << options.task
-               << " strings of " << task.minLength << "-" << task.maxLength
-               << " symbols\n"
+  llvm::outs() << "Loom demo: learning to " << options.task << " strings of "
+               << task.minLength << "-" << task.maxLength << " symbols\n"
                << "model: tiny Transformer (d_model " << config->d_model()
                << ", " << config->heads() << " heads, "
                << config->encoder_layers() << "+" << config->decoder_layers()
@@ -97,10 +89,10 @@ int loom::runDemo(const DemoOptions &options) {
   double recent = 0;
   int64_t reportEvery = std::max<int64_t>(1, options.steps / 12);
   for (int64_t step = 1; step <= options.steps; ++step) {
-    auto batch = makeSyntheticPairs(task, options.batch,
-                                    options.seed * 1000003 + step);
-    HostTensor src = padBatch(column(batch, true));
-    HostTensor tgt = padBatch(column(batch, false));
+    auto batch =
+        makeSyntheticPairs(task, options.batch, options.seed * 1000003 + step);
+    HostTensor src = padBatch(sourcesOf(batch));
+    HostTensor tgt = padBatch(targetsOf(batch));
     for (const SentencePair &p : batch)
       tokens += int64_t(p.tgt.size()) - 1;
     auto loss = model.trainStep(src, tgt, step);
@@ -122,19 +114,19 @@ int loom::runDemo(const DemoOptions &options) {
   }
 
   // Held-out sentences from another seed.
-  auto heldOut = makeSyntheticPairs(task, options.heldOut,
-                                    options.seed * 7919 + 424242);
+  auto heldOut =
+      makeSyntheticPairs(task, options.heldOut, options.seed * 7919 + 424242);
   int64_t exact = 0, shown = 0;
   llvm::outs() << "\ngreedy decoding of " << heldOut.size()
                << " held-out sentences (encoder once, self-attention cache "
                   "per step):\n";
   const int64_t chunk = 50;
   for (size_t i = 0; i < heldOut.size(); i += chunk) {
-    std::vector<SentencePair> part(
-        heldOut.begin() + i,
-        heldOut.begin() + std::min(heldOut.size(), i + chunk));
-    auto outputs = model.greedy(padBatch(column(part, true)),
-                                task.maxLength + 2, kBosId, kEosId);
+    std::vector<SentencePair> part(heldOut.begin() + i,
+                                   heldOut.begin() +
+                                       std::min(heldOut.size(), i + chunk));
+    auto outputs = model.greedy(padBatch(sourcesOf(part)), task.maxLength + 2,
+                                kBosId, kEosId);
     if (!outputs)
       return fail(outputs.takeError());
     for (size_t j = 0; j < part.size(); ++j) {
@@ -144,18 +136,16 @@ int loom::runDemo(const DemoOptions &options) {
       if (shown < 6) {
         llvm::outs() << "  " << symbolsToString(part[j].src) << " -> "
                      << symbolsToString((*outputs)[j])
-                     << (ok ? "  (correct)" : "  (expected " +
-                                                  symbolsToString(expected) +
-                                                  ")")
+                     << (ok ? "  (correct)"
+                            : "  (expected " + symbolsToString(expected) + ")")
                      << "\n";
         ++shown;
       }
     }
   }
-  llvm::outs() << llvm::format("exact match: %lld/%zu (%.1f%%) in %.1fs\n",
-                               (long long)exact, heldOut.size(),
-                               100.0 * exact / heldOut.size(),
-                               secondsSince(start));
+  llvm::outs() << llvm::format(
+      "exact match: %lld/%zu (%.1f%%) in %.1fs\n", (long long)exact,
+      heldOut.size(), 100.0 * exact / heldOut.size(), secondsSince(start));
   llvm::outs() << "\nNext: `loom compile --preset base --emit ir` prints the "
                   "whole model (loss, gradients, Adam, encode, decode_step) "
                   "as loom IR;\n`loom forward` and `loom grad` run a config "
