@@ -198,6 +198,7 @@ public:
 
   llvm::Expected<std::vector<HostTensor>>
   call(StringRef name, llvm::ArrayRef<const HostTensor *> args) override;
+  bool f64() const override { return options.f64; }
 
 private:
   llvm::Expected<std::vector<HostTensor>>

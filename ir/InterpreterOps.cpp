@@ -12,6 +12,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "ir/InterpreterFused.h"
+
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -235,6 +237,28 @@ llvm::Expected<HostTensor> evaluateSingle(Operation *op,
       });
 }
 
+/// The fused ops with several results or a region; nullopt for other ops.
+std::optional<llvm::Expected<Results>>
+evaluateFused(Operation *op, llvm::ArrayRef<const HostTensor *> operands,
+              Callee &callee) {
+  auto prefixed = [&](llvm::Expected<Results> r) -> llvm::Expected<Results> {
+    if (!r)
+      return opError(op, llvm::toString(r.takeError()));
+    return r;
+  };
+  if (auto o = dyn_cast<AttentionOp>(op))
+    return prefixed(evaluateAttention(o, operands));
+  if (auto o = dyn_cast<AttentionGradOp>(op))
+    return prefixed(evaluateAttentionGrad(o, operands));
+  if (auto o = dyn_cast<LinearOp>(op))
+    return prefixed(evaluateLinear(o, operands));
+  if (auto o = dyn_cast<AddLayerNormOp>(op))
+    return prefixed(evaluateAddLayerNorm(o, operands));
+  if (auto o = dyn_cast<FusionOp>(op))
+    return prefixed(evaluateFusion(o, operands, callee, callee.f64()));
+  return std::nullopt;
+}
+
 } // namespace
 
 llvm::Expected<std::vector<HostTensor>>
@@ -248,6 +272,8 @@ interp::evaluateOp(Operation *op, llvm::ArrayRef<const HostTensor *> operands,
   }
   if (op->getName().getDialectNamespace() != LoomDialect::getDialectNamespace())
     return opError(op, "the interpreter does not know this op");
+  if (auto fused = evaluateFused(op, operands, callee))
+    return std::move(*fused);
   auto kind = resultKind(op);
   if (!kind)
     return opError(op, llvm::toString(kind.takeError()));

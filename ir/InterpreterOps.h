@@ -21,6 +21,8 @@ public:
   virtual ~Callee() = default;
   virtual llvm::Expected<std::vector<HostTensor>>
   call(llvm::StringRef name, llvm::ArrayRef<const HostTensor *> args) = 0;
+  /// Whether the interpreter evaluates in f64 (no rounding to element types).
+  virtual bool f64() const = 0;
 };
 
 /// Evaluates `op` on `operands` (one per op operand, in order); returns one

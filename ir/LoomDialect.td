@@ -39,4 +39,10 @@ def Loom_ComparePredicate : I64EnumAttr<"ComparePredicate", "comparison",
   let cppNamespace = "::loom";
 }
 
+def Loom_Activation : I64EnumAttr<"Activation", "epilogue activation",
+    [I64EnumAttrCase<"none", 0>, I64EnumAttrCase<"relu", 1>,
+     I64EnumAttrCase<"gelu", 2>]> {
+  let cppNamespace = "::loom";
+}
+
 #endif // LOOM_DIALECT_TD

@@ -370,4 +370,135 @@ def Loom_OneHotOp : Loom_Op<"one_hot", [Pure]> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Fused ops: what the fusion passes introduce
+//===----------------------------------------------------------------------===//
+
+def Loom_AttentionOp : Loom_Op<"attention", [Pure, AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<Loom_GradientOpInterface>]> {
+  let summary = "Fused scaled dot-product attention";
+  let description = [{
+    q [..., Sq, D], k [..., Sk, D], v [..., Sk, Dv] (equal leading dims) give
+    `out = dropout(softmax(q k^T * scale + mask [+ causal])) v` [..., Sq, Dv]
+    and `lse` [..., Sq], the log-sum-exp of each row of the masked scores. The
+    optional `mask` is additive and broadcasts to [..., Sq, Sk]; `causal`
+    adds loom.causal_mask's values (key j > query i is masked). Dropout of
+    the probabilities draws element [..., i, j] of the [..., Sq, Sk]
+    probability tensor from (seed, dropout_offset) exactly as loom.dropout
+    would, so the fused op computes what the unfused graph computed. The
+    backward (`loom.attention_grad`) recomputes the probabilities from `lse`:
+    nothing Sq x Sk is kept between forward and backward.
+  }];
+  let arguments = (ins Loom_FloatTensor:$q, Loom_FloatTensor:$k,
+                       Loom_FloatTensor:$v,
+                       Optional<Loom_FloatTensor>:$mask,
+                       Optional<TensorOf<[I64]>>:$seed,
+                       F64Attr:$scale, UnitAttr:$causal,
+                       DefaultValuedAttr<F64Attr, "0.0">:$dropout_rate,
+                       DefaultValuedAttr<I64Attr, "0">:$dropout_offset);
+  let results = (outs Loom_FloatTensor:$out, Loom_FloatTensor:$lse);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v (`mask` `(` $mask^ `:` type($mask) `)`)?
+    (`seed` `(` $seed^ `:` type($seed) `)`)? attr-dict `:`
+    type($q) `,` type($k) `,` type($v) `->` type($out) `,` type($lse)
+  }];
+  let hasVerifier = 1;
+}
+
+def Loom_AttentionGradOp : Loom_Op<"attention_grad", [Pure,
+    AttrSizedOperandSegments]> {
+  let summary = "Backward of loom.attention: dq, dk, dv";
+  let description = [{
+    Recomputes the probabilities of each row from q, k, the mask and `lse`
+    (the forward's row statistics), regenerates the dropout mask from the
+    seed, and returns the gradients of q, k and v for the output gradient
+    `dout`. Same attributes as the forward.
+  }];
+  let arguments = (ins Loom_FloatTensor:$q, Loom_FloatTensor:$k,
+                       Loom_FloatTensor:$v, Loom_FloatTensor:$out,
+                       Loom_FloatTensor:$lse, Loom_FloatTensor:$dout,
+                       Optional<Loom_FloatTensor>:$mask,
+                       Optional<TensorOf<[I64]>>:$seed,
+                       F64Attr:$scale, UnitAttr:$causal,
+                       DefaultValuedAttr<F64Attr, "0.0">:$dropout_rate,
+                       DefaultValuedAttr<I64Attr, "0">:$dropout_offset);
+  let results = (outs Loom_FloatTensor:$dq, Loom_FloatTensor:$dk,
+                      Loom_FloatTensor:$dv);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `,` $out `,` $lse `,` $dout
+    (`mask` `(` $mask^ `:` type($mask) `)`)?
+    (`seed` `(` $seed^ `:` type($seed) `)`)? attr-dict `:`
+    type($q) `,` type($k) `,` type($v) `,` type($out) `,` type($lse) `,`
+    type($dout) `->` type($dq) `,` type($dk) `,` type($dv)
+  }];
+  let hasVerifier = 1;
+}
+
+def Loom_LinearOp : Loom_Op<"linear", [Pure, AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<Loom_GradientOpInterface>]> {
+  let summary = "GEMM with a fused epilogue: act(x W^T + bias) + residual";
+  let description = [{
+    x [..., K] and weight [N, K] (torch's layout) give [..., N]; the optional
+    bias [N] and residual [..., N] and the activation are the epilogue of
+    one GEMM, as cuBLASLt and oneDNN run it.
+  }];
+  let arguments = (ins Loom_FloatTensor:$input, Loom_FloatTensor:$weight,
+                       Optional<Loom_FloatTensor>:$bias,
+                       Optional<Loom_FloatTensor>:$residual,
+                       DefaultValuedAttr<Loom_Activation,
+                                         "::loom::Activation::none">:$activation);
+  let results = (outs Loom_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`residual` `(` $residual^ `:` type($residual) `)`)?
+    (`activation` $activation^)? attr-dict `:`
+    type($input) `,` type($weight) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Loom_AddLayerNormOp : Loom_Op<"add_layer_norm", [Pure,
+    DeclareOpInterfaceMethods<Loom_GradientOpInterface>]> {
+  let summary = "Residual add then layer normalization, in one pass";
+  let description = [{
+    Returns `sum = input + residual` and `layer_norm(sum)` (over the last
+    dim, as loom.layer_norm). The sum is a result because the next residual
+    connection of a pre-norm Transformer needs it.
+  }];
+  let arguments = (ins Loom_FloatTensor:$input, Loom_FloatTensor:$residual,
+                       Loom_FloatTensor:$gamma, Loom_FloatTensor:$beta,
+                       F64Attr:$epsilon);
+  let results = (outs Loom_FloatTensor:$sum, Loom_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $residual `,` $gamma `,` $beta attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Loom_FusionOp : Loom_Op<"fusion", [IsolatedFromAbove,
+    SingleBlockImplicitTerminator<"YieldOp">]> {
+  let summary = "Elementwise and row-reduction ops that become one kernel";
+  let description = [{
+    The region's block takes one argument per input and yields the results.
+    It holds elementwise ops, broadcasts, constants and reductions over the
+    last dims; a backend generates one kernel for it.
+  }];
+  let arguments = (ins Variadic<Loom_AnyTensor>:$inputs);
+  let results = (outs Variadic<Loom_AnyTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `(` $inputs `)` attr-dict `:` functional-type($inputs, results) $body
+  }];
+  let hasVerifier = 1;
+}
+
+def Loom_YieldOp : Loom_Op<"yield", [Pure, Terminator,
+    HasParent<"FusionOp">]> {
+  let summary = "The results of a loom.fusion region";
+  let arguments = (ins Variadic<Loom_AnyTensor>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+  let builders = [OpBuilder<(ins), [{ }]>];
+}
+
 #endif // LOOM_OPS_TD

@@ -46,4 +46,86 @@ def LoomOptimizer : Pass<"loom-optimizer", "mlir::ModuleOp"> {
   let dependentDialects = ["::loom::LoomDialect", "::mlir::func::FuncDialect"];
 }
 
+def LoomFuseAttention : Pass<"loom-fuse-attention", "mlir::func::FuncOp"> {
+  let summary = "Rewrite scaled dot-product attention into loom.attention";
+  let description = [{
+    Runs before autodiff. Finds `softmax(q k^T * s + masks)` (optionally
+    dropped out) multiplied by v, as the frontend writes it and as PyTorch's
+    ONNX export writes it (explicit transpose of k, division by sqrt(d_k) or
+    scaling of q, masks added one by one), and replaces it with one
+    loom.attention. A causal_mask among the masks becomes the `causal` flag.
+    With `remarks`, every softmax that is not fused gets a remark saying why.
+  }];
+  let options = [
+    Option<"remarks", "remarks", "bool", "false",
+           "Explain each candidate that is not fused">
+  ];
+  let dependentDialects = ["::loom::LoomDialect"];
+}
+
+def LoomFuseLayerNorm : Pass<"loom-fuse-layer-norm", "mlir::func::FuncOp"> {
+  let summary = "Recognize LayerNorm written out; fuse residual add + LayerNorm";
+  let description = [{
+    Runs before autodiff. `(x - mean(x)) / sqrt(var(x) + eps) * gamma + beta`
+    written with reductions (mean, subtract, square, mean, add eps, rsqrt or
+    sqrt+div, scale, shift) becomes loom.layer_norm; `layer_norm(a + b)`
+    becomes loom.add_layer_norm, which also returns the sum.
+  }];
+  let options = [
+    Option<"remarks", "remarks", "bool", "false",
+           "Explain each candidate that is not fused">
+  ];
+  let dependentDialects = ["::loom::LoomDialect"];
+}
+
+def LoomFuseLinear : Pass<"loom-fuse-linear", "mlir::func::FuncOp"> {
+  let summary = "GEMM + bias + activation + residual into loom.linear";
+  let description = [{
+    Runs before autodiff. `x . W^T` (loom.matmul with transpose_rhs and a
+    rank-2 weight) followed by a bias add, relu/gelu, and a residual add
+    becomes one loom.linear with that epilogue; the position-wise FFN becomes
+    two of them.
+  }];
+  let options = [
+    Option<"remarks", "remarks", "bool", "false",
+           "Explain each candidate that is not fused">
+  ];
+  let dependentDialects = ["::loom::LoomDialect"];
+}
+
+def LoomFuseElementwise : Pass<"loom-fuse-elementwise", "mlir::func::FuncOp"> {
+  let summary = "Group elementwise work into loom.fusion regions";
+  let description = [{
+    Runs after autodiff and the optimizer. Producer-consumer and sibling
+    fusion of elementwise ops, broadcasts, constants and row reductions into
+    loom.fusion regions, each a future kernel.
+  }];
+  let options = [
+    Option<"remarks", "remarks", "bool", "false",
+           "Explain each producer-consumer edge that is not fused">
+  ];
+  let dependentDialects = ["::loom::LoomDialect"];
+}
+
+def LoomPlanMemory : Pass<"loom-plan-memory", "mlir::ModuleOp"> {
+  let summary = "Schedule, liveness and arena offsets for every function";
+  let description = [{
+    Gives every temporary of every function an offset in one arena per
+    function (best fit, largest first, in place where an elementwise op
+    allows), with dynamic dims planned at their upper bounds; parameters,
+    gradients, optimizer state and decode caches are persistent buffers,
+    updated in place. Records the arena size, the live lower bound, the
+    naive size and the persistent bytes on each function.
+  }];
+  let options = [
+    Option<"maxTokens", "max-tokens", "int64_t", "4096",
+           "Upper bound of batch x length (tokens per batch)">,
+    Option<"maxLen", "max-len", "int64_t", "256",
+           "Upper bound of a sequence length">,
+    Option<"maxBatch", "max-batch", "int64_t", "256",
+           "Upper bound of the batch size">
+  ];
+  let dependentDialects = ["::loom::LoomDialect"];
+}
+
 #endif // LOOM_PASSES_TD
