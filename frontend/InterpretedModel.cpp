@@ -65,10 +65,13 @@ InterpretedModel::call(StringRef name, const NamedTensors &inputs) const {
     return llvm::createStringError("the model has no function @" + name.str());
   std::vector<HostTensor> args;
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+    // Optimizer state given by the caller wins over the model's own.
     auto bind = [&](const char *attr, const NamedTensors &from,
                     const char *what) -> llvm::Error {
       auto key = fn.getArgAttrOfType<StringAttr>(i, attr);
-      auto it = from.find(key.str());
+      auto it = inputs.find(key.str());
+      if (&from == &inputs || it == inputs.end())
+        it = from.find(key.str());
       if (it == from.end())
         return llvm::createStringError(
             llvm::formatv("@{0} needs {1} \"{2}\", which was not given", name,

@@ -43,6 +43,8 @@ public:
   void initParameters(uint64_t seed);
 
   /// Runs function `name`; returns its results by `loom.output` name.
+  /// `inputs` binds `loom.input` arguments and may also override optimizer
+  /// state (`loom.opt_state`) by name.
   llvm::Expected<NamedTensors> call(llvm::StringRef name,
                                     const NamedTensors &inputs) const;
 

@@ -1,4 +1,18 @@
 //===- Pipeline.h - Loom's pass pipelines -----------------------*- C++ -*-===//
+//
+// The order in which Loom's passes run, in one place:
+//
+//   frontend module (@loss, @token_log_probs, @encode, @decode_step)
+//     loom-fuse-attention, loom-fuse-layer-norm, loom-fuse-linear
+//                                   (before autodiff: fused ops carry their
+//                                    own gradient rules)
+//     loom-autodiff                 (@loss -> @loss_grad)
+//     loom-optimizer                (@train_step)
+//     cse                           (the clones share their constants)
+//     loom-fuse-elementwise         (loom.fusion regions)
+//     loom-plan-memory              (arena offsets)
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef LOOM_PASSES_PIPELINE_H
 #define LOOM_PASSES_PIPELINE_H
@@ -7,6 +21,9 @@
 #include "mlir/Pass/PassManager.h"
 
 #include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
 
 namespace loom {
 
@@ -27,6 +44,43 @@ void buildTrainingPipeline(mlir::OpPassManager &pm,
 /// handler.
 mlir::LogicalResult runTrainingPipeline(mlir::ModuleOp module,
                                         const TrainingPipelineOptions &options);
+
+struct CompilePipelineOptions {
+  TrainingPipelineOptions training;
+  /// Upper bounds of the dynamic dims, for memory planning.
+  int64_t maxTokens = 4096;
+  int64_t maxLen = 256;
+  int64_t maxBatch = 256;
+  /// Run the fusion passes (off: the module as autodiff writes it).
+  bool fuse = true;
+  bool planMemory = true;
+  /// Fusion passes explain, as remarks, each candidate they decline.
+  bool remarks = false;
+};
+
+/// One step of the compile pipeline: its name (the pass's argument) and what
+/// it adds to a module-level pass manager.
+struct PipelineStage {
+  std::string name;
+  std::function<void(mlir::OpPassManager &)> add;
+};
+
+std::vector<PipelineStage>
+compilePipelineStages(const CompilePipelineOptions &options);
+
+/// Adds every stage to `pm`.
+void buildCompilePipeline(mlir::OpPassManager &pm,
+                          const CompilePipelineOptions &options);
+
+/// Runs the compile pipeline stage by stage. With a `dumpDir`, writes the
+/// module as it enters (`00-input.mlir`) and after each stage
+/// (`01-loom-fuse-attention.mlir`, ...); each file parses with loom-opt.
+mlir::LogicalResult runCompilePipeline(mlir::ModuleOp module,
+                                       const CompilePipelineOptions &options,
+                                       llvm::StringRef dumpDir = "");
+
+/// Registers the pipeline with the pass registry as `loom-compile`.
+void registerCompilePipeline();
 
 } // namespace loom
 

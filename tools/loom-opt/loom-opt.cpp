@@ -8,6 +8,7 @@
 
 #include "ir/LoomDialect.h"
 #include "passes/Passes.h"
+#include "passes/Pipeline.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -18,6 +19,7 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<loom::LoomDialect, mlir::func::FuncDialect>();
   loom::registerLoomPasses();
+  loom::registerCompilePipeline();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();

@@ -1,13 +1,17 @@
 //===- Compile.cpp - `loom compile` ---------------------------------------===//
 //
-// Builds the model module of a config, adds `@loss_grad` (loom-autodiff) and
-// `@train_step` (loom-optimizer), verifies it and prints it. The printed IR
-// parses back with `loom-opt`, so every later pass can start from a file.
+// Builds the model module of a config and runs the whole pipeline on it
+// (passes/Pipeline.h): fusion, `@loss_grad` (loom-autodiff), `@train_step`
+// (loom-optimizer), elementwise fusion, memory planning. It verifies and
+// prints the result, which parses back with `loom-opt`; `--dump-dir` keeps
+// the module after every stage and `--report` writes the figures of each
+// entry point as JSON.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tools/loom/Commands.h"
 #include "tools/loom/Common.h"
+#include "tools/loom/Report.h"
 
 #include "frontend/Transformer.h"
 #include "passes/Pipeline.h"
@@ -17,6 +21,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/ToolOutputFile.h"
 
+#include <chrono>
 #include <memory>
 
 namespace loom::cli {
@@ -28,7 +33,23 @@ struct CompileOptions {
   std::string emit = "ir";
   std::string output = "-";
   int64_t warmup = 4000;
+  std::string dumpDir;
+  std::string report;
+  int64_t maxTokens = 4096;
+  int64_t maxLen = 256;
+  int64_t maxBatch = 256;
+  bool remarks = false;
 };
+
+llvm::Error writeText(const std::string &path, const std::string &text) {
+  std::string problem;
+  auto out = mlir::openOutputFile(path, &problem);
+  if (!out)
+    return llvm::createStringError("cannot write '" + path + "': " + problem);
+  out->os() << text;
+  out->keep();
+  return llvm::Error::success();
+}
 
 llvm::Error compile(const CompileOptions &options) {
   auto error = [](const llvm::Twine &message) {
@@ -44,27 +65,57 @@ llvm::Error compile(const CompileOptions &options) {
   if (!config)
     return config.takeError();
 
+  for (auto [name, value] : {std::pair{"--max-tokens", options.maxTokens},
+                              {"--max-len", options.maxLen},
+                              {"--max-batch", options.maxBatch}})
+    if (value <= 0)
+      return error(llvm::Twine(name) + " must be positive, got " +
+                   llvm::Twine(value));
+
+  CompilePipelineOptions pipeline;
+  pipeline.training.dModel = config->d_model();
+  pipeline.training.warmup = options.warmup;
+  pipeline.maxTokens = options.maxTokens;
+  pipeline.maxLen = options.maxLen;
+  pipeline.maxBatch = options.maxBatch;
+  pipeline.remarks = options.remarks;
+
   mlir::MLIRContext ctx;
+  auto start = std::chrono::steady_clock::now();
   auto module = buildModelModule(ctx, *config);
   if (!module)
     return error("could not build the model module");
-  TrainingPipelineOptions pipeline;
-  pipeline.dModel = config->d_model();
-  pipeline.warmup = options.warmup;
-  if (mlir::failed(runTrainingPipeline(*module, pipeline)))
-    return error("the training pipeline (loom-autodiff, loom-optimizer) "
-                 "failed");
+  if (mlir::failed(runCompilePipeline(*module, pipeline, options.dumpDir)))
+    return error("the compile pipeline failed");
   if (mlir::failed(mlir::verify(*module)))
     return error("the compiled module does not verify");
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
 
-  std::string problem;
-  auto out = mlir::openOutputFile(options.output, &problem);
-  if (!out)
-    return error("cannot write '" + options.output + "': " + problem);
-  module->print(out->os());
-  out->os() << "\n";
-  out->keep();
-  return llvm::Error::success();
+  if (!options.report.empty()) {
+    // The counts before fusion come from the same model compiled without it.
+    auto unfused = buildModelModule(ctx, *config);
+    CompilePipelineOptions plain = pipeline;
+    plain.fuse = false;
+    plain.planMemory = false;
+    if (!unfused || mlir::failed(runCompilePipeline(*unfused, plain)))
+      return error("the unfused pipeline for the report failed");
+    nlohmann::json report;
+    report["compile_seconds"] = seconds;
+    report["max_tokens"] = options.maxTokens;
+    report["max_len"] = options.maxLen;
+    report["max_batch"] = options.maxBatch;
+    report["entry_points"] = buildCompileReport(*unfused, *module);
+    if (llvm::Error err = writeText(options.report, report.dump(2) + "\n"))
+      return err;
+  }
+
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module->print(os);
+  os << "\n";
+  return writeText(options.output, text);
 }
 
 } // namespace
@@ -81,6 +132,21 @@ void addCompileCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("--warmup", options->warmup,
                   "Warm-up steps of the learning-rate schedule")
       ->capture_default_str();
+  cmd->add_option("--dump-dir", options->dumpDir,
+                  "Write the module after every pass, numbered, into DIR");
+  cmd->add_option("--report", options->report,
+                  "Write op counts and memory figures per entry point (JSON)");
+  cmd->add_option("--max-tokens", options->maxTokens,
+                  "Most tokens (batch x length) a batch holds; plans memory")
+      ->capture_default_str();
+  cmd->add_option("--max-len", options->maxLen,
+                  "Longest sentence; plans memory")
+      ->capture_default_str();
+  cmd->add_option("--max-batch", options->maxBatch,
+                  "Most sentences in a batch; plans memory")
+      ->capture_default_str();
+  cmd->add_flag("--remarks", options->remarks,
+                "Explain, on stderr, each fusion candidate that was declined");
   cmd->callback([options, &exitCode] {
     if (llvm::Error err = compile(*options))
       exitCode = fail("compile", std::move(err));
