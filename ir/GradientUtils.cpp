@@ -61,4 +61,33 @@ Value unreduce(OpBuilder &b, Location loc, Value reduced, Value input,
   return b.create<BroadcastAsOp>(loc, reduced, input);
 }
 
+LayerNormGradients buildLayerNormGradients(OpBuilder &b, Location loc, Value g,
+                                           Value x, Value gamma, Value beta,
+                                           double epsilon) {
+  // With xhat = (x - mean) * rstd and dxhat = g * gamma:
+  //   dx     = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
+  //   dgamma = sum over rows of g * xhat,  dbeta = sum over rows of g.
+  SmallVector<int64_t> last = {cast<RankedTensorType>(x.getType()).getRank() -
+                               1};
+  auto rowMean = [&](Value v) -> Value {
+    return b.create<ReduceMeanOp>(loc, v, last, true);
+  };
+  Value centered = b.create<SubOp>(loc, x, rowMean(x));
+  Value var = rowMean(b.create<MulOp>(loc, centered, centered));
+  Value eps = scalarLike(b, loc, x, epsilon);
+  Value rstd = b.create<RsqrtOp>(loc, b.create<AddOp>(loc, var, eps));
+  Value xhat = b.create<MulOp>(loc, centered, rstd);
+
+  Value dxhat = b.create<MulOp>(loc, g, gamma);
+  Value m1 = rowMean(dxhat);
+  Value m2 = rowMean(b.create<MulOp>(loc, dxhat, xhat));
+  Value inner = b.create<SubOp>(loc, b.create<SubOp>(loc, dxhat, m1),
+                                b.create<MulOp>(loc, xhat, m2));
+  LayerNormGradients grads;
+  grads.input = sumToOperand(b, loc, b.create<MulOp>(loc, rstd, inner), x);
+  grads.gamma = sumToOperand(b, loc, b.create<MulOp>(loc, g, xhat), gamma);
+  grads.beta = sumToOperand(b, loc, g, beta);
+  return grads;
+}
+
 } // namespace loom

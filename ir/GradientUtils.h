@@ -55,6 +55,18 @@ mlir::Value unreduce(mlir::OpBuilder &b, mlir::Location loc,
                      mlir::Value reduced, mlir::Value input,
                      llvm::ArrayRef<int64_t> dims, bool keepDims);
 
+/// The gradients of layer normalization over the last dim,
+/// `y = (x - mean) * rsqrt(var + epsilon) * gamma + beta`, for the result
+/// gradient `g`. The row statistics are recomputed from `x`. Shared by
+/// loom.layer_norm and loom.add_layer_norm (whose `x` is its sum).
+struct LayerNormGradients {
+  mlir::Value input, gamma, beta;
+};
+LayerNormGradients buildLayerNormGradients(mlir::OpBuilder &b,
+                                           mlir::Location loc, mlir::Value g,
+                                           mlir::Value x, mlir::Value gamma,
+                                           mlir::Value beta, double epsilon);
+
 } // namespace loom
 
 #endif // LOOM_IR_GRADIENTUTILS_H

@@ -153,32 +153,10 @@ LogSoftmaxOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
 LogicalResult
 LayerNormOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                             SmallVectorImpl<Value> &operandGrads) {
-  // With xhat = (x - mean) * rstd and dxhat = g * gamma:
-  //   dx     = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
-  //   dgamma = sum over rows of g * xhat,  dbeta = sum over rows of g.
-  Location loc = getLoc();
-  Value g = resultGrads[0], x = getInput(), gamma = getGamma();
-  SmallVector<int64_t> last = {cast<RankedTensorType>(x.getType()).getRank() -
-                               1};
-  auto rowMean = [&](Value v) -> Value {
-    return b.create<ReduceMeanOp>(loc, v, last, true);
-  };
-  Value centered = b.create<SubOp>(loc, x, rowMean(x));
-  Value var = rowMean(b.create<MulOp>(loc, centered, centered));
-  Value eps = scalarLike(b, loc, x, getEpsilon().convertToDouble());
-  Value rstd = b.create<RsqrtOp>(loc, b.create<AddOp>(loc, var, eps));
-  Value xhat = b.create<MulOp>(loc, centered, rstd);
-
-  Value dxhat = b.create<MulOp>(loc, g, gamma);
-  Value m1 = rowMean(dxhat);
-  Value m2 = rowMean(b.create<MulOp>(loc, dxhat, xhat));
-  Value inner = b.create<SubOp>(loc, b.create<SubOp>(loc, dxhat, m1),
-                                b.create<MulOp>(loc, xhat, m2));
-  operandGrads.push_back(
-      sumToOperand(b, loc, b.create<MulOp>(loc, rstd, inner), x));
-  operandGrads.push_back(
-      sumToOperand(b, loc, b.create<MulOp>(loc, g, xhat), gamma));
-  operandGrads.push_back(sumToOperand(b, loc, g, getBeta()));
+  LayerNormGradients grads = buildLayerNormGradients(
+      b, getLoc(), resultGrads[0], getInput(), getGamma(), getBeta(),
+      getEpsilon().convertToDouble());
+  operandGrads.append({grads.input, grads.gamma, grads.beta});
   return success();
 }
 
