@@ -2,6 +2,8 @@
 
 #include "frontend/Graph.h"
 
+#include "ir/ArenaPlan.h"
+
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/ErrorHandling.h"
@@ -64,15 +66,27 @@ Tensor Graph::param(StringRef name, ArrayRef<int64_t> shape, Type element) {
     if (entryIt.second >= index)
       ++entryIt.second;
   paramIndex[name] = index;
-  argTags.insert(argTags.begin() + index,
-                 builder.getNamedAttr(kParamAttr, builder.getStringAttr(name)));
+  argTags.insert(
+      argTags.begin() + index,
+      {builder.getNamedAttr(kParamAttr, builder.getStringAttr(name))});
   return Tensor(arg, this);
 }
 
-Tensor Graph::input(StringRef name, RankedTensorType type) {
+Tensor Graph::input(StringRef name, RankedTensorType type,
+                    ArrayRef<StringRef> dims) {
+  if (!dims.empty() && static_cast<int64_t>(dims.size()) != type.getRank())
+    llvm::report_fatal_error(llvm::Twine("input '") + name +
+                             "': dim names do not match its rank");
   Value arg = entry->addArgument(type, builder.getUnknownLoc());
   argTags.push_back(
-      builder.getNamedAttr(kInputAttr, builder.getStringAttr(name)));
+      {builder.getNamedAttr(kInputAttr, builder.getStringAttr(name))});
+  if (!dims.empty()) {
+    SmallVector<Attribute> names;
+    for (StringRef dim : dims)
+      names.push_back(builder.getStringAttr(dim));
+    argTags.back().push_back(
+        builder.getNamedAttr(kDimsAttr, builder.getArrayAttr(names)));
+  }
   return Tensor(arg, this);
 }
 
@@ -132,8 +146,9 @@ func::FuncOp Graph::finish(ArrayRef<std::pair<std::string, Tensor>> outputs) {
   builder.create<func::ReturnOp>(location(), values);
   func.setFunctionType(
       builder.getFunctionType(entry->getArgumentTypes(), types));
-  for (auto [i, tag] : llvm::enumerate(argTags))
-    func.setArgAttr(i, tag.getName(), tag.getValue());
+  for (auto [i, tags] : llvm::enumerate(argTags))
+    for (NamedAttribute tag : tags)
+      func.setArgAttr(i, tag.getName(), tag.getValue());
   for (auto [i, output] : llvm::enumerate(outputs))
     func.setResultAttr(i, kOutputAttr, builder.getStringAttr(output.first));
   return func;

@@ -78,8 +78,11 @@ public:
   /// first call adds the argument; later calls check the shape and return it.
   Tensor param(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
                mlir::Type element = {});
-  /// A new input argument `name` of `type`.
-  Tensor input(llvm::StringRef name, mlir::RankedTensorType type);
+  /// A new input argument `name` of `type`. `dims`, when given, names each
+  /// dim (`loom.dims`, "" for a static one) so that memory planning can bound
+  /// the dynamic ones: equal names are equal sizes.
+  Tensor input(llvm::StringRef name, mlir::RankedTensorType type,
+               llvm::ArrayRef<llvm::StringRef> dims = {});
 
   /// A rank-0 constant of `element` type.
   Tensor scalar(double value, mlir::Type element);
@@ -127,8 +130,9 @@ private:
   /// `numParams` arguments.
   llvm::StringMap<unsigned> paramIndex;
   unsigned numParams = 0;
-  /// The attribute (loom.param / loom.input) of each argument, in order.
-  std::vector<mlir::NamedAttribute> argTags;
+  /// The attributes (loom.param / loom.input, loom.dims) of each argument,
+  /// in order.
+  std::vector<llvm::SmallVector<mlir::NamedAttribute, 2>> argTags;
   std::vector<std::string> scopes;
   bool finished = false;
 };

@@ -109,8 +109,8 @@ RankedTensorType cacheType(Graph &g, const TransformerConfig &cfg) {
 void buildLoss(ModuleOp module, const TransformerModel &model) {
   const TransformerConfig &cfg = model.config();
   Graph g(module, "loss");
-  Tensor src = g.input("src", idsType(g));
-  Tensor tgt = g.input("tgt", idsType(g));
+  Tensor src = g.input("src", idsType(g), {"batch", "src_len"});
+  Tensor tgt = g.input("tgt", idsType(g), {"batch", "tgt_len"});
   Tensor seed = g.input("seed", tensorOf({}, g.i64()));
   nn::Context ctx(g, cfg.dropout(), seed);
   // Teacher forcing: the decoder reads tgt[:, :-1] and predicts tgt[:, 1:].
@@ -130,8 +130,8 @@ void buildLoss(ModuleOp module, const TransformerModel &model) {
 
 void buildTokenLogProbs(ModuleOp module, const TransformerModel &model) {
   Graph g(module, "token_log_probs");
-  Tensor src = g.input("src", idsType(g));
-  Tensor tgt = g.input("tgt", idsType(g));
+  Tensor src = g.input("src", idsType(g), {"batch", "src_len"});
+  Tensor tgt = g.input("tgt", idsType(g), {"batch", "tgt_len"});
   nn::Context ctx(g);
   Tensor tgtIn = slice(tgt, 1, 0, -1);
   Tensor targets = slice(tgt, 1, 1, 0);
@@ -145,7 +145,7 @@ void buildEncode(ModuleOp module, const TransformerModel &model) {
   using Projection = nn::MultiHeadAttention::Projection;
   const TransformerConfig &cfg = model.config();
   Graph g(module, "encode");
-  Tensor src = g.input("src", idsType(g));
+  Tensor src = g.input("src", idsType(g), {"batch", "src_len"});
   nn::Context ctx(g);
   Tensor memory = model.encode(ctx, src, paddingMask(src, 0, g.f32()));
   std::vector<std::pair<std::string, Tensor>> outputs;
@@ -164,19 +164,24 @@ void buildDecodeStep(ModuleOp module, const TransformerModel &model) {
   const TransformerConfig &cfg = model.config();
   int64_t layers = cfg.decoder_layers();
   Graph g(module, "decode_step");
-  Tensor src = g.input("src", idsType(g));
+  Tensor src = g.input("src", idsType(g), {"batch", "src_len"});
   std::vector<Tensor> crossK, crossV, selfK, selfV;
   for (int64_t i = 0; i < layers; ++i) {
     std::string index = std::to_string(i);
-    crossK.push_back(g.input("cross_k." + index, cacheType(g, cfg)));
-    crossV.push_back(g.input("cross_v." + index, cacheType(g, cfg)));
+    crossK.push_back(g.input("cross_k." + index, cacheType(g, cfg),
+                             {"batch", "", "src_len", ""}));
+    crossV.push_back(g.input("cross_v." + index, cacheType(g, cfg),
+                             {"batch", "", "src_len", ""}));
   }
   for (int64_t i = 0; i < layers; ++i) {
     std::string index = std::to_string(i);
-    selfK.push_back(g.input("self_k." + index, cacheType(g, cfg)));
-    selfV.push_back(g.input("self_v." + index, cacheType(g, cfg)));
+    selfK.push_back(g.input("self_k." + index, cacheType(g, cfg),
+                            {"batch", "", "cache_len", ""}));
+    selfV.push_back(g.input("self_v." + index, cacheType(g, cfg),
+                            {"batch", "", "cache_len", ""}));
   }
-  Tensor tokens = g.input("tokens", tensorOf({kDyn, 1}, g.i32()));
+  Tensor tokens =
+      g.input("tokens", tensorOf({kDyn, 1}, g.i32()), {"batch", ""});
   Tensor position = g.input("position", tensorOf({}, g.i64()));
 
   nn::Context ctx(g);

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/Interpreter.h"
+#include "ir/ArenaPlan.h"
 #include "ir/InterpreterKernels.h"
 #include "ir/InterpreterOps.h"
 #include "ir/ShapeUtils.h"
@@ -124,7 +125,7 @@ double loom::roundToKind(double value, ElementKind kind) {
   }
 }
 
-static void roundInPlace(HostTensor &t) {
+void interp::roundInPlace(HostTensor &t) {
   switch (t.kind) {
   case ElementKind::F32:
     for (double &v : t.data)
@@ -156,9 +157,8 @@ llvm::Error interp::opError(Operation *op, const llvm::Twine &message) {
   return llvm::createStringError(describeOp(op) + ": " + message.str());
 }
 
-/// Whether `t` fits `type`: same kind and rank, equal static dims.
-static llvm::Error checkFits(const HostTensor &t, Type type,
-                             const llvm::Twine &what) {
+llvm::Error interp::checkFits(const HostTensor &t, Type type,
+                              const llvm::Twine &what) {
   auto ranked = dyn_cast<RankedTensorType>(type);
   if (!ranked) {
     std::string s;
@@ -233,8 +233,8 @@ Evaluator::call(StringRef name, llvm::ArrayRef<const HostTensor *> args) {
                                " arguments, got " + llvm::Twine(args.size()));
   for (auto [i, arg] : llvm::enumerate(args))
     if (llvm::Error err =
-            checkFits(*arg, type.getInput(i),
-                      "argument #" + llvm::Twine(i) + " of @" + name))
+            interp::checkFits(*arg, type.getInput(i),
+                              "argument #" + llvm::Twine(i) + " of @" + name))
       return err;
   if (depth >= 64)
     return interp::kernelError("calls nest deeper than 64 at @" + name);
@@ -276,13 +276,28 @@ Evaluator::runBody(func::FuncOp fn, llvm::ArrayRef<const HostTensor *> args) {
   for (auto [i, arg] : llvm::enumerate(args))
     slots[i].ptr = arg;
 
+  ByteArena arena;
+  if (options.useArenaPlan) {
+    auto planned = ByteArena::forFunction(fn);
+    if (!planned)
+      return planned.takeError();
+    if (planned->hasPlan() && options.f64)
+      return interp::kernelError("the arena plan of @" + fn.getSymName() +
+                                 " holds element types; it cannot run in f64");
+    arena = std::move(*planned);
+  }
+
   std::vector<const HostTensor *> operands;
   for (auto [index, op] : llvm::enumerate(ops)) {
     operands.clear();
     for (Value v : op->getOperands()) {
-      const HostTensor *t = slots[slotOf[v]].ptr;
+      Slot &slot = slots[slotOf[v]];
+      const HostTensor *t = slot.ptr;
       if (!t)
         return interp::opError(op, "uses a value before it is defined");
+      if (arena.offsetOf(v) >= 0)
+        if (llvm::Error err = arena.load(v, slot.owned))
+          return interp::opError(op, llvm::toString(std::move(err)));
       operands.push_back(t);
     }
 
@@ -308,10 +323,13 @@ Evaluator::runBody(func::FuncOp fn, llvm::ArrayRef<const HostTensor *> args) {
                                      " results, expected " +
                                      llvm::Twine(op->getNumResults()));
     for (auto [r, t] : llvm::zip(op->getResults(), *results)) {
-      if (llvm::Error err = checkFits(t, r.getType(), "the result"))
+      if (llvm::Error err = interp::checkFits(t, r.getType(), "the result"))
         return interp::opError(op, llvm::toString(std::move(err)));
       if (!options.f64)
-        roundInPlace(t);
+        interp::roundInPlace(t);
+      if (arena.offsetOf(r) >= 0)
+        if (llvm::Error err = arena.store(r, t))
+          return interp::opError(op, llvm::toString(std::move(err)));
       Slot &slot = slots[slotOf[r]];
       slot.owned = std::move(t);
       slot.ptr = &slot.owned;

@@ -57,6 +57,11 @@ struct InterpreterOptions {
   /// Evaluate in double precision: no rounding to the element types. The
   /// finite-difference checks need this.
   bool f64 = false;
+  /// For functions that `loom-plan-memory` planned: keep every planned result
+  /// in one byte arena at its offset, in its element type, and read it back
+  /// from there at each use, so a wrong plan changes the results. Not with
+  /// `f64` (the arena holds the element types).
+  bool useArenaPlan = false;
 };
 
 class Interpreter {

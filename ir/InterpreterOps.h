@@ -31,6 +31,15 @@ llvm::Expected<std::vector<HostTensor>>
 evaluateOp(mlir::Operation *op, llvm::ArrayRef<const HostTensor *> operands,
            Callee &callee);
 
+/// Whether `t` fits `type`: same kind and rank, equal static dims. `what`
+/// names the value in the message.
+llvm::Error checkFits(const HostTensor &t, mlir::Type type,
+                      const llvm::Twine &what);
+
+/// Rounds every element of `t` to its element kind, as each op's result is
+/// rounded outside f64 mode.
+void roundInPlace(HostTensor &t);
+
 /// `'loom.add' at loc("model.mlir":3:7)`.
 std::string describeOp(mlir::Operation *op);
 
