@@ -64,12 +64,21 @@ namespace {
 enum class StorageKind { Argument, Output, Constant, Temporary };
 
 /// Ops whose result may overwrite an operand of the same shape: each output
-/// element depends only on the input elements at its own index.
+/// element depends only on the input elements at its own index, or (row-wise
+/// ops) only on its own row of the last dim, which a kernel reads whole
+/// before it writes that row. Over the logits, cross_entropy_grad in place
+/// saves a [tokens, vocab] buffer, the largest of a training step.
 bool writesInPlace(Operation *op) {
+  if (auto softmax = dyn_cast<SoftmaxOp>(op))
+    return softmax.getAxis() ==
+           uint64_t(cast<ShapedType>(softmax.getType()).getRank() - 1);
+  if (auto logSoftmax = dyn_cast<LogSoftmaxOp>(op))
+    return logSoftmax.getAxis() ==
+           uint64_t(cast<ShapedType>(logSoftmax.getType()).getRank() - 1);
   return isa<AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp, PowOp, NegOp,
              AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp, ReluOp,
              GeluOp, ErfOp, SinOp, CosOp, CompareOp, SelectOp, CastOp,
-             DropoutOp, FusionOp>(op);
+             DropoutOp, FusionOp, LayerNormOp, CrossEntropyGradOp>(op);
 }
 
 /// Bytes of one element of `v`. Padding makes a bf16 value and an f32 value
