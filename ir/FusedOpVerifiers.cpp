@@ -53,12 +53,10 @@ template <typename OpTy> static LogicalResult verifyAttentionOperands(OpTy op) {
            << " and " << formatShape(v.getShape());
   if (!compatibleDim(q.getDimSize(r - 1), k.getDimSize(r - 1)))
     return op.emitOpError("q and k differ in their last dim: ")
-           << formatShape(q.getShape()) << " and "
-           << formatShape(k.getShape());
+           << formatShape(q.getShape()) << " and " << formatShape(k.getShape());
   if (!compatibleDim(k.getDimSize(r - 2), v.getDimSize(r - 2)))
     return op.emitOpError("k and v differ in their number of keys: ")
-           << formatShape(k.getShape()) << " and "
-           << formatShape(v.getShape());
+           << formatShape(k.getShape()) << " and " << formatShape(v.getShape());
   if (auto mask = rankedOrNull(op.getMask())) {
     SmallVector<int64_t> scores = llvm::to_vector(q.getShape().drop_back());
     scores.push_back(k.getDimSize(r - 2));
@@ -91,8 +89,8 @@ static LogicalResult verifyAttentionOutputs(OpTy op, Value out, Value lse) {
   if (!o || !compatibleShapes(o.getShape(), outShape) ||
       o.getElementType() != q.getElementType())
     return op.emitOpError("out must be [")
-           << formatShape(outShape) << "] of " << q.getElementType()
-           << ", got " << out.getType();
+           << formatShape(outShape) << "] of " << q.getElementType() << ", got "
+           << out.getType();
   if (!l || !compatibleShapes(l.getShape(), q.getShape().drop_back()))
     return op.emitOpError("lse must be [")
            << formatShape(q.getShape().drop_back()) << "], got "
@@ -129,9 +127,8 @@ LogicalResult LinearOp::verify() {
     return emitOpError("needs input [..., K] and weight [N, K], got ")
            << formatShape(x.getShape()) << " and " << formatShape(w.getShape());
   if (!compatibleDim(x.getShape().back(), w.getDimSize(1)))
-    return emitOpError("input ")
-           << formatShape(x.getShape()) << " and weight "
-           << formatShape(w.getShape()) << " differ in K";
+    return emitOpError("input ") << formatShape(x.getShape()) << " and weight "
+                                 << formatShape(w.getShape()) << " differ in K";
   if (x.getElementType() != w.getElementType() ||
       y.getElementType() != x.getElementType())
     return emitOpError("needs one element type throughout");
@@ -190,8 +187,7 @@ LogicalResult FusionOp::verify() {
              << std::get<1>(pair).getType();
   auto yield = cast<YieldOp>(body.getTerminator());
   if (yield.getValues().getTypes() != getResultTypes())
-    return emitOpError("yields ")
-           << yield.getValues().getTypes() << " but returns "
-           << getResultTypes();
+    return emitOpError("yields ") << yield.getValues().getTypes()
+                                  << " but returns " << getResultTypes();
   return success();
 }

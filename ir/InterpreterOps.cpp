@@ -10,9 +10,9 @@
 #include "ir/InterpreterKernels.h"
 #include "ir/LoomDialect.h"
 
+#include "ir/InterpreterFused.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
-#include "ir/InterpreterFused.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 

@@ -25,8 +25,9 @@ void loom::buildTrainingPipeline(OpPassManager &pm,
   pm.addPass(createLoomOptimizer(opt));
 }
 
-LogicalResult loom::runTrainingPipeline(ModuleOp module,
-                                        const TrainingPipelineOptions &options) {
+LogicalResult
+loom::runTrainingPipeline(ModuleOp module,
+                          const TrainingPipelineOptions &options) {
   PassManager pm(module.getContext());
   buildTrainingPipeline(pm, options);
   return pm.run(module);

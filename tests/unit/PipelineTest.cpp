@@ -1,4 +1,4 @@
-//===- PipelineTest.cpp - The whole pipeline keeps every function's meaning ===//
+//===- PipelineTest.cpp - The pipeline keeps every function's meaning --===//
 //
 // The model compiled with every pass (fusion, autodiff, Adam, elementwise
 // fusion, memory planning) must compute what the plain module computes
@@ -105,11 +105,10 @@ TEST_P(PipelineTest, EveryEntryPointKeepsItsMeaning) {
   int64_t vocab = std::min(config->src_vocab(), config->tgt_vocab());
   HostTensor src = randomIds(rng, vocab, {5, 3, 4}, 5, false);
   HostTensor tgt = randomIds(rng, vocab, {6, 4, 2}, 6, true);
-  NamedTensors inputs = {
-      {"src", src},
-      {"tgt", tgt},
-      {"seed", HostTensor::scalar(1234, ElementKind::I64)},
-      {"step", HostTensor::scalar(3, ElementKind::I64)}};
+  NamedTensors inputs = {{"src", src},
+                         {"tgt", tgt},
+                         {"seed", HostTensor::scalar(1234, ElementKind::I64)},
+                         {"step", HostTensor::scalar(3, ElementKind::I64)}};
   // Adam's moments as a few steps in would hold them.
   for (auto &[name, value] : plain.parameters()) {
     inputs["exp_avg." + name] = randomFloats(rng, value.shape);
@@ -118,8 +117,8 @@ TEST_P(PipelineTest, EveryEntryPointKeepsItsMeaning) {
       x = x * x * 1e-3;
     inputs["exp_avg_sq." + name] = v;
   }
-  for (const char *fn : {"loss", "loss_grad", "train_step", "token_log_probs",
-                         "encode"})
+  for (const char *fn :
+       {"loss", "loss_grad", "train_step", "token_log_probs", "encode"})
     expectSameResults(plain, compiled, fn, inputs);
 
   // One decoding step after two cached positions.

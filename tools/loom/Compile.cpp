@@ -66,8 +66,8 @@ llvm::Error compile(const CompileOptions &options) {
     return config.takeError();
 
   for (auto [name, value] : {std::pair{"--max-tokens", options.maxTokens},
-                              {"--max-len", options.maxLen},
-                              {"--max-batch", options.maxBatch}})
+                             {"--max-len", options.maxLen},
+                             {"--max-batch", options.maxBatch}})
     if (value <= 0)
       return error(llvm::Twine(name) + " must be positive, got " +
                    llvm::Twine(value));
@@ -89,9 +89,9 @@ llvm::Error compile(const CompileOptions &options) {
     return error("the compile pipeline failed");
   if (mlir::failed(mlir::verify(*module)))
     return error("the compiled module does not verify");
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
 
   if (!options.report.empty()) {
     // The counts before fusion come from the same model compiled without it.

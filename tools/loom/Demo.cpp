@@ -146,9 +146,11 @@ int loom::runDemo(const DemoOptions &options) {
   llvm::outs() << llvm::format(
       "exact match: %lld/%zu (%.1f%%) in %.1fs\n", (long long)exact,
       heldOut.size(), 100.0 * exact / heldOut.size(), secondsSince(start));
-  llvm::outs() << "\nNext: `loom compile --preset base --emit ir` prints the "
-                  "whole model (loss, gradients, Adam, encode, decode_step) "
-                  "as loom IR;\n`loom forward` and `loom grad` run a config "
-                  "with safetensors weights (see README).\n";
+  llvm::outs()
+      << "\nNext: `loom compile --preset base --dump-dir ir/ --report "
+         "base.json` compiles the paper's model\n(fusion, gradients, Adam, "
+         "memory plan) and keeps the IR after every pass; `loom forward` "
+         "and\n`loom grad` run a config with safetensors weights (see "
+         "README).\n";
   return 0;
 }

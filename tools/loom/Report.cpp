@@ -45,8 +45,8 @@ nlohmann::json loom::cli::buildCompileReport(ModuleOp unfused,
   for (auto fn : compiled.getOps<func::FuncOp>()) {
     nlohmann::json e;
     auto before = unfused.lookupSymbol<func::FuncOp>(fn.getName());
-    e["ops_before_fusion"] = before ? nlohmann::json(countKernels(before))
-                                    : nlohmann::json(nullptr);
+    e["ops_before_fusion"] =
+        before ? nlohmann::json(countKernels(before)) : nlohmann::json(nullptr);
     e["ops_after_fusion"] = countKernels(fn);
     e["attention_ops"] = countTopLevel<AttentionOp>(fn);
     e["attention_grad_ops"] = countTopLevel<AttentionGradOp>(fn);
