@@ -14,15 +14,20 @@
 using namespace mlir;
 using namespace loom;
 
-void loom::buildTrainingPipeline(OpPassManager &pm,
-                                 const TrainingPipelineOptions &options) {
-  pm.addPass(createLoomAutodiff());
+static LoomOptimizerOptions
+optimizerOptions(const TrainingPipelineOptions &options) {
   LoomOptimizerOptions opt;
   opt.dModel = options.dModel;
   opt.warmup = options.warmup;
   opt.lrScale = options.lrScale;
   opt.clipNorm = options.clipNorm;
-  pm.addPass(createLoomOptimizer(opt));
+  return opt;
+}
+
+void loom::buildTrainingPipeline(OpPassManager &pm,
+                                 const TrainingPipelineOptions &options) {
+  pm.addPass(createLoomAutodiff());
+  pm.addPass(createLoomOptimizer(optimizerOptions(options)));
 }
 
 LogicalResult
@@ -56,12 +61,8 @@ loom::compilePipelineStages(const CompilePipelineOptions &options) {
                       pm.addPass(createLoomAutodiff());
                     }});
   stages.push_back({"loom-optimizer", [training](OpPassManager &pm) {
-                      LoomOptimizerOptions opt;
-                      opt.dModel = training.dModel;
-                      opt.warmup = training.warmup;
-                      opt.lrScale = training.lrScale;
-                      opt.clipNorm = training.clipNorm;
-                      pm.addPass(createLoomOptimizer(opt));
+                      pm.addPass(
+                          createLoomOptimizer(optimizerOptions(training)));
                     }});
   stages.push_back({"cse", [](OpPassManager &pm) {
                       pm.addNestedPass<func::FuncOp>(createCSEPass());
