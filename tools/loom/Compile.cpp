@@ -16,6 +16,7 @@
 #include "frontend/Transformer.h"
 #include "passes/Pipeline.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Support/FileUtilities.h"
@@ -81,6 +82,30 @@ llvm::Error compile(const CompileOptions &options) {
   pipeline.remarks = options.remarks;
 
   mlir::MLIRContext ctx;
+  ctx.printOpOnDiagnostic(false);
+  // Every diagnostic, remarks of the fusion passes included, goes to stderr
+  // with its location (the model scope that built the op).
+  mlir::ScopedDiagnosticHandler printer(&ctx, [](mlir::Diagnostic &diag) {
+    const char *severity = "error";
+    switch (diag.getSeverity()) {
+    case mlir::DiagnosticSeverity::Remark:
+      severity = "remark";
+      break;
+    case mlir::DiagnosticSeverity::Warning:
+      severity = "warning";
+      break;
+    case mlir::DiagnosticSeverity::Note:
+      severity = "note";
+      break;
+    case mlir::DiagnosticSeverity::Error:
+      break;
+    }
+    llvm::errs() << diag.getLocation() << ": " << severity << ": " << diag
+                 << "\n";
+    for (mlir::Diagnostic &note : diag.getNotes())
+      llvm::errs() << note.getLocation() << ": note: " << note << "\n";
+    return mlir::success();
+  });
   auto start = std::chrono::steady_clock::now();
   auto module = buildModelModule(ctx, *config);
   if (!module)
