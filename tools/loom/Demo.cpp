@@ -1,11 +1,13 @@
 //===- Demo.cpp - `loom demo` ---------------------------------------------===//
 //
 // The README's main job: no files needed. It makes a synthetic translation
-// task (reverse or copy a string of symbols), builds the `tiny` Transformer,
-// differentiates it and adds Adam (the same pipeline as `loom compile`),
-// trains it on the reference interpreter with fresh random batches, and
-// decodes held-out sentences greedily with the encoder output and the
-// self-attention cache, printing a few and the exact-match rate.
+// task (reverse or copy a string of symbols), builds the `tiny` Transformer
+// and compiles it with the whole pipeline of `loom compile` (fusion,
+// gradients, Adam, elementwise regions, memory plan). It trains it on the
+// reference interpreter with fresh random batches, every temporary inside the
+// planned arena, and decodes held-out sentences greedily with the encoder
+// output and the self-attention cache, printing a few and the exact-match
+// rate.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,6 +32,9 @@ using namespace loom;
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+/// Held-out sentences decoded per batch.
+constexpr int64_t kDecodeChunk = 50;
 
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -63,14 +68,24 @@ int loom::runDemo(const DemoOptions &options) {
   auto module = buildModelModule(ctx, *config);
   if (!module)
     return fail(llvm::createStringError("could not build the model"));
-  TrainingPipelineOptions pipeline;
-  pipeline.dModel = config->d_model();
-  pipeline.warmup = options.warmup;
-  pipeline.lrScale = options.lrScale;
-  if (mlir::failed(runTrainingPipeline(*module, pipeline)))
-    return fail(llvm::createStringError("the training pipeline failed"));
+  // The whole compile pipeline, as `loom compile` runs it: the interpreter
+  // then trains through fused attention, linear and elementwise regions.
+  CompilePipelineOptions pipeline;
+  pipeline.training.dModel = config->d_model();
+  pipeline.training.warmup = options.warmup;
+  pipeline.training.lrScale = options.lrScale;
+  // Planned for the largest batches the demo runs: training batches and the
+  // decoding chunks below, sentences of at most maxLength symbols + 2.
+  pipeline.maxLen = task.maxLength + 2;
+  pipeline.maxBatch = std::max<int64_t>(options.batch, kDecodeChunk);
+  pipeline.maxTokens = pipeline.maxBatch * pipeline.maxLen;
+  if (mlir::failed(runCompilePipeline(*module, pipeline)))
+    return fail(llvm::createStringError("the compile pipeline failed"));
 
-  InterpretedModel model(*module);
+  // Every temporary lives in the planned arena, at its planned offset.
+  InterpreterOptions interpreter;
+  interpreter.useArenaPlan = true;
+  InterpretedModel model(*module, interpreter);
   model.initParameters(options.seed);
   int64_t numParams = 0;
   for (auto &[name, t] : model.parameters())
@@ -82,7 +97,9 @@ int loom::runDemo(const DemoOptions &options) {
                << ", " << config->heads() << " heads, "
                << config->encoder_layers() << "+" << config->decoder_layers()
                << " layers, " << numParams << " parameters), "
-               << "trained with @train_step on the reference interpreter\n";
+               << "compiled (fused attention, linear, elementwise regions, "
+                  "memory plan) and trained with @train_step on the "
+                  "reference interpreter, inside the planned arena\n";
 
   auto start = Clock::now();
   int64_t tokens = 0;
@@ -120,11 +137,10 @@ int loom::runDemo(const DemoOptions &options) {
   llvm::outs() << "\ngreedy decoding of " << heldOut.size()
                << " held-out sentences (encoder once, self-attention cache "
                   "per step):\n";
-  const int64_t chunk = 50;
-  for (size_t i = 0; i < heldOut.size(); i += chunk) {
-    std::vector<SentencePair> part(heldOut.begin() + i,
-                                   heldOut.begin() +
-                                       std::min(heldOut.size(), i + chunk));
+  for (size_t i = 0; i < heldOut.size(); i += kDecodeChunk) {
+    std::vector<SentencePair> part(
+        heldOut.begin() + i,
+        heldOut.begin() + std::min(heldOut.size(), i + kDecodeChunk));
     auto outputs = model.greedy(padBatch(sourcesOf(part)), task.maxLength + 2,
                                 kBosId, kEosId);
     if (!outputs)
