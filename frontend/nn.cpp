@@ -132,6 +132,8 @@ LayerNorm EncoderLayer::norm(int index) const {
 }
 
 Tensor EncoderLayer::operator()(Context &ctx, Tensor x, Tensor srcMask) const {
+  // The layer's own ops (residual adds, their dropout) carry its name.
+  Graph::Scope scope(ctx.graph, name);
   MultiHeadAttention attn = selfAttention();
   x = residual(ctx, x, norm(1), sizes.preNorm,
                [&](Tensor h) { return attn(ctx, h, h, {srcMask}); });
@@ -155,6 +157,7 @@ LayerNorm DecoderLayer::norm(int index) const {
 
 Tensor DecoderLayer::operator()(Context &ctx, Tensor x, Tensor memory,
                                 Tensor selfMask, Tensor srcMask) const {
+  Graph::Scope scope(ctx.graph, name);
   MultiHeadAttention self = selfAttention(), cross = crossAttention();
   x = residual(ctx, x, norm(1), sizes.preNorm,
                [&](Tensor h) { return self(ctx, h, h, {selfMask}); });
@@ -171,6 +174,7 @@ DecoderLayer::StepResult DecoderLayer::step(Context &ctx, Tensor x,
                                             Tensor srcMask) const {
   using Projection = MultiHeadAttention::Projection;
   Graph &g = ctx.graph;
+  Graph::Scope scope(g, name);
   MultiHeadAttention self = selfAttention(), cross = crossAttention();
   StepResult result;
   x = residual(ctx, x, norm(1), sizes.preNorm, [&](Tensor h) {

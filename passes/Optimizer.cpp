@@ -85,7 +85,8 @@ private:
 
   LogicalResult buildStep(func::FuncOp gradFn) {
     MLIRContext *ctx = &getContext();
-    loc = gradFn.getLoc();
+    // Named so diagnostics and remarks about the update point at it.
+    loc = NameLoc::get(StringAttr::get(ctx, "optimizer"), gradFn.getLoc());
     FunctionType gradType = gradFn.getFunctionType();
 
     // Map each result "loss" / "grad.<name>" to its result index.
