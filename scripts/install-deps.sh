@@ -8,7 +8,7 @@ packages=(
   llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools
   libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
-  libsentencepiece-dev libopenblas-dev
+  libsentencepiece-dev libopenblas-dev libdnnl-dev
   nlohmann-json3-dev libcli11-dev
   zlib1g-dev libzstd-dev libedit-dev libxml2-dev libcurl4-openssl-dev
   python3 python3-torch python3-numpy
