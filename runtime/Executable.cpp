@@ -1,0 +1,353 @@
+//===- Executable.cpp - Loading and saving compiled executables -----------===//
+
+#include "runtime/Executable.h"
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <unistd.h>
+#include <vector>
+
+namespace loom {
+namespace {
+
+using runtime::Buffer;
+using runtime::EntryPoint;
+using runtime::Kernel;
+using runtime::Step;
+
+std::string quoted(const std::string &name) { return "'" + name + "'"; }
+
+std::string describeBuffer(const Executable &exe, int index) {
+  return "buffer " + quoted(exe.buffers(index).name()) + " (#" +
+         std::to_string(index) + ")";
+}
+
+std::string describeKernel(const Executable &exe, int index) {
+  return "kernel " + quoted(exe.kernels(index).name()) + " (#" +
+         std::to_string(index) + ")";
+}
+
+std::string describeEntry(const Executable &exe, int index) {
+  return "entry point " + quoted(exe.entry_points(index).name()) + " (#" +
+         std::to_string(index) + ")";
+}
+
+std::string hex(uint64_t value) {
+  std::ostringstream os;
+  os << "0x" << std::hex << value;
+  return os.str();
+}
+
+int64_t elementSize(Buffer::DType dtype) {
+  switch (dtype) {
+  case Buffer::F64:
+  case Buffer::I64:
+    return 8;
+  case Buffer::F32:
+  case Buffer::I32:
+    return 4;
+  case Buffer::F16:
+  case Buffer::BF16:
+    return 2;
+  case Buffer::I1:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/// The bytes a fully static shape of `dtype` needs, or nothing when a dim is
+/// symbolic or the size overflows int64 (no real buffer is that large, so
+/// the caller treats it as a mismatch).
+std::optional<int64_t> staticBytes(const Buffer &buffer) {
+  int64_t bytes = elementSize(buffer.dtype());
+  for (const runtime::Dim &dim : buffer.shape()) {
+    if (!dim.has_size())
+      return std::nullopt;
+    if (dim.size() != 0 &&
+        bytes > std::numeric_limits<int64_t>::max() / dim.size())
+      return std::nullopt;
+    bytes *= dim.size();
+  }
+  return bytes;
+}
+
+std::string validateKernels(const Executable &exe) {
+  std::set<std::string> names;
+  for (int k = 0; k < exe.kernels_size(); ++k) {
+    const Kernel &kernel = exe.kernels(k);
+    std::string where = describeKernel(exe, k);
+    if (kernel.name().empty())
+      return where + " has no name";
+    if (!names.insert(kernel.name()).second)
+      return where + ": duplicate kernel name " + quoted(kernel.name());
+    if (kernel.symbol().empty())
+      return where + " has no symbol";
+    if (!Kernel::Kind_IsValid(kernel.kind()) ||
+        kernel.kind() == Kernel::KIND_UNSPECIFIED)
+      return where + " has unknown kind " + std::to_string(kernel.kind());
+    if (kernel.num_args() < 0)
+      return where + " takes a negative number of arguments (" +
+             std::to_string(kernel.num_args()) + ")";
+  }
+  return "";
+}
+
+std::string validateBuffer(const Executable &exe, int b) {
+  const Buffer &buffer = exe.buffers(b);
+  std::string where = describeBuffer(exe, b);
+  if (!Buffer::Role_IsValid(buffer.role()) ||
+      buffer.role() == Buffer::ROLE_UNSPECIFIED)
+    return where + " has unknown role " + std::to_string(buffer.role());
+  if (!Buffer::DType_IsValid(buffer.dtype()) ||
+      buffer.dtype() == Buffer::DTYPE_UNSPECIFIED)
+    return where + " has unknown dtype " + std::to_string(buffer.dtype());
+  for (int d = 0; d < buffer.shape_size(); ++d) {
+    const runtime::Dim &dim = buffer.shape(d);
+    std::string dimWhere = where + ": dim " + std::to_string(d);
+    if (dim.has_size() && dim.size() < 0)
+      return dimWhere + " has negative size " + std::to_string(dim.size());
+    if (dim.has_symbol() && dim.symbol().empty())
+      return dimWhere + " has an empty symbol";
+    if (!dim.has_size() && !dim.has_symbol())
+      return dimWhere + " has neither a size nor a symbol";
+  }
+
+  bool isTemporary = buffer.role() == Buffer::TEMPORARY;
+  bool hasSlice = buffer.has_arena_offset() || buffer.has_max_bytes();
+  if (isTemporary) {
+    if (!buffer.has_arena_offset() || !buffer.has_max_bytes())
+      return where + " is a temporary without an arena slice";
+    if (buffer.arena_offset() < 0)
+      return where + " has negative arena_offset " +
+             std::to_string(buffer.arena_offset());
+    if (buffer.max_bytes() < 0)
+      return where + " has negative max_bytes " +
+             std::to_string(buffer.max_bytes());
+    std::optional<int64_t> needed = staticBytes(buffer);
+    if (needed && *needed > buffer.max_bytes())
+      return where + " needs " + std::to_string(*needed) +
+             " bytes but its slice holds " + std::to_string(buffer.max_bytes());
+  } else if (hasSlice) {
+    // Persistent buffers are allocated by the runtime, not carved from an
+    // arena; a slice here means the writer and the reader disagree.
+    return where + " is persistent but has an arena slice";
+  }
+
+  if (buffer.role() == Buffer::CONSTANT) {
+    std::optional<int64_t> needed = staticBytes(buffer);
+    if (!needed)
+      return where + " is a constant with a dynamic or oversized shape";
+    if (static_cast<uint64_t>(*needed) != buffer.data().size())
+      return where + " is a constant of " + std::to_string(*needed) +
+             " bytes but carries " + std::to_string(buffer.data().size()) +
+             " bytes of data";
+  } else if (!buffer.data().empty()) {
+    return where + " carries data but is not a constant";
+  }
+  return "";
+}
+
+std::string validateBuffers(const Executable &exe) {
+  std::set<std::string> names;
+  for (int b = 0; b < exe.buffers_size(); ++b) {
+    const std::string &name = exe.buffers(b).name();
+    if (name.empty())
+      return describeBuffer(exe, b) + " has no name";
+    if (!names.insert(name).second)
+      return describeBuffer(exe, b) + ": duplicate buffer name " + quoted(name);
+    if (std::string error = validateBuffer(exe, b); !error.empty())
+      return error;
+  }
+  return "";
+}
+
+/// Checks that `index` names a buffer, and if it is a temporary, that its
+/// slice lies inside the arena of the entry point `e` that uses it.
+std::string checkBufferUse(const Executable &exe, int e, int index,
+                           const std::string &where) {
+  if (index < 0 || index >= exe.buffers_size())
+    return where + " refers to buffer " + std::to_string(index) + ", but " +
+           std::to_string(exe.buffers_size()) + " buffers exist";
+  const Buffer &buffer = exe.buffers(index);
+  if (buffer.role() != Buffer::TEMPORARY)
+    return "";
+  int64_t arena = exe.entry_points(e).arena_bytes();
+  // Written so that offset + max_bytes cannot overflow.
+  if (buffer.arena_offset() > arena ||
+      buffer.max_bytes() > arena - buffer.arena_offset())
+    return describeBuffer(exe, index) + " occupies arena bytes [" +
+           std::to_string(buffer.arena_offset()) + ", " +
+           std::to_string(static_cast<uint64_t>(buffer.arena_offset()) +
+                          static_cast<uint64_t>(buffer.max_bytes())) +
+           "), outside the " + std::to_string(arena) + "-byte arena of " +
+           describeEntry(exe, e);
+  return "";
+}
+
+std::string validateEntryPoint(const Executable &exe, int e) {
+  const EntryPoint &entry = exe.entry_points(e);
+  std::string where = describeEntry(exe, e);
+  if (entry.arena_bytes() < 0)
+    return where + " has negative arena_bytes " +
+           std::to_string(entry.arena_bytes());
+  for (int i = 0; i < entry.inputs_size(); ++i)
+    if (std::string error = checkBufferUse(
+            exe, e, entry.inputs(i), where + ": input " + std::to_string(i));
+        !error.empty())
+      return error;
+  for (int i = 0; i < entry.outputs_size(); ++i)
+    if (std::string error = checkBufferUse(
+            exe, e, entry.outputs(i), where + ": output " + std::to_string(i));
+        !error.empty())
+      return error;
+  for (int s = 0; s < entry.steps_size(); ++s) {
+    const Step &step = entry.steps(s);
+    std::string stepWhere =
+        "step " + std::to_string(s) + " of " + quoted(entry.name());
+    if (step.kernel() < 0 || step.kernel() >= exe.kernels_size())
+      return stepWhere + " calls kernel " + std::to_string(step.kernel()) +
+             ", but " + std::to_string(exe.kernels_size()) + " kernels exist";
+    const Kernel &kernel = exe.kernels(step.kernel());
+    if (step.args_size() != kernel.num_args())
+      return stepWhere + " calls " + quoted(kernel.name()) + " with " +
+             std::to_string(step.args_size()) + " arguments, it takes " +
+             std::to_string(kernel.num_args());
+    for (int a = 0; a < step.args_size(); ++a)
+      if (std::string error =
+              checkBufferUse(exe, e, step.args(a),
+                             stepWhere + ": argument " + std::to_string(a));
+          !error.empty())
+        return error;
+  }
+  return "";
+}
+
+bool writeAll(int fd, const char *data, size_t size) {
+  while (size > 0) {
+    ssize_t n = ::write(fd, data, size);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return false;
+    }
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+} // namespace
+
+uint64_t fnv1a64(const std::string &bytes) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (unsigned char c : bytes) {
+    hash ^= c;
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+std::string validateExecutable(const Executable &exe) {
+  // Version first: a file from another version may mean anything below.
+  if (exe.format_version() == 0)
+    return "not a Loom executable: it has no format version";
+  if (exe.format_version() != kFormatVersion)
+    return "format version " + std::to_string(exe.format_version()) +
+           ", this runtime reads " + std::to_string(kFormatVersion);
+  // The checksum next, so a corrupt file is reported as corrupt rather than
+  // as whatever field the corruption happened to hit.
+  uint64_t checksum = fnv1a64(exe.code());
+  if (checksum != exe.code_checksum())
+    return "code checksum mismatch: the code hashes to " + hex(checksum) +
+           " but the file records " + hex(exe.code_checksum()) +
+           "; the file is corrupt";
+  if (!Executable::Target_IsValid(exe.target()) ||
+      exe.target() == Executable::TARGET_UNSPECIFIED)
+    return "unknown target " + std::to_string(exe.target());
+  if (std::string error = validateKernels(exe); !error.empty())
+    return error;
+  if (std::string error = validateBuffers(exe); !error.empty())
+    return error;
+  std::set<std::string> names;
+  for (int e = 0; e < exe.entry_points_size(); ++e) {
+    const std::string &name = exe.entry_points(e).name();
+    if (name.empty())
+      return describeEntry(exe, e) + " has no name";
+    if (!names.insert(name).second)
+      return describeEntry(exe, e) + ": duplicate entry point name " +
+             quoted(name);
+    if (std::string error = validateEntryPoint(exe, e); !error.empty())
+      return error;
+  }
+  return "";
+}
+
+ErrorOr<Executable> loadExecutable(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return ErrorOr<Executable>::failure("cannot open '" + path +
+                                        "': " + std::strerror(errno));
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  if (in.bad())
+    return ErrorOr<Executable>::failure("cannot read '" + path + "'");
+  Executable exe;
+  if (!exe.ParseFromString(contents.str()))
+    return ErrorOr<Executable>::failure(
+        "'" + path +
+        "': not a Loom executable: it does not parse as a "
+        "loom.runtime.Executable (truncated or not an executable)");
+  if (std::string error = validateExecutable(exe); !error.empty())
+    return ErrorOr<Executable>::failure("'" + path + "': " + error);
+  return exe;
+}
+
+std::string saveExecutable(const std::string &path,
+                           const Executable &executable) {
+  // Refusing here keeps a buggy writer from producing a file that every
+  // reader would refuse later, far from the bug.
+  if (std::string error = validateExecutable(executable); !error.empty())
+    return "cannot save '" + path + "': " + error;
+  std::string bytes;
+  if (!executable.SerializeToString(&bytes))
+    return "cannot save '" + path + "': serialization failed";
+
+  // A unique name beside the target keeps the rename within one file system,
+  // so it is atomic.
+  static std::atomic<unsigned> counter{0};
+  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
+                    std::to_string(counter++);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0)
+    return "cannot create '" + tmp + "': " + std::strerror(errno);
+  bool ok = writeAll(fd, bytes.data(), bytes.size()) && ::fsync(fd) == 0;
+  int savedErrno = errno;
+  ok = (::close(fd) == 0) && ok;
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    if (ok)
+      savedErrno = errno;
+    ::unlink(tmp.c_str());
+    return "cannot write '" + path + "': " + std::strerror(savedErrno);
+  }
+  // Persist the rename itself; failure here loses durability, not data.
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  if (dir.empty())
+    dir = "/";
+  int dirFd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirFd >= 0) {
+    ::fsync(dirFd);
+    ::close(dirFd);
+  }
+  return "";
+}
+
+} // namespace loom

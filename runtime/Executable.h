@@ -1,0 +1,47 @@
+//===- Executable.h - Loading and saving compiled executables ---*- C++ -*-===//
+//
+// An Executable (runtime/executable.proto) is everything the runtime needs to
+// run a compiled model: its buffers, its kernels and their code, and the entry
+// points that call them. Codegen writes it; the runtime trusts nothing in it.
+// The loader checks every index, size, slice and checksum before anything
+// uses the file, and reports the first problem as a message that names the
+// buffer, kernel, entry point or step at fault, so a corrupt or mismatched
+// file is refused instead of crashing a kernel later.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_EXECUTABLE_H
+#define LOOM_RUNTIME_EXECUTABLE_H
+
+#include "runtime/Safetensors.h" // ErrorOr
+#include "runtime/executable.pb.h"
+
+#include <cstdint>
+#include <string>
+
+namespace loom {
+
+using runtime::Executable;
+
+/// The only format version this runtime reads. Bump it whenever a change to
+/// executable.proto changes what an existing field means.
+constexpr uint32_t kFormatVersion = 1;
+
+/// FNV-1a 64 of `bytes`, the checksum stored in Executable.code_checksum.
+uint64_t fnv1a64(const std::string &bytes);
+
+/// Why `executable` cannot be run, or an empty string when it can.
+std::string validateExecutable(const Executable &executable);
+
+/// Reads, parses and validates the executable at `path`.
+ErrorOr<Executable> loadExecutable(const std::string &path);
+
+/// Validates `executable` and writes it to `path` atomically: a temporary
+/// file beside the target, fsync'd and renamed over it. Returns an empty
+/// string on success and the reason otherwise.
+std::string saveExecutable(const std::string &path,
+                           const Executable &executable);
+
+} // namespace loom
+
+#endif // LOOM_RUNTIME_EXECUTABLE_H
