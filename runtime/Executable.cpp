@@ -2,16 +2,15 @@
 
 #include "runtime/Executable.h"
 
-#include <atomic>
+#include "runtime/AtomicFile.h"
+
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <fstream>
 #include <limits>
 #include <optional>
 #include <set>
 #include <sstream>
-#include <unistd.h>
 #include <vector>
 
 namespace loom {
@@ -230,20 +229,6 @@ std::string validateEntryPoint(const Executable &exe, int e) {
   return "";
 }
 
-bool writeAll(int fd, const char *data, size_t size) {
-  while (size > 0) {
-    ssize_t n = ::write(fd, data, size);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      return false;
-    }
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
 } // namespace
 
 uint64_t fnv1a64(const std::string &bytes) {
@@ -320,34 +305,7 @@ std::string saveExecutable(const std::string &path,
   if (!executable.SerializeToString(&bytes))
     return "cannot save '" + path + "': serialization failed";
 
-  // A unique name beside the target keeps the rename within one file system,
-  // so it is atomic.
-  static std::atomic<unsigned> counter{0};
-  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
-                    std::to_string(counter++);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0)
-    return "cannot create '" + tmp + "': " + std::strerror(errno);
-  bool ok = writeAll(fd, bytes.data(), bytes.size()) && ::fsync(fd) == 0;
-  int savedErrno = errno;
-  ok = (::close(fd) == 0) && ok;
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    if (ok)
-      savedErrno = errno;
-    ::unlink(tmp.c_str());
-    return "cannot write '" + path + "': " + std::strerror(savedErrno);
-  }
-  // Persist the rename itself; failure here loses durability, not data.
-  size_t slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  if (dir.empty())
-    dir = "/";
-  int dirFd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dirFd >= 0) {
-    ::fsync(dirFd);
-    ::close(dirFd);
-  }
-  return "";
+  return writeFileAtomically(path, {{bytes.data(), bytes.size()}});
 }
 
 } // namespace loom

@@ -2,20 +2,19 @@
 
 #include "runtime/Safetensors.h"
 
+#include "runtime/AtomicFile.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fcntl.h>
 #include <fstream>
 #include <limits>
 #include <sstream>
 #include <sys/stat.h>
 #include <tuple>
-#include <unistd.h>
 
 namespace loom {
 namespace {
@@ -196,20 +195,6 @@ std::string checkExtents(std::vector<Extent> extents, uint64_t dataSize) {
   return "";
 }
 
-bool writeAll(int fd, const void *data, size_t size) {
-  const char *p = static_cast<const char *>(data);
-  while (size > 0) {
-    ssize_t n = ::write(fd, p, size);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
 } // namespace
 
 int64_t SafeTensor::numElements() const {
@@ -340,38 +325,11 @@ std::string saveSafetensors(const std::string &path,
   uint8_t lengthBytes[8];
   storeLE(lengthBytes, header.size(), 8);
 
-  // A unique name beside the target, so the final rename stays within one
-  // file system and is atomic.
-  static std::atomic<unsigned> counter{0};
-  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
-                    std::to_string(counter++);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0)
-    return "cannot create '" + tmp + "': " + std::strerror(errno);
-  bool ok = writeAll(fd, lengthBytes, 8) &&
-            writeAll(fd, header.data(), header.size());
-  for (auto it = file.tensors.begin(); ok && it != file.tensors.end(); ++it)
-    ok = writeAll(fd, it->second.bytes.data(), it->second.bytes.size());
-  ok = ok && ::fsync(fd) == 0;
-  int savedErrno = errno;
-  ok = (::close(fd) == 0) && ok;
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    if (ok)
-      savedErrno = errno;
-    ::unlink(tmp.c_str());
-    return "cannot write '" + path + "': " + std::strerror(savedErrno);
-  }
-  // Persist the rename itself; failure here loses durability, not data.
-  size_t slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  if (dir.empty())
-    dir = "/";
-  int dirFd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dirFd >= 0) {
-    ::fsync(dirFd);
-    ::close(dirFd);
-  }
-  return "";
+  std::vector<BytePiece> pieces = {{lengthBytes, 8},
+                                   {header.data(), header.size()}};
+  for (const auto &[name, tensor] : file.tensors)
+    pieces.push_back({tensor.bytes.data(), tensor.bytes.size()});
+  return writeFileAtomically(path, pieces);
 }
 
 ErrorOr<std::vector<double>> toDoubles(const SafeTensor &tensor) {

@@ -1,0 +1,33 @@
+//===- AtomicFile.h - Writing a file so a crash never tears it --*- C++ -*-===//
+//
+// Checkpoints and executables are written to a unique temporary file beside
+// the target, flushed to disk, renamed over the target (atomic within one
+// file system), and the directory is flushed so the rename itself persists.
+// A crash at any point leaves either the old file or the new one.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_ATOMICFILE_H
+#define LOOM_RUNTIME_ATOMICFILE_H
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace loom {
+
+/// A run of bytes to write; the file is the concatenation of the pieces, so
+/// large tensors are written where they are, not copied into one buffer.
+struct BytePiece {
+  const void *data;
+  size_t size;
+};
+
+/// Writes `pieces` to `path` atomically. Returns "" on success, else the
+/// reason, naming the file.
+std::string writeFileAtomically(const std::string &path,
+                                const std::vector<BytePiece> &pieces);
+
+} // namespace loom
+
+#endif // LOOM_RUNTIME_ATOMICFILE_H
