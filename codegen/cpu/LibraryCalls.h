@@ -19,8 +19,8 @@
 namespace loom {
 
 struct LibraryCall {
-  std::string kernel;             // a name runtime/cpu/Kernels.h registers
-  std::vector<mlir::Value> args;  // present operands, then results
+  std::string kernel;            // a name runtime/cpu/Kernels.h registers
+  std::vector<mlir::Value> args; // present operands, then results
   std::vector<int64_t> ints;
   std::vector<double> floats;
 };

@@ -1,1 +1,167 @@
-// Placeholder: filled in by the change that implements this file.
+//===- KernelRegistry.cpp - Library kernels by name -----------------------===//
+//
+// A static table sorted by name, so that a lookup is a binary search and
+// the names come out sorted without a copy being sorted at each call. The
+// names are the `kernel` strings of codegen/cpu/LibraryCalls.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/AttentionKernels.h"
+#include "runtime/cpu/KernelUtil.h"
+#include "runtime/cpu/VecMath.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <iterator>
+
+using namespace loom::cpu;
+
+namespace {
+
+struct Entry {
+  const char *name;
+  LibraryKernel kernel;
+};
+
+// Sorted by name (strcmp order); a test checks that it stays so.
+const Entry kKernels[] = {
+    {"attention", attentionForward},
+    {"attention_grad", attentionBackward},
+    {"broadcast_as", broadcastAsKernel},
+    {"causal_mask", causalMaskKernel},
+    {"concat", concatKernel},
+    {"copy", copyKernel},
+    {"cross_entropy", crossEntropyKernel},
+    {"cross_entropy_grad", crossEntropyGradKernel},
+    {"gather", gatherKernel},
+    {"iota", iotaKernel},
+    {"linear", linearKernel},
+    {"matmul", matmulKernel},
+    {"one_hot", oneHotKernel},
+    {"padding_mask", paddingMaskKernel},
+    {"scatter_add", scatterAddKernel},
+    {"slice", sliceKernel},
+    {"slice_grad", sliceGradKernel},
+    {"sum_to", sumToKernel},
+    {"transpose", transposeKernel},
+};
+
+} // namespace
+
+int64_t loom::cpu::dtypeSize(DType dtype) {
+  switch (dtype) {
+  case runtime::Buffer::F32:
+  case runtime::Buffer::I32:
+    return 4;
+  case runtime::Buffer::F16:
+  case runtime::Buffer::BF16:
+    return 2;
+  case runtime::Buffer::F64:
+  case runtime::Buffer::I64:
+    return 8;
+  case runtime::Buffer::I1:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+int64_t TensorRef::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+LibraryKernel loom::cpu::findLibraryKernel(const std::string &name) {
+  const Entry *end = std::end(kKernels);
+  const Entry *it =
+      std::lower_bound(std::begin(kKernels), end, name,
+                       [](const Entry &e, const std::string &key) {
+                         return std::strcmp(e.name, key.c_str()) < 0;
+                       });
+  if (it == end || name != it->name)
+    return nullptr;
+  return it->kernel;
+}
+
+std::vector<std::string> loom::cpu::libraryKernelNames() {
+  std::vector<std::string> names;
+  for (const Entry &e : kKernels)
+    names.push_back(e.name);
+  return names;
+}
+
+namespace {
+std::atomic<bool> avx2Allowed{true};
+} // namespace
+
+bool loom::cpu::avx2Enabled() {
+#if LOOM_HAVE_AVX2_PATH
+  static const bool cpuHasIt =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return cpuHasIt && avx2Allowed.load(std::memory_order_relaxed);
+#else
+  return false;
+#endif
+}
+
+void loom::cpu::setAvx2Enabled(bool enabled) {
+  avx2Allowed.store(enabled, std::memory_order_relaxed);
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers shared by the kernels (KernelUtil.h)
+//===----------------------------------------------------------------------===//
+
+std::string loom::cpu::shapeString(const std::vector<int64_t> &shape) {
+  if (shape.empty())
+    return "scalar";
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s;
+}
+
+std::vector<int64_t> loom::cpu::stridesOf(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> strides(shape.size());
+  int64_t s = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = s;
+    s *= shape[i];
+  }
+  return strides;
+}
+
+int64_t loom::cpu::product(const std::vector<int64_t> &shape, size_t begin,
+                           size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end && i < shape.size(); ++i)
+    p *= shape[i];
+  return p;
+}
+
+std::string loom::cpu::checkArgCount(const KernelCall &call, size_t count,
+                                     const char *kernel) {
+  if (call.args.size() == count)
+    return "";
+  return std::string(kernel) + ": expected " + std::to_string(count) +
+         " tensor arguments, got " + std::to_string(call.args.size());
+}
+
+std::string loom::cpu::checkDType(const TensorRef &t, DType dtype,
+                                  const char *what) {
+  if (t.dtype == dtype)
+    return "";
+  return std::string(what) + " has element type " +
+         runtime::Buffer::DType_Name(t.dtype) + ", expected " +
+         runtime::Buffer::DType_Name(dtype);
+}
+
+std::string loom::cpu::checkIdType(const TensorRef &ids, const char *what) {
+  if (ids.dtype == runtime::Buffer::I32 || ids.dtype == runtime::Buffer::I64)
+    return "";
+  return std::string(what) + " must be i32 or i64, got " +
+         runtime::Buffer::DType_Name(ids.dtype);
+}

@@ -1,1 +1,192 @@
-// Placeholder: filled in by the change that implements this file.
+//===- LinearKernels.cpp - loom.linear and loom.matmul --------------------===//
+//
+// Both are one BLAS call wherever the layout allows it. loom.linear folds
+// every leading dim of x into the GEMM's M and then runs its epilogue (bias,
+// activation, residual) in one pass over the result's rows, split over the
+// pool (dnnl_sgemm and cblas_sgemm have no epilogue of their own; a oneDNN
+// matmul primitive with post-ops would save that pass). A batched matmul
+// whose rhs is one matrix folds lhs's batch into M the same way; only a
+// truly batched product (per-head attention outside loom.attention) loops
+// over its matrices, each GEMM threaded by the BLAS itself.
+//
+// Attributes (codegen/cpu/LibraryCalls.cpp has the table):
+//   linear: ints = [hasBias, hasResidual, activation (0 none, 1 relu, 2 gelu)]
+//   matmul: ints = [transposeLhs, transposeRhs]
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/Gemm.h"
+#include "runtime/cpu/KernelUtil.h"
+#include "runtime/cpu/VecMath.h"
+
+#include <algorithm>
+
+using namespace loom::cpu;
+
+namespace {
+
+enum Activation : int64_t { kNone = 0, kRelu = 1, kGelu = 2 };
+
+void geluRowBase(float *y, int64_t n) { vec::geluRow<vec::Vec4>(y, n); }
+#if LOOM_HAVE_AVX2_PATH
+LOOM_TARGET_AVX2 void geluRowAvx2(float *y, int64_t n) {
+  vec::geluRow<vec::Vec8>(y, n);
+}
+#endif
+
+/// y = act(y + bias) + residual over one row of n; `gelu` is the row
+/// function for this CPU.
+void epilogueRow(float *y, const float *bias, const float *residual, int64_t n,
+                 int64_t activation, void (*gelu)(float *, int64_t)) {
+  if (bias)
+    for (int64_t j = 0; j < n; ++j)
+      y[j] += bias[j];
+  if (activation == kRelu)
+    // A NaN stays NaN, as the interpreter's (and torch's) relu keeps it.
+    for (int64_t j = 0; j < n; ++j)
+      y[j] = y[j] < 0.0f ? 0.0f : y[j];
+  else if (activation == kGelu)
+    gelu(y, n);
+  if (residual)
+    for (int64_t j = 0; j < n; ++j)
+      y[j] += residual[j];
+}
+
+} // namespace
+
+std::string loom::cpu::linearKernel(const KernelCall &call) {
+  if (call.ints.size() != 3)
+    return "linear: expected 3 int attributes, got " +
+           std::to_string(call.ints.size());
+  bool hasBias = call.ints[0] != 0, hasResidual = call.ints[1] != 0;
+  int64_t activation = call.ints[2];
+  if (activation < kNone || activation > kGelu)
+    return "linear: unknown activation " + std::to_string(activation);
+  size_t count = 3 + hasBias + hasResidual;
+  if (std::string e = checkArgCount(call, count, "linear"); !e.empty())
+    return e;
+  const TensorRef &x = call.args[0], &w = call.args[1], &out = call.args.back();
+  const TensorRef *bias = hasBias ? &call.args[2] : nullptr;
+  const TensorRef *residual = hasResidual ? &call.args[2 + hasBias] : nullptr;
+  for (const TensorRef *t : {&x, &w, bias, residual, &out})
+    if (t && t->dtype != runtime::Buffer::F32)
+      return "linear: only f32 is supported, got " +
+             runtime::Buffer::DType_Name(t->dtype);
+
+  if (x.rank() < 1 || w.rank() != 2 || w.shape[1] != x.shape.back())
+    return "linear: needs input [..., K] and weight [N, K], got " +
+           shapeString(x.shape) + " and " + shapeString(w.shape);
+  int64_t k = w.shape[1], n = w.shape[0];
+  std::vector<int64_t> outShape(x.shape.begin(), x.shape.end() - 1);
+  outShape.push_back(n);
+  if (out.shape != outShape)
+    return "linear: result is " + shapeString(out.shape) + ", expected " +
+           shapeString(outShape);
+  if (bias && bias->shape != std::vector<int64_t>{n})
+    return "linear: bias must be " + std::to_string(n) + ", got " +
+           shapeString(bias->shape);
+  if (residual && residual->shape != outShape)
+    return "linear: residual must be " + shapeString(outShape) + ", got " +
+           shapeString(residual->shape);
+
+  int64_t m = product(x.shape, 0, x.shape.size() - 1);
+  sgemm(false, true, m, n, k, 1.0f, x.f32(), k, w.f32(), k, 0.0f, out.f32(), n);
+  if (!bias && !residual && activation == kNone)
+    return "";
+  const float *b = bias ? bias->f32() : nullptr;
+  const float *r = residual ? residual->f32() : nullptr;
+  float *y = out.f32();
+  auto gelu = geluRowBase;
+#if LOOM_HAVE_AVX2_PATH
+  if (avx2Enabled())
+    gelu = geluRowAvx2;
+#endif
+  int64_t grain = std::max<int64_t>(1, kElementGrain / std::max<int64_t>(n, 1));
+  parallelRange(call.pool, m, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      epilogueRow(y + i * n, b, r ? r + i * n : nullptr, n, activation, gelu);
+  });
+  return "";
+}
+
+std::string loom::cpu::matmulKernel(const KernelCall &call) {
+  if (std::string e = checkArgCount(call, 3, "matmul"); !e.empty())
+    return e;
+  if (call.ints.size() != 2)
+    return "matmul: expected 2 int attributes, got " +
+           std::to_string(call.ints.size());
+  bool ta = call.ints[0] != 0, tb = call.ints[1] != 0;
+  const TensorRef &a = call.args[0], &b = call.args[1], &out = call.args[2];
+  for (const TensorRef *t : {&a, &b, &out})
+    if (t->dtype != runtime::Buffer::F32)
+      return "matmul: only f32 is supported, got " +
+             runtime::Buffer::DType_Name(t->dtype);
+  int64_t ra = a.rank(), rb = b.rank();
+  if (ra < 2 || rb < 2)
+    return "matmul: needs operands of rank 2 or more, got " +
+           shapeString(a.shape) + " and " + shapeString(b.shape);
+  int64_t m = a.shape[ta ? ra - 1 : ra - 2], k = a.shape[ta ? ra - 2 : ra - 1];
+  int64_t kb = b.shape[tb ? rb - 1 : rb - 2], n = b.shape[tb ? rb - 2 : rb - 1];
+  if (k != kb)
+    return "matmul: contraction sizes differ: lhs " + shapeString(a.shape) +
+           " has K=" + std::to_string(k) + " but rhs " + shapeString(b.shape) +
+           " has K=" + std::to_string(kb);
+
+  // The broadcast batch shape, with per-operand matrix strides (0 where an
+  // operand's batch dim is 1 or missing).
+  size_t rank = std::max(ra, rb) - 2;
+  std::vector<int64_t> batch(rank), strideA(rank, 0), strideB(rank, 0);
+  int64_t sa = m * k, sb = k * n;
+  for (size_t i = rank; i-- > 0;) {
+    size_t fromEnd = rank - i;
+    int64_t da = fromEnd <= size_t(ra - 2) ? a.shape[ra - 2 - fromEnd] : 1;
+    int64_t db = fromEnd <= size_t(rb - 2) ? b.shape[rb - 2 - fromEnd] : 1;
+    if (da != db && da != 1 && db != 1)
+      return "matmul: batch dims do not broadcast: " + shapeString(a.shape) +
+             " and " + shapeString(b.shape);
+    batch[i] = std::max(da, db);
+    if (da == 0 || db == 0)
+      batch[i] = 0;
+    strideA[i] = da == 1 ? 0 : sa;
+    strideB[i] = db == 1 ? 0 : sb;
+    sa *= da;
+    sb *= db;
+  }
+  std::vector<int64_t> outShape = batch;
+  outShape.push_back(m);
+  outShape.push_back(n);
+  if (out.shape != outShape)
+    return "matmul: result is " + shapeString(out.shape) + ", expected " +
+           shapeString(outShape);
+  int64_t batches = product(batch, 0, rank);
+  if (batches == 0 || m == 0 || n == 0)
+    return "";
+
+  int64_t lda = ta ? m : k, ldb = tb ? k : n;
+  int64_t batchesB = product(b.shape, 0, rb - 2);
+  if (batchesB == 1 && !ta) {
+    // One rhs matrix: every lhs row is a row of one [batches * m, k] GEMM.
+    sgemm(false, tb, batches * m, n, k, 1.0f, a.f32(), lda, b.f32(), ldb, 0.0f,
+          out.f32(), n);
+    return "";
+  }
+  // Walk the batch index like an odometer, moving each operand by its
+  // stride: no division per matrix.
+  std::vector<int64_t> index(rank, 0);
+  const float *pa = a.f32(), *pb = b.f32();
+  float *pc = out.f32();
+  for (int64_t i = 0; i < batches; ++i) {
+    sgemm(ta, tb, m, n, k, 1.0f, pa, lda, pb, ldb, 0.0f, pc, n);
+    pc += m * n;
+    for (size_t d = rank; d-- > 0;) {
+      pa += strideA[d];
+      pb += strideB[d];
+      if (++index[d] < batch[d])
+        break;
+      pa -= strideA[d] * batch[d];
+      pb -= strideB[d] * batch[d];
+      index[d] = 0;
+    }
+  }
+  return "";
+}

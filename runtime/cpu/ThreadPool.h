@@ -1,9 +1,8 @@
 //===- ThreadPool.h - Splitting kernels over cores --------------*- C++ -*-===//
 //
-// A fixed set of worker threads that run `parallelFor` ranges. The calling
-// thread takes part, so a pool of N threads has N - 1 workers, and a pool of
-// one runs everything inline. Workers sleep between calls: the BLAS runs its
-// own threads between our kernels, and spinning workers would steal its cores.
+// `parallelFor` splits a range over N threads, the calling thread among
+// them; a pool of one runs everything inline. The threads are OpenMP's team,
+// shared with the BLAS (ThreadPool.cpp says why).
 //
 //===----------------------------------------------------------------------===//
 
