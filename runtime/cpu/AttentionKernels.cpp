@@ -1,1 +1,362 @@
-// Placeholder: filled in by the change that implements this file.
+//===- AttentionKernels.cpp - Fused attention on the CPU ------------------===//
+//
+// "attention" (loom.attention) and the checks that "attention_grad"
+// (AttentionBackward.cpp) shares. A call is encoded as
+// codegen/cpu/AttentionCalls.cpp writes it:
+//
+//   kernel          args
+//   attention       q, k, v, [mask], [seed], out, lse
+//   attention_grad  q, k, v, out, lse, dout, [mask], [seed], dq, dk, dv
+//
+//   ints   = [hasMask, hasSeed, causal, dropout_offset]
+//   floats = [scale, dropout_rate]
+//
+// Every tensor is f32 except the seed (one i64). The values are those of the
+// reference interpreter (ir/InterpreterAttention.cpp): the mask broadcasts
+// to the scores [..., Sq, Sk] as numpy broadcasts; `causal` adds -1e9 where
+// key j > query i, counted from the first key whatever Sq and Sk are (a
+// one-query decode step attends only to key 0 under it); dropout keeps
+// probability [..., i, j] as loom.dropout keeps element (b * Sq + i) * Sk + j
+// of the probability tensor; lse is the log-sum-exp of each row of masked
+// scores.
+//
+// The forward splits the queries of each batch entry into tiles of up to 64
+// rows, one task each, and walks the keys in blocks of 64 with an online
+// softmax (a running max and sum per row; the output accumulator is rescaled
+// when the max grows), so a task holds one block of scores per row and never
+// a row of the whole sequence.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/AttentionKernels.h"
+#include "runtime/cpu/AttentionTiles.h"
+#include "runtime/cpu/ThreadPool.h"
+
+#include <cmath>
+
+using namespace loom::cpu;
+using namespace loom::cpu::attention;
+
+namespace {
+
+/// Query rows per forward task: a tile's scores, bias and accumulator stay in
+/// L2 and every key block is transposed once for all of them.
+constexpr int64_t kQueryTile = 64;
+/// Tiles with fewer rows take dot products against the keys as they lie.
+constexpr int64_t kTransposeMinRows = 4;
+/// Multiply-adds a task should hold at least, so that pool overhead stays
+/// small for the tiny problems of a decode step.
+constexpr int64_t kMinTaskWork = 1 << 16;
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+int64_t countOf(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+std::string checkTensor(const TensorRef &t, const char *name, DType dtype) {
+  if (t.dtype != dtype)
+    return std::string(name) + " must be " +
+           (dtype == loom::runtime::Buffer::I64 ? "i64" : "f32");
+  for (int64_t d : t.shape)
+    if (d < 0)
+      return std::string(name) + " has a negative dim: " + shapeString(t.shape);
+  if (!t.data && countOf(t.shape) > 0)
+    return std::string(name) + " has no data";
+  return "";
+}
+
+std::string expectShape(const TensorRef &t, const char *name,
+                        const std::vector<int64_t> &shape) {
+  if (t.shape == shape)
+    return "";
+  return std::string(name) + " is " + shapeString(t.shape) + ", expected " +
+         shapeString(shape);
+}
+
+} // namespace
+
+std::string attention::prepareAttention(const KernelCall &call, bool backward,
+                                        Problem &p,
+                                        std::vector<const TensorRef *> &rest) {
+  const char *kernel = backward ? "attention_grad: " : "attention: ";
+  auto fail = [&](const std::string &why) { return kernel + why; };
+  if (call.ints.size() != 4 || call.floats.size() != 2)
+    return fail("expects 4 ints (hasMask, hasSeed, causal, dropout_offset) "
+                "and 2 floats (scale, dropout_rate)");
+  int64_t hasMask = call.ints[0], hasSeed = call.ints[1];
+  if ((hasMask != 0 && hasMask != 1) || (hasSeed != 0 && hasSeed != 1))
+    return fail("hasMask and hasSeed must be 0 or 1");
+  size_t fixed = backward ? 6 : 3, results = backward ? 3 : 2;
+  size_t expected = fixed + hasMask + hasSeed + results;
+  if (call.args.size() != expected)
+    return fail("expects " + std::to_string(expected) + " tensors, got " +
+                std::to_string(call.args.size()));
+
+  static const char *const kForwardNames[] = {"q", "k", "v"};
+  static const char *const kBackwardNames[] = {"q",   "k",   "v",
+                                               "out", "lse", "dout"};
+  const char *const *names = backward ? kBackwardNames : kForwardNames;
+  for (size_t i = 0; i < fixed; ++i)
+    if (auto e =
+            checkTensor(call.args[i], names[i], loom::runtime::Buffer::F32);
+        !e.empty())
+      return fail(e);
+  const TensorRef &q = call.args[0], &k = call.args[1], &v = call.args[2];
+  size_t next = fixed;
+  const TensorRef *mask = hasMask ? &call.args[next++] : nullptr;
+  const TensorRef *seed = hasSeed ? &call.args[next++] : nullptr;
+  if (mask)
+    if (auto e = checkTensor(*mask, "mask", loom::runtime::Buffer::F32);
+        !e.empty())
+      return fail(e);
+  if (seed)
+    if (auto e = checkTensor(*seed, "seed", loom::runtime::Buffer::I64);
+        !e.empty())
+      return fail(e);
+  static const char *const kResultNames[] = {"out", "lse", "dq", "dk", "dv"};
+  for (size_t i = 0; i < results; ++i)
+    if (auto e = checkTensor(call.args[next + i],
+                             kResultNames[i + (backward ? 2 : 0)],
+                             loom::runtime::Buffer::F32);
+        !e.empty())
+      return fail(e);
+
+  // q [lead..., Sq, D], k [lead..., Sk, D], v [lead..., Sk, Dv].
+  int64_t r = q.rank();
+  if (r < 2 || k.rank() != r || v.rank() != r ||
+      !std::equal(q.shape.begin(), q.shape.end() - 2, k.shape.begin()) ||
+      !std::equal(q.shape.begin(), q.shape.end() - 2, v.shape.begin()))
+    return fail("needs q, k and v of one rank (2 or more) with equal leading "
+                "dims, got " +
+                shapeString(q.shape) + ", " + shapeString(k.shape) + " and " +
+                shapeString(v.shape));
+  if (q.shape[r - 1] != k.shape[r - 1] || k.shape[r - 2] != v.shape[r - 2])
+    return fail("q " + shapeString(q.shape) + ", k " + shapeString(k.shape) +
+                " and v " + shapeString(v.shape) +
+                " do not fit [..., Sq, D], [..., Sk, D], [..., Sk, Dv]");
+  p = Problem();
+  p.q = q.f32();
+  p.k = k.f32();
+  p.v = v.f32();
+  p.lead.assign(q.shape.begin(), q.shape.end() - 2);
+  p.batch = countOf(p.lead);
+  p.sq = q.shape[r - 2];
+  p.d = q.shape[r - 1];
+  p.sk = k.shape[r - 2];
+  p.dv = v.shape[r - 1];
+
+  std::vector<int64_t> rows = p.lead, scores = p.lead, out = p.lead;
+  rows.push_back(p.sq);
+  scores.push_back(p.sq);
+  scores.push_back(p.sk);
+  out.push_back(p.sq);
+  out.push_back(p.dv);
+  if (mask) {
+    // Right-aligned: each mask dim is 1 or the scores' dim.
+    int64_t mr = mask->rank();
+    bool fits = mr <= r;
+    for (int64_t i = 0; fits && i < mr; ++i) {
+      int64_t md = mask->shape[i], sd = scores[r - mr + i];
+      fits = md == 1 || md == sd;
+    }
+    if (!fits)
+      return fail("mask " + shapeString(mask->shape) +
+                  " does not broadcast to the scores " + shapeString(scores));
+    p.mask = mask->f32();
+    p.maskStrides.assign(r, 0);
+    int64_t stride = 1;
+    for (int64_t i = mr - 1; i >= 0; --i) {
+      if (mask->shape[i] != 1)
+        p.maskStrides[r - mr + i] = stride;
+      stride *= mask->shape[i];
+    }
+  }
+
+  p.scale = static_cast<float>(call.floats[0]);
+  p.causal = call.ints[2] != 0;
+  p.rate = call.floats[1];
+  if (!(p.rate >= 0.0 && p.rate < 1.0))
+    return fail("dropout_rate must be in [0, 1), got " +
+                std::to_string(p.rate));
+  if (p.rate > 0.0) {
+    if (!seed || countOf(seed->shape) != 1)
+      return fail("dropout needs a seed holding one value");
+    p.key = dropoutKey(static_cast<uint64_t>(seed->i64()[0]),
+                       static_cast<uint64_t>(call.ints[3]));
+    p.keepScale = static_cast<float>(1.0 / (1.0 - p.rate));
+    p.keepThreshold = static_cast<uint64_t>(std::ceil(std::ldexp(p.rate, 53)));
+  }
+
+  if (backward) {
+    const TensorRef &o = call.args[3], &lse = call.args[4],
+                    &dout = call.args[5];
+    for (auto e : {expectShape(o, "out", out), expectShape(lse, "lse", rows),
+                   expectShape(dout, "dout", out),
+                   expectShape(call.args[next], "dq", q.shape),
+                   expectShape(call.args[next + 1], "dk", k.shape),
+                   expectShape(call.args[next + 2], "dv", v.shape)})
+      if (!e.empty())
+        return fail(e);
+    rest = {&o,
+            &lse,
+            &dout,
+            &call.args[next],
+            &call.args[next + 1],
+            &call.args[next + 2]};
+  } else {
+    for (auto e : {expectShape(call.args[next], "out", out),
+                   expectShape(call.args[next + 1], "lse", rows)})
+      if (!e.empty())
+        return fail(e);
+    rest = {&call.args[next], &call.args[next + 1]};
+  }
+  return "";
+}
+
+Scratch &attention::threadScratch() {
+  thread_local Scratch scratch;
+  return scratch;
+}
+
+void attention::rowShifts(const Problem &p, int64_t maskBase, int64_t i0,
+                          int64_t rows, double *shift) {
+  int64_t cs = p.mask ? p.maskColStride() : 0;
+  // A padding mask [B, 1, 1, Sk] gives every query row the same shift.
+  bool sameRows = p.mask && p.maskRowStride() == 0 && !p.causal;
+  for (int64_t r = 0; r < rows; ++r) {
+    shift[r] = 0;
+    if (!p.mask)
+      continue; // causal alone never masks key 0
+    if (sameRows && r > 0) {
+      shift[r] = shift[0];
+      continue;
+    }
+    int64_t i = i0 + r;
+    const float *m = p.mask + maskBase + i * p.maskRowStride();
+    double top = -std::numeric_limits<double>::infinity();
+    for (int64_t j = 0; j < p.sk; ++j) {
+      double x = m[j * cs];
+      if (p.causal && j > i)
+        x += kMaskedScore;
+      top = std::max(top, x);
+    }
+    // A row of -inf (or NaN) keeps its values as they are.
+    shift[r] = std::isfinite(top) ? top : 0.0;
+  }
+}
+
+namespace {
+
+/// Output rows [i0, i0 + rows) of batch entry b.
+LOOM_ATTENTION_CLONES
+void forwardTile(const Problem &p, int64_t b, int64_t i0, int64_t rows,
+                 float *out, float *lse) {
+  const int64_t bk = kKeyBlock, d = p.d, dv = p.dv;
+  Scratch &scratch = threadScratch();
+  float *s = scratch.take(2 * rows * bk + d * bk + rows * dv + 2 * rows + bk);
+  float *bias = s + rows * bk, *kt = bias + rows * bk, *acc = kt + d * bk;
+  float *rowMaxes = acc + rows * dv, *rowSums = rowMaxes + rows;
+  float *z = rowSums + rows;
+  double *shift = scratch.takeDoubles(rows);
+
+  const float *qt = p.q + (b * p.sq + i0) * d;
+  const float *kb = p.k + b * p.sk * d, *vb = p.v + b * p.sk * dv;
+  int64_t maskBase = p.mask ? p.maskBase(b) : 0;
+  rowShifts(p, maskBase, i0, rows, shift);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int64_t r = 0; r < rows; ++r) {
+    rowMaxes[r] = -inf;
+    rowSums[r] = 0;
+  }
+  std::fill(acc, acc + rows * dv, 0.0f);
+  bool transposed = rows >= kTransposeMinRows;
+
+  for (int64_t j0 = 0; j0 < p.sk; j0 += bk) {
+    int64_t cols = std::min(bk, p.sk - j0);
+    if (p.hasBias() &&
+        !fillBias(p, maskBase, i0, rows, j0, cols, shift, bias, bk))
+      continue;
+    if (transposed) {
+      int64_t padded = roundUp(cols, kLanes);
+      transpose(kb + j0 * d, cols, d, d, kt, padded);
+      gemm<false>(rows, padded, d, qt, d, 1, kt, padded, s, bk);
+    } else {
+      dotRows(rows, cols, d, qt, d, kb + j0 * d, d, s, bk);
+    }
+    const int64_t cols8 = roundUp(cols, 8);
+    const Vec8 scale = splat8(p.scale);
+    for (int64_t r = 0; r < rows; ++r) {
+      float *sr = s + r * bk;
+      const float *br = bias + r * bk;
+      for (int64_t c = 0; c < cols8; c += 8) {
+        Vec8 x = load8(sr + c) * scale;
+        store8(sr + c, p.hasBias() ? x + load8(br + c) : x);
+      }
+      for (int64_t c = cols; c < cols8; ++c)
+        sr[c] = -inf;
+      float mx = rowMax(sr, cols8, rowMaxes[r]);
+      float base = mx == -inf ? 0.0f : mx;
+      float alpha = fastExp(rowMaxes[r] - base);
+      for (int64_t c = 0; c < cols8; c += 8)
+        store8(sr + c, exp8(load8(sr + c) - base));
+      rowSums[r] = rowSums[r] * alpha + rowSum(sr, cols8);
+      rowMaxes[r] = mx;
+      if (p.dropout()) {
+        keepFactors(p, b, i0 + r, j0, cols, z);
+        for (int64_t c = 0; c < cols8; c += 8)
+          store8(sr + c, load8(sr + c) * load8(z + c));
+      }
+      if (alpha != 1.0f)
+        for (float *a = acc + r * dv, *e = a + dv; a != e; ++a)
+          *a *= alpha;
+    }
+    gemm<true>(rows, dv, cols, s, bk, 1, vb + j0 * dv, dv, acc, dv);
+  }
+
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t row = b * p.sq + i0 + r;
+    float inv = rowSums[r] > 0 ? 1.0f / rowSums[r] : 0.0f;
+    const float *a = acc + r * dv;
+    float *o = out + row * dv;
+    for (int64_t t = 0; t < dv; ++t)
+      o[t] = a[t] * inv;
+    lse[row] = static_cast<float>(shift[r] + double(rowMaxes[r]) +
+                                  std::log(double(rowSums[r])));
+  }
+}
+
+} // namespace
+
+std::string loom::cpu::attentionForward(const KernelCall &call) {
+  Problem p;
+  std::vector<const TensorRef *> rest;
+  std::string error = prepareAttention(call, /*backward=*/false, p, rest);
+  if (!error.empty())
+    return error;
+  float *out = rest[0]->f32(), *lse = rest[1]->f32();
+  int64_t tiles = (p.sq + kQueryTile - 1) / kQueryTile;
+  int64_t rowsPerTile = std::min(p.sq, kQueryTile);
+  int64_t work = std::max<int64_t>(1, rowsPerTile * p.sk * (p.d + p.dv));
+  auto body = [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      int64_t b = item / tiles, i0 = item % tiles * kQueryTile;
+      forwardTile(p, b, i0, std::min(kQueryTile, p.sq - i0), out, lse);
+    }
+  };
+  int64_t items = p.batch * tiles;
+  if (call.pool && call.pool->size() > 1)
+    call.pool->parallelFor(items, std::max<int64_t>(1, kMinTaskWork / work),
+                           body);
+  else
+    body(0, items);
+  return "";
+}

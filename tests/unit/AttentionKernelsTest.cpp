@@ -1,0 +1,584 @@
+//===- AttentionKernelsTest.cpp - CPU attention kernels vs the interpreter ===//
+//
+// Each case parses a function holding loom.attention and one holding
+// loom.attention_grad, runs the reference interpreter on random inputs, then
+// encodes the op as a library call and runs the CPU kernel on float copies of
+// the same inputs: forward and backward agree to 1e-5 of each row's scale,
+// dropout keeps exactly what the interpreter keeps, and pools of 1 and 3
+// threads (and none) give bitwise the same results.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+
+#include "codegen/cpu/LibraryCalls.h"
+#include "ir/CounterRng.h"
+#include "ir/Interpreter.h"
+#include "ir/LoomDialect.h"
+#include "runtime/cpu/AttentionKernels.h"
+#include "runtime/cpu/ThreadPool.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <sstream>
+
+using namespace mlir;
+using namespace loom;
+using loom::cpu::KernelCall;
+using loom::cpu::TensorRef;
+
+namespace {
+
+enum class MaskFill {
+  Padding,   // 0 for a sentence's keys, -1e9 after its length
+  Random,    // values in [-2, 0], some -1e9
+  MaskedRow, // Random, and one row of -1e9 throughout
+};
+
+struct Case {
+  std::vector<int64_t> q, k, v, mask; // no mask when empty
+  MaskFill fill = MaskFill::Padding;
+  bool causal = false;
+  double scale = 0.25;
+  double rate = 0;
+  /// Spread of q and k: larger values give peakier softmax rows.
+  double spread = 1.5;
+};
+
+std::string tensorType(const std::vector<int64_t> &shape,
+                       const char *element = "f32") {
+  std::string s = "tensor<";
+  for (int64_t d : shape)
+    s += std::to_string(d) + "x";
+  return s + element + ">";
+}
+
+std::vector<int64_t> withLast(std::vector<int64_t> shape, int64_t last) {
+  shape.back() = last;
+  return shape;
+}
+
+std::vector<int64_t> outShape(const Case &c) {
+  return withLast(c.q, c.v.back());
+}
+std::vector<int64_t> lseShape(const Case &c) {
+  return {c.q.begin(), c.q.end() - 1};
+}
+
+/// @fwd(q, k, v[, mask][, seed]) -> (out, lse) and
+/// @bwd(q, k, v, out, lse, dout[, mask][, seed]) -> (dq, dk, dv).
+std::string moduleText(const Case &c) {
+  std::string tq = tensorType(c.q), tk = tensorType(c.k), tv = tensorType(c.v),
+              to = tensorType(outShape(c)), tl = tensorType(lseShape(c));
+  std::string extraArgs, extraOperands;
+  if (!c.mask.empty()) {
+    extraArgs += ", %m: " + tensorType(c.mask);
+    extraOperands += " mask(%m : " + tensorType(c.mask) + ")";
+  }
+  if (c.rate > 0) {
+    extraArgs += ", %seed: tensor<i64>";
+    extraOperands += " seed(%seed : tensor<i64>)";
+  }
+  std::ostringstream attrs;
+  attrs.precision(17);
+  attrs << "{scale = " << c.scale << " : f64";
+  if (c.causal)
+    attrs << ", causal";
+  if (c.rate > 0)
+    attrs << ", dropout_rate = " << c.rate
+          << " : f64, dropout_offset = 5 : i64";
+  attrs << "}";
+  std::ostringstream os;
+  os << "func.func @fwd(%q: " << tq << ", %k: " << tk << ", %v: " << tv
+     << extraArgs << ") -> (" << to << ", " << tl << ") {\n"
+     << "  %o, %l = loom.attention %q, %k, %v" << extraOperands << " "
+     << attrs.str() << " : " << tq << ", " << tk << ", " << tv << " -> " << to
+     << ", " << tl << "\n"
+     << "  return %o, %l : " << to << ", " << tl << "\n}\n";
+  os << "func.func @bwd(%q: " << tq << ", %k: " << tk << ", %v: " << tv
+     << ", %o: " << to << ", %l: " << tl << ", %do: " << to << extraArgs
+     << ") -> (" << tq << ", " << tk << ", " << tv << ") {\n"
+     << "  %dq, %dk, %dv = loom.attention_grad %q, %k, %v, %o, %l, %do"
+     << extraOperands << " " << attrs.str() << " : " << tq << ", " << tk << ", "
+     << tv << ", " << to << ", " << tl << ", " << to << " -> " << tq << ", "
+     << tk << ", " << tv << "\n"
+     << "  return %dq, %dk, %dv : " << tq << ", " << tk << ", " << tv
+     << "\n}\n";
+  return os.str();
+}
+
+/// Values a float holds exactly, so both sides see the same inputs.
+HostTensor randomTensor(std::mt19937 &rng, const std::vector<int64_t> &shape,
+                        double spread = 1.0) {
+  std::uniform_real_distribution<float> dist(-spread, spread);
+  HostTensor t(shape, ElementKind::F32);
+  for (double &x : t.data)
+    x = dist(rng);
+  return t;
+}
+
+HostTensor makeMask(std::mt19937 &rng, const std::vector<int64_t> &shape,
+                    MaskFill fill) {
+  HostTensor t(shape, ElementKind::F32);
+  int64_t cols = shape.back(), rows = t.numel() / cols;
+  int64_t perFirst = t.numel() / shape.front();
+  std::uniform_real_distribution<float> dist(-2, 0);
+  std::bernoulli_distribution masked(0.15);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) {
+      double &x = t.data[r * cols + j];
+      if (fill == MaskFill::Padding) {
+        // Sentence b (the first dim) has cols - 3b keys, at least one.
+        int64_t b = r * cols / perFirst;
+        int64_t length = std::max<int64_t>(1, cols - 3 * b);
+        x = j < length ? 0.0 : -1e9;
+      } else {
+        x = masked(rng) ? -1e9 : dist(rng);
+        if (fill == MaskFill::MaskedRow && r == std::min<int64_t>(1, rows - 1))
+          x = -1e9;
+      }
+    }
+  return t;
+}
+
+/// Expects `got` to hold `want`'s values within `tol` of the largest
+/// magnitude of each row (last dim) of `want`, and 1.
+void expectClose(const std::vector<float> &got, const HostTensor &want,
+                 double tol, const std::string &what) {
+  ASSERT_EQ(got.size(), want.data.size()) << what;
+  int64_t cols =
+      want.shape.empty() ? 1 : std::max<int64_t>(1, want.shape.back());
+  int64_t bad = 0;
+  for (size_t row = 0; row * cols < got.size(); ++row) {
+    double scale = 1;
+    for (int64_t j = 0; j < cols; ++j)
+      scale = std::max(scale, std::fabs(want.data[row * cols + j]));
+    for (int64_t j = 0; j < cols; ++j) {
+      size_t i = row * cols + j;
+      double diff = std::fabs(double(got[i]) - want.data[i]);
+      if (!(diff <= tol * scale) && bad++ < 5)
+        ADD_FAILURE() << what << "[" << i << "]: kernel " << got[i]
+                      << ", interpreter " << want.data[i] << " (row scale "
+                      << scale << ")";
+    }
+  }
+  EXPECT_EQ(bad, 0) << what << ": " << bad << " elements differ";
+}
+
+std::vector<HostTensor> interpret(ModuleOp module, StringRef fn,
+                                  const std::vector<HostTensor> &args) {
+  auto results = Interpreter(module).run(fn, args);
+  if (!results) {
+    ADD_FAILURE() << "@" << fn.str() << ": "
+                  << llvm::toString(results.takeError());
+    return {};
+  }
+  return std::move(*results);
+}
+
+/// The single attention op of function `fn`.
+Operation *findOp(ModuleOp module, StringRef fn) {
+  auto func = module.lookupSymbol<func::FuncOp>(fn);
+  Operation *found = nullptr;
+  func.walk([&](Operation *op) {
+    if (isa<AttentionOp, AttentionGradOp>(op))
+      found = op;
+  });
+  return found;
+}
+
+/// Runs the library call of `op` on float copies of the function's
+/// arguments `args`; returns the results' values, or fails the test.
+std::vector<std::vector<float>> runKernel(Operation *op,
+                                          const std::vector<HostTensor> &args,
+                                          cpu::ThreadPool *pool) {
+  auto encoded = encodeAttentionCall(op);
+  if (failed(encoded)) {
+    ADD_FAILURE() << "encodeAttentionCall failed";
+    return {};
+  }
+  std::vector<std::vector<float>> floats(args.size());
+  std::vector<std::vector<int64_t>> ints(args.size());
+  std::vector<std::vector<float>> results(op->getNumResults());
+  KernelCall call;
+  call.ints = encoded->ints;
+  call.floats = encoded->floats;
+  call.pool = pool;
+  for (Value v : encoded->args) {
+    TensorRef t;
+    auto type = cast<RankedTensorType>(v.getType());
+    t.shape.assign(type.getShape().begin(), type.getShape().end());
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      const HostTensor &h = args[arg.getArgNumber()];
+      if (type.getElementType().isInteger(64)) {
+        auto &buf = ints[arg.getArgNumber()];
+        buf.assign(h.data.begin(), h.data.end());
+        t.dtype = runtime::Buffer::I64;
+        t.data = buf.data();
+      } else {
+        auto &buf = floats[arg.getArgNumber()];
+        buf.assign(h.data.begin(), h.data.end());
+        t.data = buf.data();
+      }
+    } else {
+      auto &buf = results[cast<OpResult>(v).getResultNumber()];
+      buf.assign(type.getNumElements(), std::nanf(""));
+      t.data = buf.data();
+    }
+    call.args.push_back(std::move(t));
+  }
+  bool backward = isa<AttentionGradOp>(op);
+  std::string error =
+      backward ? cpu::attentionBackward(call) : cpu::attentionForward(call);
+  if (!error.empty()) {
+    ADD_FAILURE() << "kernel refused the call: " << error;
+    return {};
+  }
+  return results;
+}
+
+/// The whole check of one case: forward, then backward from the
+/// interpreter's out and lse, each with pools of 3, 1 and no threads.
+void checkCase(const Case &c, unsigned seed) {
+  auto ctx = test::makeContext();
+  std::string text = moduleText(c);
+  auto module = test::parse(*ctx, text);
+  ASSERT_TRUE(module);
+  std::mt19937 rng(seed);
+  std::vector<HostTensor> fwdArgs = {randomTensor(rng, c.q, c.spread),
+                                     randomTensor(rng, c.k, c.spread),
+                                     randomTensor(rng, c.v)};
+  std::vector<HostTensor> extra;
+  if (!c.mask.empty())
+    extra.push_back(makeMask(rng, c.mask, c.fill));
+  if (c.rate > 0)
+    extra.push_back(HostTensor::scalar(20240 + seed, ElementKind::I64));
+  fwdArgs.insert(fwdArgs.end(), extra.begin(), extra.end());
+
+  auto want = interpret(*module, "fwd", fwdArgs);
+  ASSERT_EQ(want.size(), 2u);
+  cpu::ThreadPool pool3(3), pool1(1);
+  Operation *fwd = findOp(*module, "fwd");
+  auto got = runKernel(fwd, fwdArgs, &pool3);
+  ASSERT_EQ(got.size(), 2u);
+  expectClose(got[0], want[0], 1e-5, "out");
+  expectClose(got[1], want[1], 1e-5, "lse");
+  EXPECT_EQ(runKernel(fwd, fwdArgs, &pool1), got) << "pool of 1 differs";
+  EXPECT_EQ(runKernel(fwd, fwdArgs, nullptr), got) << "no pool differs";
+
+  std::vector<HostTensor> bwdArgs = {
+      fwdArgs[0], fwdArgs[1], fwdArgs[2],
+      want[0],    want[1],    randomTensor(rng, outShape(c))};
+  bwdArgs.insert(bwdArgs.end(), extra.begin(), extra.end());
+  auto wantGrad = interpret(*module, "bwd", bwdArgs);
+  ASSERT_EQ(wantGrad.size(), 3u);
+  Operation *bwd = findOp(*module, "bwd");
+  auto gotGrad = runKernel(bwd, bwdArgs, &pool3);
+  ASSERT_EQ(gotGrad.size(), 3u);
+  expectClose(gotGrad[0], wantGrad[0], 1e-5, "dq");
+  expectClose(gotGrad[1], wantGrad[1], 1e-5, "dk");
+  expectClose(gotGrad[2], wantGrad[2], 1e-5, "dv");
+  EXPECT_EQ(runKernel(bwd, bwdArgs, &pool1), gotGrad) << "pool of 1 differs";
+  EXPECT_EQ(runKernel(bwd, bwdArgs, nullptr), gotGrad) << "no pool differs";
+}
+
+//===----------------------------------------------------------------------===//
+// Against the interpreter
+//===----------------------------------------------------------------------===//
+
+TEST(AttentionKernels, Rank3WithDvUnlikeD) {
+  Case c;
+  c.q = {2, 5, 8};
+  c.k = {2, 7, 8};
+  c.v = {2, 7, 6};
+  c.scale = 0.35355339059327379;
+  checkCase(c, 1);
+}
+
+TEST(AttentionKernels, Rank3CausalSquare) {
+  Case c;
+  c.q = c.k = c.v = {3, 19, 12};
+  c.causal = true;
+  checkCase(c, 2);
+}
+
+TEST(AttentionKernels, Rank4TrainingShapePaddingDropout) {
+  // The base model's shape at a small batch: Sq = Sk = 30, D = 64.
+  Case c;
+  c.q = c.k = c.v = {3, 2, 30, 64};
+  c.mask = {3, 1, 1, 30};
+  c.scale = 0.125;
+  c.rate = 0.1;
+  checkCase(c, 3);
+}
+
+TEST(AttentionKernels, Rank4DecoderSelfAttention) {
+  // Padding plus causal, with dropout, as the decoder's self-attention.
+  Case c;
+  c.q = c.k = c.v = {2, 3, 9, 16};
+  c.mask = {2, 1, 1, 9};
+  c.causal = true;
+  c.rate = 0.1;
+  checkCase(c, 4);
+}
+
+TEST(AttentionKernels, DecodeStepOverPaddedCache) {
+  // One query over a cache of 11 keys.
+  Case c;
+  c.q = {4, 2, 1, 8};
+  c.k = c.v = {4, 2, 11, 8};
+  c.mask = {4, 1, 1, 11};
+  checkCase(c, 5);
+}
+
+TEST(AttentionKernels, DecodeStepCausalSeesOnlyKeyZero) {
+  // Causal counts from the first key: with Sq = 1 only key 0 is visible.
+  Case c;
+  c.q = {2, 2, 1, 8};
+  c.k = {2, 2, 6, 8};
+  c.v = {2, 2, 6, 5};
+  c.causal = true;
+  checkCase(c, 6);
+}
+
+TEST(AttentionKernels, FullMaskWithFullyMaskedRow) {
+  Case c;
+  c.q = c.k = c.v = {2, 2, 6, 8};
+  c.mask = {2, 2, 6, 6};
+  c.fill = MaskFill::MaskedRow;
+  checkCase(c, 7);
+}
+
+TEST(AttentionKernels, FullMaskCausalDropoutMaskedRow) {
+  Case c;
+  c.q = {2, 2, 7, 8};
+  c.k = c.v = {2, 2, 7, 8};
+  c.mask = {2, 2, 7, 7};
+  c.fill = MaskFill::MaskedRow;
+  c.causal = true;
+  c.rate = 0.1;
+  checkCase(c, 8);
+}
+
+TEST(AttentionKernels, LowerRankMasksBroadcast) {
+  // [Sq, Sk] against rank-4 scores, then [Sk] alone.
+  Case c;
+  c.q = {2, 3, 5, 8};
+  c.k = c.v = {2, 3, 9, 8};
+  c.mask = {5, 9};
+  c.fill = MaskFill::Random;
+  checkCase(c, 9);
+  c.mask = {9};
+  checkCase(c, 10);
+  c.mask = {2, 1, 5, 1};
+  checkCase(c, 11);
+}
+
+TEST(AttentionKernels, LongCrossAttentionPaddingDropout) {
+  // 1000 keys: 16 key blocks, the last one partial; padding masks the tail
+  // blocks of the second sentence entirely.
+  Case c;
+  c.q = {2, 2, 70, 16};
+  c.k = c.v = {2, 2, 1000, 16};
+  c.mask = {2, 1, 1, 1000};
+  c.rate = 0.1;
+  c.spread = 3;
+  checkCase(c, 12);
+}
+
+TEST(AttentionKernels, LongSelfAttentionCausalDropout) {
+  // Several query tiles and key blocks; causal skips the blocks above the
+  // diagonal.
+  Case c;
+  c.q = c.k = c.v = {1, 2, 1000, 32};
+  c.causal = true;
+  c.rate = 0.1;
+  c.scale = 0.17677669529663687;
+  checkCase(c, 13);
+}
+
+//===----------------------------------------------------------------------===//
+// Dropout, encoding, errors
+//===----------------------------------------------------------------------===//
+
+TEST(AttentionKernels, DropoutKeepsWhatTheInterpreterKeeps) {
+  // With v the identity, out[i][j] is the kept probability of key j: zero
+  // exactly where the element was dropped.
+  const int64_t b = 3, s = 24;
+  Case c;
+  c.q = c.k = {b, s, 4};
+  c.v = {b, s, s};
+  c.rate = 0.3;
+  auto ctx = test::makeContext();
+  auto module = test::parse(*ctx, moduleText(c));
+  ASSERT_TRUE(module);
+  std::mt19937 rng(14);
+  HostTensor eye(c.v, ElementKind::F32);
+  for (int64_t e = 0; e < b; ++e)
+    for (int64_t j = 0; j < s; ++j)
+      eye.data[(e * s + j) * s + j] = 1;
+  int64_t seed = 987654321;
+  std::vector<HostTensor> args = {randomTensor(rng, c.q),
+                                  randomTensor(rng, c.k), eye,
+                                  HostTensor::scalar(seed, ElementKind::I64)};
+  auto want = interpret(*module, "fwd", args);
+  ASSERT_EQ(want.size(), 2u);
+  auto got = runKernel(findOp(*module, "fwd"), args, nullptr);
+  ASSERT_EQ(got.size(), 2u);
+  uint64_t key = dropoutKey(seed, 5);
+  int64_t dropped = 0;
+  for (int64_t i = 0; i < b * s * s; ++i) {
+    bool keep = dropoutKeep(key, i, c.rate);
+    dropped += !keep;
+    EXPECT_EQ(got[0][i] != 0.0f, keep) << "element " << i;
+    EXPECT_EQ(want[0].data[i] != 0.0, keep) << "element " << i;
+  }
+  EXPECT_GT(dropped, b * s * s / 5);
+}
+
+TEST(AttentionKernels, EncodesOperandsResultsAndAttributes) {
+  Case c;
+  c.q = {2, 4, 8};
+  c.k = c.v = {2, 6, 8};
+  c.mask = {2, 1, 6};
+  c.causal = true;
+  c.rate = 0.25;
+  c.scale = 0.5;
+  auto ctx = test::makeContext();
+  auto module = test::parse(*ctx, moduleText(c));
+  ASSERT_TRUE(module);
+  Operation *fwd = findOp(*module, "fwd"), *bwd = findOp(*module, "bwd");
+  auto f = encodeAttentionCall(fwd);
+  ASSERT_TRUE(succeeded(f));
+  EXPECT_EQ(f->kernel, "attention");
+  EXPECT_EQ(f->ints, (std::vector<int64_t>{1, 1, 1, 5}));
+  EXPECT_EQ(f->floats, (std::vector<double>{0.5, 0.25}));
+  std::vector<Value> fwdArgs(fwd->operand_begin(), fwd->operand_end());
+  fwdArgs.insert(fwdArgs.end(), fwd->result_begin(), fwd->result_end());
+  EXPECT_EQ(f->args, fwdArgs);
+  EXPECT_EQ(f->args.size(), 7u);
+  auto g = encodeAttentionCall(bwd);
+  ASSERT_TRUE(succeeded(g));
+  EXPECT_EQ(g->kernel, "attention_grad");
+  EXPECT_EQ(g->ints, (std::vector<int64_t>{1, 1, 1, 5}));
+  EXPECT_EQ(g->args.size(), 11u);
+  EXPECT_EQ(g->args[8], bwd->getResult(0));
+
+  // Without the optional operands the flags say so.
+  Case plain;
+  plain.q = plain.k = plain.v = {1, 3, 4};
+  auto module2 = test::parse(*ctx, moduleText(plain));
+  ASSERT_TRUE(module2);
+  auto p = encodeAttentionCall(findOp(*module2, "bwd"));
+  ASSERT_TRUE(succeeded(p));
+  EXPECT_EQ(p->ints, (std::vector<int64_t>{0, 0, 0, 0}));
+  EXPECT_EQ(p->args.size(), 9u);
+}
+
+TEST(AttentionKernels, EncoderRefusesOtherOpsAndF16) {
+  auto ctx = test::makeContext();
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(ctx.get(), [&](Diagnostic &d) {
+    diagnostics += d.str() + "\n";
+    return success();
+  });
+  const char *text = R"mlir(
+func.func @f(%q: tensor<1x3x4xf16>) -> tensor<1x3x4xf16> {
+  %o, %lse = loom.attention %q, %q, %q {scale = 1.0 : f64}
+      : tensor<1x3x4xf16>, tensor<1x3x4xf16>, tensor<1x3x4xf16> -> tensor<1x3x4xf16>, tensor<1x3xf16>
+  %n = loom.neg %o : (tensor<1x3x4xf16>) -> tensor<1x3x4xf16>
+  return %n : tensor<1x3x4xf16>
+}
+)mlir";
+  auto module = test::parse(*ctx, text);
+  ASSERT_TRUE(module);
+  Operation *attention = findOp(*module, "f");
+  EXPECT_TRUE(failed(encodeAttentionCall(attention)));
+  EXPECT_NE(diagnostics.find("f32 only"), std::string::npos) << diagnostics;
+  Operation *neg = attention->getNextNode();
+  EXPECT_TRUE(failed(encodeAttentionCall(neg)));
+  EXPECT_NE(diagnostics.find("is not loom.attention"), std::string::npos)
+      << diagnostics;
+}
+
+TEST(AttentionKernels, RegisteredByName) {
+  EXPECT_EQ(cpu::findLibraryKernel("attention"), &cpu::attentionForward);
+  EXPECT_EQ(cpu::findLibraryKernel("attention_grad"), &cpu::attentionBackward);
+}
+
+/// A forward call over float buffers of the given shapes (no mask, no seed).
+struct RawCall {
+  std::vector<std::vector<float>> buffers;
+  KernelCall call;
+  RawCall(const std::vector<std::vector<int64_t>> &shapes) {
+    for (const auto &shape : shapes) {
+      int64_t n = 1;
+      for (int64_t d : shape)
+        n *= d;
+      buffers.emplace_back(n, 0.5f);
+      TensorRef t;
+      t.shape = shape;
+      t.data = buffers.back().data();
+      call.args.push_back(t);
+    }
+    call.ints = {0, 0, 0, 0};
+    call.floats = {0.5, 0.0};
+  }
+};
+
+void expectRefused(const KernelCall &call, bool backward,
+                   const std::string &part) {
+  std::string error =
+      backward ? cpu::attentionBackward(call) : cpu::attentionForward(call);
+  EXPECT_NE(error.find(part), std::string::npos)
+      << "error \"" << error << "\" lacks \"" << part << "\"";
+}
+
+TEST(AttentionKernels, RefusesMismatchedShapes) {
+  // k's head dim differs from q's.
+  RawCall a({{2, 3, 8}, {2, 5, 6}, {2, 5, 8}, {2, 3, 8}, {2, 3}});
+  expectRefused(a.call, false,
+                "q [2, 3, 8], k [2, 5, 6] and v [2, 5, 8] do not fit");
+  // v has fewer keys than k.
+  RawCall b({{2, 3, 8}, {2, 5, 8}, {2, 4, 8}, {2, 3, 8}, {2, 3}});
+  expectRefused(b.call, false, "do not fit [..., Sq, D], [..., Sk, D]");
+  // Leading dims differ.
+  RawCall c({{2, 3, 8}, {3, 5, 8}, {3, 5, 8}, {2, 3, 8}, {2, 3}});
+  expectRefused(c.call, false, "equal leading dims");
+  // A result of the wrong shape.
+  RawCall d({{2, 3, 8}, {2, 5, 8}, {2, 5, 4}, {2, 3, 8}, {2, 3}});
+  expectRefused(d.call, false, "out is [2, 3, 8], expected [2, 3, 4]");
+  // A mask that does not broadcast to [2, 3, 5].
+  RawCall e({{2, 3, 8}, {2, 5, 8}, {2, 5, 8}, {4, 1}, {2, 3, 8}, {2, 3}});
+  e.call.ints[0] = 1;
+  expectRefused(e.call, false,
+                "mask [4, 1] does not broadcast to the scores [2, 3, 5]");
+  // Too few tensors for the flags.
+  RawCall f({{2, 3, 8}, {2, 5, 8}, {2, 5, 8}, {2, 3, 8}, {2, 3}});
+  f.call.ints[1] = 1;
+  expectRefused(f.call, false, "expects 6 tensors, got 5");
+  // Dropout without a seed.
+  RawCall g({{2, 3, 8}, {2, 5, 8}, {2, 5, 8}, {2, 3, 8}, {2, 3}});
+  g.call.floats[1] = 0.1;
+  expectRefused(g.call, false, "dropout needs a seed");
+  // Not f32.
+  RawCall h({{2, 3, 8}, {2, 5, 8}, {2, 5, 8}, {2, 3, 8}, {2, 3}});
+  h.call.args[1].dtype = runtime::Buffer::F16;
+  expectRefused(h.call, false, "k must be f32");
+  // The backward checks lse against the queries.
+  RawCall i({{2, 3, 8},
+             {2, 5, 8},
+             {2, 5, 8},
+             {2, 3, 8},
+             {2, 4},
+             {2, 3, 8},
+             {2, 3, 8},
+             {2, 5, 8},
+             {2, 5, 8}});
+  expectRefused(i.call, true, "attention_grad: lse is [2, 4], expected [2, 3]");
+}
+
+} // namespace
