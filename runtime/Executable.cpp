@@ -115,7 +115,17 @@ std::string validateBuffer(const Executable &exe, int b) {
       return dimWhere + " has negative size " + std::to_string(dim.size());
     if (dim.has_symbol() && dim.symbol().empty())
       return dimWhere + " has an empty symbol";
-    if (!dim.has_size() && !dim.has_symbol())
+    if (dim.has_poly()) {
+      if (dim.poly().terms_size() == 0)
+        return dimWhere + " is an empty polynomial";
+      for (const runtime::Monomial &term : dim.poly().terms())
+        for (int32_t symbol : term.symbols())
+          if (symbol < 0 || symbol >= exe.symbols_size())
+            return dimWhere + " refers to symbol " + std::to_string(symbol) +
+                   ", but " + std::to_string(exe.symbols_size()) +
+                   " symbols exist";
+    }
+    if (!dim.has_size() && !dim.has_symbol() && !dim.has_poly())
       return dimWhere + " has neither a size nor a symbol";
   }
 
@@ -138,6 +148,22 @@ std::string validateBuffer(const Executable &exe, int b) {
     // Persistent buffers are allocated by the runtime, not carved from an
     // arena; a slice here means the writer and the reader disagree.
     return where + " is persistent but has an arena slice";
+  }
+
+  if (buffer.has_view_of()) {
+    if (buffer.view_of() < 0 || buffer.view_of() >= exe.buffers_size())
+      return where + " is a view of buffer " +
+             std::to_string(buffer.view_of()) + ", but " +
+             std::to_string(exe.buffers_size()) + " buffers exist";
+    const Buffer &base = exe.buffers(buffer.view_of());
+    if (base.role() == Buffer::TEMPORARY || base.has_view_of())
+      return where + " is a view of " + describeBuffer(exe, buffer.view_of()) +
+             ", which is not a persistent buffer of its own";
+    if (isTemporary)
+      return where + " is a temporary and a view";
+    if (buffer.view_offset() < 0)
+      return where + " has negative view_offset " +
+             std::to_string(buffer.view_offset());
   }
 
   if (buffer.role() == Buffer::CONSTANT) {
@@ -275,6 +301,30 @@ std::string validateExecutable(const Executable &exe) {
   return "";
 }
 
+namespace {
+constexpr char kMagic[8] = {'L', 'O', 'O', 'M', 'E', 'X', 'E', '\n'};
+constexpr size_t kHeaderBytes = 24;
+
+void appendU64(std::string &out, uint64_t value) {
+  for (int i = 0; i < 8; ++i)
+    out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+}
+
+uint64_t readU64(const std::string &bytes, size_t at) {
+  uint64_t value = 0;
+  for (int i = 0; i < 8; ++i)
+    value |= uint64_t(static_cast<unsigned char>(bytes[at + i])) << (8 * i);
+  return value;
+}
+} // namespace
+
+std::string executableFileBytes(const std::string &payload) {
+  std::string bytes(kMagic, sizeof kMagic);
+  appendU64(bytes, payload.size());
+  appendU64(bytes, fnv1a64(payload));
+  return bytes + payload;
+}
+
 ErrorOr<Executable> loadExecutable(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
@@ -284,8 +334,26 @@ ErrorOr<Executable> loadExecutable(const std::string &path) {
   contents << in.rdbuf();
   if (in.bad())
     return ErrorOr<Executable>::failure("cannot read '" + path + "'");
+  std::string bytes = contents.str();
+  auto refuse = [&](const std::string &why) {
+    return ErrorOr<Executable>::failure("'" + path + "': " + why);
+  };
+  if (bytes.size() < kHeaderBytes ||
+      std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
+    return refuse("not a Loom executable: it does not start with the "
+                  "executable header");
+  uint64_t length = readU64(bytes, 8);
+  if (length != bytes.size() - kHeaderBytes)
+    return refuse("truncated or padded: the header promises " +
+                  std::to_string(length) + " bytes of content, the file has " +
+                  std::to_string(bytes.size() - kHeaderBytes));
+  std::string payload = bytes.substr(kHeaderBytes);
+  if (fnv1a64(payload) != readU64(bytes, 16))
+    return refuse("checksum mismatch: the content hashes to " +
+                  hex(fnv1a64(payload)) + " but the header records " +
+                  hex(readU64(bytes, 16)) + "; the file is corrupt");
   Executable exe;
-  if (!exe.ParseFromString(contents.str()))
+  if (!exe.ParseFromString(payload))
     return ErrorOr<Executable>::failure(
         "'" + path +
         "': not a Loom executable: it does not parse as a "
@@ -305,7 +373,8 @@ std::string saveExecutable(const std::string &path,
   if (!executable.SerializeToString(&bytes))
     return "cannot save '" + path + "': serialization failed";
 
-  return writeFileAtomically(path, {{bytes.data(), bytes.size()}});
+  std::string file = executableFileBytes(bytes);
+  return writeFileAtomically(path, {{file.data(), file.size()}});
 }
 
 } // namespace loom

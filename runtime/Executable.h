@@ -30,6 +30,12 @@ constexpr uint32_t kFormatVersion = 1;
 /// FNV-1a 64 of `bytes`, the checksum stored in Executable.code_checksum.
 uint64_t fnv1a64(const std::string &bytes);
 
+/// The bytes of an executable file holding `payload`, a serialized
+/// Executable: the magic "LOOMEXE\n", the payload's length and its FNV-1a 64
+/// (both little-endian 64-bit), then the payload. The header makes every
+/// truncation and every flipped bit of a file detectable before parsing.
+std::string executableFileBytes(const std::string &payload);
+
 /// Why `executable` cannot be run, or an empty string when it can.
 std::string validateExecutable(const Executable &executable);
 

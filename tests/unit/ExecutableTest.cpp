@@ -127,7 +127,7 @@ protected:
   /// Writes `exe` as is (saveExecutable would refuse it) and returns why
   /// the loader refuses it, or "" when it loads.
   std::string refusal(const Executable &exe) {
-    writeBytes(exe.SerializeAsString());
+    writeBytes(executableFileBytes(exe.SerializeAsString()));
     ErrorOr<Executable> loaded = loadExecutable(path);
     if (loaded)
       return "";
@@ -181,6 +181,12 @@ TEST_F(ExecutableFile, RefusesGarbageAndEmptyFiles) {
   ASSERT_FALSE(loaded);
   EXPECT_NE(loaded.error().find("not a Loom executable"), std::string::npos)
       << loaded.error();
+  // A well-formed header around bytes that are not an Executable.
+  writeBytes(executableFileBytes("\xff\xff\xff\xff garbage"));
+  loaded = loadExecutable(path);
+  ASSERT_FALSE(loaded);
+  EXPECT_NE(loaded.error().find("does not parse"), std::string::npos)
+      << loaded.error();
   writeBytes("");
   loaded = loadExecutable(path);
   ASSERT_FALSE(loaded);
@@ -189,8 +195,8 @@ TEST_F(ExecutableFile, RefusesGarbageAndEmptyFiles) {
 }
 
 TEST_F(ExecutableFile, RefusesEveryTruncation) {
-  std::string bytes = makeExecutable().SerializeAsString();
-  // The checksum is serialized last, so every proper prefix lacks it.
+  std::string bytes = executableFileBytes(makeExecutable().SerializeAsString());
+  // The header gives the length, so every proper prefix is short.
   for (size_t n = 0; n < bytes.size(); ++n) {
     writeBytes(bytes.substr(0, n));
     ErrorOr<Executable> loaded = loadExecutable(path);
@@ -206,8 +212,16 @@ TEST_F(ExecutableFile, RefusesAFlippedBitInTheCode) {
   size_t at = bytes.find(exe.code());
   ASSERT_NE(at, std::string::npos);
   bytes[at + 5] ^= 0x10;
-  writeBytes(bytes);
+  // The file's checksum catches it first...
+  writeBytes(executableFileBytes(exe.SerializeAsString()).substr(0, 24) +
+             bytes);
   ErrorOr<Executable> loaded = loadExecutable(path);
+  ASSERT_FALSE(loaded);
+  EXPECT_NE(loaded.error().find("checksum mismatch"), std::string::npos)
+      << loaded.error();
+  // ...and the code's own checksum when the header is rewritten to match.
+  writeBytes(executableFileBytes(bytes));
+  loaded = loadExecutable(path);
   ASSERT_FALSE(loaded);
   EXPECT_NE(loaded.error().find("code checksum mismatch"), std::string::npos)
       << loaded.error();
@@ -218,7 +232,7 @@ TEST_F(ExecutableFile, SurvivesAFlippedBitAnywhere) {
   // Flips that break a string's UTF-8 make protobuf log; keep the test quiet.
   google::protobuf::LogHandler *previous =
       google::protobuf::SetLogHandler(nullptr);
-  std::string bytes = makeExecutable().SerializeAsString();
+  std::string bytes = executableFileBytes(makeExecutable().SerializeAsString());
   int refused = 0;
   for (size_t i = 0; i < bytes.size() * 8; ++i) {
     std::string flipped = bytes;
@@ -231,9 +245,8 @@ TEST_F(ExecutableFile, SurvivesAFlippedBitAnywhere) {
       ++refused;
   }
   google::protobuf::SetLogHandler(previous);
-  // Some flips land in attributes or names and still give a valid file, but
-  // most must be caught.
-  EXPECT_GT(refused, static_cast<int>(bytes.size() * 8 / 2));
+  // The header's length and checksum catch every single flipped bit.
+  EXPECT_EQ(refused, static_cast<int>(bytes.size() * 8));
 }
 
 TEST_F(ExecutableFile, RefusesAnotherFormatVersion) {
