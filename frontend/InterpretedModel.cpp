@@ -30,12 +30,11 @@ InterpretedModel::parameterShapes() const {
   return shapes;
 }
 
-void InterpretedModel::initParameters(uint64_t seed) {
+NamedTensors loom::initialParameters(
+    const std::map<std::string, std::vector<int64_t>> &shapes, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  params.clear();
-  optState.clear();
-  steps = 0;
-  for (auto &[name, shape] : parameterShapes()) {
+  NamedTensors params;
+  for (auto &[name, shape] : shapes) {
     HostTensor t(shape, ElementKind::F32);
     StringRef n(name);
     if (n.ends_with(".bias")) {
@@ -56,6 +55,13 @@ void InterpretedModel::initParameters(uint64_t seed) {
     }
     params[name] = std::move(t);
   }
+  return params;
+}
+
+void InterpretedModel::initParameters(uint64_t seed) {
+  params = initialParameters(parameterShapes(), seed);
+  optState.clear();
+  steps = 0;
 }
 
 llvm::Expected<NamedTensors>

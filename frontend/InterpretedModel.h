@@ -70,6 +70,12 @@ private:
 };
 
 /// A [rows, max length] i32 batch from token sequences, padded with 0.
+/// Parameters drawn as torch initializes nn.Transformer's (Xavier-uniform
+/// matrices, zero biases, unit norm weights, N(0, 1/d) embeddings).
+NamedTensors
+initialParameters(const std::map<std::string, std::vector<int64_t>> &shapes,
+                  uint64_t seed);
+
 HostTensor padBatch(const std::vector<std::vector<int64_t>> &rows);
 
 } // namespace loom

@@ -368,13 +368,15 @@ def check_config(checks, loom, tmp, tag, c, backends, seed):
                          f"exit {rc}: {short(err + out)}" if rc else ""):
             check_forward(checks, ftag, out, forward)
 
-    grad_path = os.path.join(tmp, f"{tag}.grad.safetensors")
-    gtag = f"{tag} grad[interpreter]"
-    rc, out, err = run_loom(loom, ["grad"] + common +
-                            ["--out", grad_path, "--backend", "interpreter"])
-    if checks.record(f"{gtag} runs", rc == 0,
-                     f"exit {rc}: {short(err + out)}" if rc else ""):
-        check_grads(checks, gtag, grad_path, grads)
+    for backend in backends:
+        extra = ["--backend", backend] if backend != "default" else []
+        grad_path = os.path.join(tmp, f"{tag}.{backend}.grad.safetensors")
+        gtag = f"{tag} grad[{backend}]"
+        rc, out, err = run_loom(loom, ["grad"] + common +
+                                ["--out", grad_path] + extra)
+        if checks.record(f"{gtag} runs", rc == 0,
+                         f"exit {rc}: {short(err + out)}" if rc else ""):
+            check_grads(checks, gtag, grad_path, grads)
     return cfg, wts, src, tgt, weights
 
 
@@ -443,8 +445,7 @@ def check_errors(checks, loom, tmp, c, files):
 
     grad_args = ["grad"] + with_("--weights", os.path.join(
         tmp, "missing.safetensors"))[1:] + [
-        "--out", os.path.join(tmp, "never.safetensors"),
-        "--backend", "interpreter"]
+        "--out", os.path.join(tmp, "never.safetensors")]
     expect_refusal(checks, loom, "grad with a missing weight", grad_args,
                    missing)
     checks.record("error: grad wrote no output on failure",
@@ -456,8 +457,9 @@ def main():
     parser.add_argument("loom", help="path of the loom binary")
     parser.add_argument("--keep", help="write the files here and keep them")
     parser.add_argument("--backend", action="append", dest="backends",
-                        help="forward backends to test ('default' passes no "
-                             "--backend flag); default: default, interpreter")
+                        help="backends to run forward and grad on ('default' "
+                             "passes no --backend flag, which is cpu); "
+                             "default: default, interpreter")
     args = parser.parse_args()
     if not os.access(args.loom, os.X_OK):
         print(f"FAIL: '{args.loom}' is not an executable")

@@ -20,6 +20,7 @@ void addForwardCommand(CLI::App &app, int &exitCode);
 void addGradCommand(CLI::App &app, int &exitCode);
 /// `loom demo`: trains the tiny model on a synthetic task.
 void addDemoCommand(CLI::App &app, int &exitCode);
+void addBenchCommand(CLI::App &app, int &exitCode);
 
 } // namespace loom::cli
 

@@ -145,10 +145,10 @@ llvm::Error saveWeights(const std::string &path, const NamedTensors &tensors) {
 }
 
 llvm::Error checkBackend(const std::string &backend) {
-  if (backend == "interpreter")
+  if (backend == "interpreter" || backend == "cpu")
     return llvm::Error::success();
-  return error(formatv("backend '{0}' is not available yet; the only "
-                       "backend so far is 'interpreter'",
+  return error(formatv("unknown backend '{0}'; the backends are 'cpu' and "
+                       "'interpreter'",
                        backend));
 }
 

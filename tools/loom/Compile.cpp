@@ -5,13 +5,19 @@
 // (loom-optimizer), elementwise fusion, memory planning. It verifies and
 // prints the result, which parses back with `loom-opt`; `--dump-dir` keeps
 // the module after every stage and `--report` writes the figures of each
-// entry point as JSON.
+// entry point as JSON. `--target cpu -o M.loomx` writes an executable
+// instead: generated kernels for every loom.fusion and library calls for the
+// rest (codegen/cpu/ExecutableWriter.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "tools/loom/Commands.h"
 #include "tools/loom/Common.h"
+#include "tools/loom/CpuBackend.h"
 #include "tools/loom/Report.h"
+
+#include "codegen/cpu/ExecutableWriter.h"
+#include "runtime/Executable.h"
 
 #include "frontend/Transformer.h"
 #include "passes/Pipeline.h"
@@ -21,6 +27,8 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/ToolOutputFile.h"
+
+#include <google/protobuf/text_format.h>
 
 #include <chrono>
 #include <memory>
@@ -32,6 +40,7 @@ namespace {
 struct CompileOptions {
   ModelOptions model;
   std::string emit = "ir";
+  std::string target = "ir";
   std::string output = "-";
   int64_t warmup = 4000;
   std::string dumpDir;
@@ -56,6 +65,13 @@ llvm::Error compile(const CompileOptions &options) {
   auto error = [](const llvm::Twine &message) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
   };
+  if (options.target != "ir" && options.target != "cpu")
+    return error("unknown target '" + options.target +
+                 "'; the targets are 'ir' (the compiled module as text) and "
+                 "'cpu' (an executable)");
+  if (options.target == "cpu" && options.output == "-")
+    return error("--target cpu writes a binary executable: give it a file "
+                 "with -o");
   if (options.emit != "ir")
     return error("cannot emit '" + options.emit +
                  "' yet; the only output so far is --emit ir");
@@ -85,27 +101,9 @@ llvm::Error compile(const CompileOptions &options) {
   ctx.printOpOnDiagnostic(false);
   // Every diagnostic, remarks of the fusion passes included, goes to stderr
   // with its location (the model scope that built the op).
-  mlir::ScopedDiagnosticHandler printer(&ctx, [](mlir::Diagnostic &diag) {
-    const char *severity = "error";
-    switch (diag.getSeverity()) {
-    case mlir::DiagnosticSeverity::Remark:
-      severity = "remark";
-      break;
-    case mlir::DiagnosticSeverity::Warning:
-      severity = "warning";
-      break;
-    case mlir::DiagnosticSeverity::Note:
-      severity = "note";
-      break;
-    case mlir::DiagnosticSeverity::Error:
-      break;
-    }
-    llvm::errs() << diag.getLocation() << ": " << severity << ": " << diag
-                 << "\n";
-    for (mlir::Diagnostic &note : diag.getNotes())
-      llvm::errs() << note.getLocation() << ": note: " << note << "\n";
-    return mlir::success();
-  });
+  // Every diagnostic, remarks of the fusion passes included, goes to stderr
+  // with its location (the model scope that built the op).
+  auto printer = printDiagnostics(ctx);
   auto start = std::chrono::steady_clock::now();
   auto module = buildModelModule(ctx, *config);
   if (!module)
@@ -136,6 +134,21 @@ llvm::Error compile(const CompileOptions &options) {
       return err;
   }
 
+  if (options.target == "cpu") {
+    CpuExecutableOptions cpuOptions;
+    cpuOptions.bounds = {options.maxTokens, options.maxLen, options.maxBatch};
+    google::protobuf::TextFormat::PrintToString(*config,
+                                                &cpuOptions.configText);
+    mlir::FailureOr<runtime::Executable> exe =
+        writeCpuExecutable(*module, cpuOptions);
+    if (mlir::failed(exe))
+      return error("CPU code generation failed");
+    std::string problem = saveExecutable(options.output, *exe);
+    if (!problem.empty())
+      return error(problem);
+    return llvm::Error::success();
+  }
+
   std::string text;
   llvm::raw_string_ostream os(text);
   module->print(os);
@@ -151,6 +164,10 @@ void addCompileCommand(CLI::App &app, int &exitCode) {
       "compile", "Build a model, differentiate it, add Adam, emit the result");
   options->model.addTo(cmd);
   cmd->add_option("--emit", options->emit, "What to emit (ir)")
+      ->capture_default_str();
+  cmd->add_option("--target", options->target,
+                  "ir: the compiled module as MLIR text; cpu: an executable "
+                  "for this machine's CPU")
       ->capture_default_str();
   cmd->add_option("-o,--output", options->output, "Output file ('-': stdout)")
       ->capture_default_str();

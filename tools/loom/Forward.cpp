@@ -17,6 +17,7 @@
 
 #include "frontend/Transformer.h"
 #include "passes/Passes.h"
+#include "tools/loom/CpuBackend.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -39,7 +40,8 @@ llvm::Error error(const llvm::Twine &message) {
 struct RunOptions {
   ModelOptions model;
   std::string weights, srcIds, tgtIds;
-  std::string backend = "interpreter";
+  std::string backend = "cpu";
+  int threads = 0;
   std::string out; // grad only
 };
 
@@ -110,6 +112,50 @@ withModel(const RunOptions &options, const Batch &batch, bool withGrad,
   return run(model);
 }
 
+using CpuOutputs = std::map<std::string, cpu::Tensor>;
+
+/// Compiles the model for the CPU with bounds that fit `batch`, binds the
+/// weights and runs `entry` on the named inputs.
+llvm::Expected<CpuOutputs>
+runOnCpu(const RunOptions &options, const Batch &batch,
+         const std::string &entry,
+         const std::map<std::string, cpu::Tensor> &inputs) {
+  int64_t rows = static_cast<int64_t>(batch.src.size());
+  int64_t len =
+      static_cast<int64_t>(std::max(longest(batch.src), longest(batch.tgt)));
+  auto exe = compileCpuExecutable(
+      batch.config, pipelineFor(batch.config, rows * len, len, rows));
+  if (!exe)
+    return exe.takeError();
+  auto model = loadCpuModel(std::move(*exe), options.threads);
+  if (!model)
+    return model.takeError();
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const std::string &name : (*model)->stateNames())
+    if (!llvm::StringRef(name).starts_with("exp_avg"))
+      shapes[name] = (*model)->state(name)->shape();
+  auto weights = loadWeights(options.weights, shapes);
+  if (!weights)
+    return weights.takeError();
+  if (llvm::Error err = bindParameters(**model, *weights))
+    return std::move(err);
+  std::vector<cpu::TensorRef> refs;
+  for (const std::string &name : (*model)->inputNames(entry)) {
+    auto it = inputs.find(name);
+    if (it == inputs.end())
+      return error("@" + entry + " takes an input '" + name +
+                   "' that this command does not provide");
+    refs.push_back(it->second.ref());
+  }
+  auto outputs = (*model)->run(entry, refs);
+  if (!outputs)
+    return error(outputs.error());
+  CpuOutputs named;
+  for (cpu::NamedTensor &output : *outputs)
+    named[output.name] = std::move(output.tensor);
+  return named;
+}
+
 llvm::Error forward(const RunOptions &options) {
   auto batch = loadBatch(options);
   if (!batch)
@@ -130,8 +176,23 @@ llvm::Error forward(const RunOptions &options) {
         rows[b].push_back(logProbs.data[b * width + t]);
     return llvm::Error::success();
   };
-  if (llvm::Error err = withModel(options, *batch, false, compute))
+  if (options.backend == "cpu") {
+    if (longest(batch->tgt) >= 2) {
+      std::map<std::string, cpu::Tensor> inputs;
+      inputs["src"] = idsTensor(batch->src);
+      inputs["tgt"] = idsTensor(batch->tgt);
+      auto out = runOnCpu(options, *batch, "token_log_probs", inputs);
+      if (!out)
+        return out.takeError();
+      const cpu::Tensor &logProbs = (*out)["log_probs"];
+      int64_t width = logProbs.shape().at(1);
+      for (size_t b = 0; b < rows.size(); ++b)
+        for (int64_t t = 0; t + 1 < int64_t(batch->tgt[b].size()); ++t)
+          rows[b].push_back(logProbs.f32()[b * width + t]);
+    }
+  } else if (llvm::Error err = withModel(options, *batch, false, compute)) {
     return err;
+  }
   for (const auto &row : rows) {
     for (size_t t = 0; t < row.size(); ++t)
       std::printf(t ? " %.9g" : "%.9g", row[t]);
@@ -147,6 +208,29 @@ llvm::Error grad(const RunOptions &options) {
   if (longest(batch->tgt) < 2)
     return error("every tgt-ids line has fewer than 2 tokens: the loss has "
                  "no target to predict");
+  if (options.backend == "cpu") {
+    std::map<std::string, cpu::Tensor> inputs;
+    inputs["src"] = idsTensor(batch->src);
+    inputs["tgt"] = idsTensor(batch->tgt);
+    inputs["seed"] = scalarTensor(runtime::Buffer::I64, 0);
+    auto out = runOnCpu(options, *batch, "loss_grad", inputs);
+    if (!out)
+      return out.takeError();
+    NamedTensors grads;
+    for (auto &[name, value] : *out) {
+      llvm::StringRef key(name);
+      if (!key.consume_front("grad."))
+        continue;
+      HostTensor host(value.shape(), ElementKind::F32);
+      for (int64_t i = 0; i < value.numel(); ++i)
+        host.data[i] = value.f32()[i];
+      grads[key.str()] = std::move(host);
+    }
+    if (llvm::Error err = saveWeights(options.out, grads))
+      return err;
+    std::printf("loss %.9g\n", double((*out)["loss"].f32()[0]));
+    return llvm::Error::success();
+  }
   return withModel(
       options, *batch, true, [&](InterpretedModel &model) -> llvm::Error {
         auto out = model.call(
@@ -182,7 +266,11 @@ void addRunOptions(CLI::App *cmd, RunOptions &options) {
   cmd->add_option("--tgt-ids", options.tgtIds,
                   "Target sentences, paired with the source by line")
       ->required();
-  cmd->add_option("--backend", options.backend, "What runs the model")
+  cmd->add_option("--backend", options.backend,
+                  "What runs the model: cpu (compiled) or interpreter")
+      ->capture_default_str();
+  cmd->add_option("--threads", options.threads,
+                  "CPU threads (0: one per hardware thread)")
       ->capture_default_str();
 }
 

@@ -19,6 +19,7 @@ int main(int argc, char **argv) {
   loom::cli::addForwardCommand(app, exitCode);
   loom::cli::addGradCommand(app, exitCode);
   loom::cli::addDemoCommand(app, exitCode);
+  loom::cli::addBenchCommand(app, exitCode);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

@@ -1,0 +1,332 @@
+//===- CpuBackendTest.cpp - Compiled CPU executables against the oracle ---===//
+//
+// The whole model compiled for the CPU (generated region kernels, library
+// kernels, the planned arena) must compute what the reference interpreter
+// computes on the same planned module: every entry point of `tiny` and of
+// `small` (dropout on, so generated and library dropout must draw the
+// interpreter's masks) agrees to 1e-4 relative for random parameters, Adam
+// state and inputs. The train step's new parameters are read back from the
+// model's state, which the step updates in place.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+
+#include "codegen/cpu/ExecutableWriter.h"
+#include "frontend/Config.h"
+#include "frontend/InterpretedModel.h"
+#include "frontend/Transformer.h"
+#include "passes/Pipeline.h"
+#include "runtime/Executable.h"
+#include "runtime/cpu/CpuModel.h"
+
+#include "mlir/IR/Verifier.h"
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <random>
+
+using namespace loom;
+
+namespace {
+
+cpu::DType dtypeOf(ElementKind kind) {
+  switch (kind) {
+  case ElementKind::I32:
+    return runtime::Buffer::I32;
+  case ElementKind::I64:
+    return runtime::Buffer::I64;
+  case ElementKind::I1:
+    return runtime::Buffer::I1;
+  default:
+    return runtime::Buffer::F32;
+  }
+}
+
+cpu::Tensor toCpu(const HostTensor &t) {
+  cpu::Tensor out(dtypeOf(t.kind), t.shape);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    switch (out.dtype()) {
+    case runtime::Buffer::I32:
+      static_cast<int32_t *>(out.data())[i] = int32_t(t.data[i]);
+      break;
+    case runtime::Buffer::I64:
+      static_cast<int64_t *>(out.data())[i] = int64_t(t.data[i]);
+      break;
+    case runtime::Buffer::I1:
+      static_cast<uint8_t *>(out.data())[i] = t.data[i] != 0;
+      break;
+    default:
+      out.f32()[i] = float(t.data[i]);
+    }
+  }
+  return out;
+}
+
+/// sqrt(sum (a - b)^2) / sqrt(sum b^2) over f32 data.
+double relativeError(const float *actual, const HostTensor &expected) {
+  double diff = 0, norm = 0;
+  for (int64_t i = 0; i < expected.numel(); ++i) {
+    double d = double(actual[i]) - expected.data[i];
+    diff += d * d;
+    norm += expected.data[i] * expected.data[i];
+  }
+  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
+}
+
+HostTensor randomIds(std::mt19937_64 &rng, int64_t vocab,
+                     const std::vector<int64_t> &lengths, int64_t width,
+                     bool withBos) {
+  HostTensor t({int64_t(lengths.size()), width}, ElementKind::I32);
+  std::uniform_int_distribution<int64_t> id(4, vocab - 1);
+  for (size_t b = 0; b < lengths.size(); ++b)
+    for (int64_t j = 0; j < lengths[b]; ++j)
+      t.data[b * width + j] = (withBos && j == 0) ? 2 : double(id(rng));
+  return t;
+}
+
+HostTensor randomFloats(std::mt19937_64 &rng, std::vector<int64_t> shape,
+                        double scale = 1.0) {
+  HostTensor t(std::move(shape), ElementKind::F32);
+  std::normal_distribution<double> normal(0.0, scale);
+  for (double &x : t.data)
+    x = roundToKind(normal(rng), ElementKind::F32);
+  return t;
+}
+
+class CpuBackendTest : public ::testing::TestWithParam<const char *> {
+protected:
+  void SetUp() override {
+    ctx = test::makeContext();
+    auto parsed = presetConfig(GetParam());
+    ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+    config = *parsed;
+    CompilePipelineOptions options;
+    options.training.dModel = config.d_model();
+    options.training.warmup = 10;
+    options.maxTokens = 64;
+    options.maxLen = 16;
+    options.maxBatch = 8;
+    module = buildModelModule(*ctx, config);
+    ASSERT_TRUE(module);
+    ASSERT_TRUE(mlir::succeeded(runCompilePipeline(*module, options)));
+    CpuExecutableOptions exeOptions;
+    exeOptions.bounds = {options.maxTokens, options.maxLen, options.maxBatch};
+    auto exe = writeCpuExecutable(*module, exeOptions);
+    ASSERT_TRUE(mlir::succeeded(exe));
+    executable = *exe;
+    auto created = cpu::CpuModel::create(std::move(*exe), 2);
+    ASSERT_TRUE(bool(created)) << created.error();
+    model = std::move(*created);
+    oracle = std::make_unique<InterpretedModel>(*module);
+    oracle->initParameters(3);
+  }
+
+  /// Sets the CPU model's parameters and optimizer state to the oracle's
+  /// parameters and to `inputs`' moments.
+  void resetState(const NamedTensors &inputs) {
+    for (const std::string &name : model->stateNames()) {
+      cpu::Tensor *state = model->state(name);
+      auto param = oracle->parameters().find(name);
+      if (param == oracle->parameters().end() && !inputs.count(name)) {
+        // Optimizer state the entry point does not take.
+        std::memset(state->data(), 0, state->bytes());
+        continue;
+      }
+      const HostTensor &value =
+          param != oracle->parameters().end() ? param->second : inputs.at(name);
+      ASSERT_EQ(value.shape, state->shape()) << name;
+      cpu::Tensor converted = toCpu(value);
+      std::memcpy(state->data(), converted.data(), state->bytes());
+    }
+  }
+
+  void expectSameResults(const std::string &fn, const NamedTensors &inputs) {
+    SCOPED_TRACE("@" + fn);
+    auto expected = oracle->call(fn, inputs);
+    ASSERT_TRUE(bool(expected)) << llvm::toString(expected.takeError());
+    resetState(inputs);
+    std::vector<cpu::Tensor> owned;
+    std::vector<cpu::TensorRef> refs;
+    for (const std::string &name : model->inputNames(fn)) {
+      ASSERT_TRUE(inputs.count(name)) << name;
+      owned.push_back(toCpu(inputs.at(name)));
+    }
+    for (const cpu::Tensor &t : owned)
+      refs.push_back(t.ref());
+    auto actual = model->run(fn, refs);
+    ASSERT_TRUE(bool(actual)) << actual.error();
+    std::map<std::string, const cpu::Tensor *> byName;
+    for (const cpu::NamedTensor &t : *actual)
+      byName[t.name] = &t.tensor;
+    for (auto &[name, value] : *expected) {
+      const cpu::Tensor *got = nullptr;
+      if (auto it = byName.find(name); it != byName.end())
+        got = it->second;
+      else if (llvm::StringRef(name).starts_with("param."))
+        got = model->state(name.substr(6));
+      else
+        got = model->state(name);
+      ASSERT_NE(got, nullptr) << "no result " << name;
+      ASSERT_EQ(got->shape(), value.shape) << name;
+      if (got->dtype() != runtime::Buffer::F32) {
+        cpu::Tensor want = toCpu(value);
+        EXPECT_EQ(std::memcmp(got->data(), want.data(), want.bytes()), 0)
+            << name;
+        continue;
+      }
+      EXPECT_LT(relativeError(got->f32(), value), 1e-4) << name;
+    }
+  }
+
+  std::unique_ptr<mlir::MLIRContext> ctx;
+  TransformerConfig config;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  runtime::Executable executable;
+  std::unique_ptr<cpu::CpuModel> model;
+  std::unique_ptr<InterpretedModel> oracle;
+};
+
+TEST_P(CpuBackendTest, EveryEntryPointMatchesTheInterpreter) {
+  std::mt19937_64 rng(11);
+  int64_t vocab = std::min(config.src_vocab(), config.tgt_vocab());
+  HostTensor src = randomIds(rng, vocab, {5, 3, 4}, 5, false);
+  HostTensor tgt = randomIds(rng, vocab, {6, 4, 2}, 6, true);
+  NamedTensors inputs = {{"src", src},
+                         {"tgt", tgt},
+                         {"seed", HostTensor::scalar(1234, ElementKind::I64)},
+                         {"step", HostTensor::scalar(3, ElementKind::I64)}};
+  for (auto &[name, value] : oracle->parameters()) {
+    inputs["exp_avg." + name] = randomFloats(rng, value.shape, 1e-2);
+    HostTensor v = randomFloats(rng, value.shape, 1e-2);
+    for (double &x : v.data)
+      x = roundToKind(x * x, ElementKind::F32);
+    inputs["exp_avg_sq." + name] = v;
+  }
+  for (const char *fn :
+       {"loss", "loss_grad", "train_step", "token_log_probs", "encode"})
+    expectSameResults(fn, inputs);
+
+  // One decoding step after two cached positions.
+  auto encoded = oracle->call("encode", inputs);
+  ASSERT_TRUE(bool(encoded)) << llvm::toString(encoded.takeError());
+  NamedTensors step = *encoded;
+  step["src"] = src;
+  for (auto &[name, value] : *encoded) {
+    std::vector<int64_t> shape = value.shape;
+    shape[2] = 2;
+    step["self_" + name.substr(std::string("cross_").size())] =
+        randomFloats(rng, shape);
+  }
+  step["tokens"] = randomIds(rng, vocab, {1, 1, 1}, 1, false);
+  step["position"] = HostTensor::scalar(2, ElementKind::I64);
+  expectSameResults("decode_step", step);
+}
+
+TEST_P(CpuBackendTest, RefusesBadInputsWithAMessage) {
+  std::mt19937_64 rng(5);
+  int64_t vocab = std::min(config.src_vocab(), config.tgt_vocab());
+  cpu::Tensor src = toCpu(randomIds(rng, vocab, {3, 2}, 3, false));
+  cpu::Tensor tgt = toCpu(randomIds(rng, vocab, {4, 4, 4}, 4, true));
+  cpu::Tensor wide = toCpu(randomIds(rng, vocab, {9}, 9, false));
+
+  auto run = [&](std::vector<cpu::TensorRef> refs) {
+    auto out = model->run("token_log_probs", refs);
+    EXPECT_FALSE(bool(out));
+    return out ? std::string() : out.error();
+  };
+  // Batch 2 against batch 3.
+  EXPECT_NE(run({src.ref(), tgt.ref()}).find("agree"), std::string::npos);
+  // Ids as i64.
+  cpu::Tensor src64(runtime::Buffer::I64, src.shape());
+  EXPECT_NE(run({src64.ref(), tgt.ref()}).find("I64"), std::string::npos);
+  // Too few inputs, an unknown entry point.
+  EXPECT_NE(run({src.ref()}).find("takes 2 inputs"), std::string::npos);
+  auto unknown = model->run("no_such_fn", {});
+  ASSERT_FALSE(bool(unknown));
+  EXPECT_NE(unknown.error().find("no entry point"), std::string::npos);
+  // 8 sentences of 9 tokens: more than the 64 tokens planned for.
+  HostTensor many = randomIds(rng, vocab, std::vector<int64_t>(8, 9), 9, false);
+  cpu::Tensor manyIds = toCpu(many);
+  std::string bounds = run({manyIds.ref(), manyIds.ref()});
+  EXPECT_NE(bounds.find("larger than"), std::string::npos) << bounds;
+  EXPECT_NE(bounds.find("max-tokens 64"), std::string::npos) << bounds;
+  (void)wide;
+}
+
+std::string createError(runtime::Executable exe) {
+  auto created = cpu::CpuModel::create(std::move(exe), 1);
+  return created ? std::string() : created.error();
+}
+
+TEST_P(CpuBackendTest, RefusesMismatchedExecutables) {
+  runtime::Executable exe = executable;
+  int generated = -1, library = -1;
+  for (int k = 0; k < exe.kernels_size(); ++k)
+    (exe.kernels(k).kind() == runtime::Kernel::GENERATED ? generated
+                                                         : library) = k;
+  ASSERT_GE(generated, 0);
+  ASSERT_GE(library, 0);
+
+  // Code from another executable: its symbols are not this one's.
+  exe.mutable_kernels(generated)->set_symbol("loom_kernel_absent");
+  EXPECT_NE(createError(exe).find("not in the executable's code"),
+            std::string::npos)
+      << createError(exe);
+  exe = executable;
+  exe.mutable_kernels(library)->set_symbol("no_such_kernel");
+  EXPECT_NE(createError(exe).find("no library kernel 'no_such_kernel'"),
+            std::string::npos);
+  exe = executable;
+  exe.set_target(runtime::Executable::CUDA);
+  EXPECT_NE(createError(exe).find("not CPU"), std::string::npos);
+  exe = executable;
+  exe.set_code(exe.code() + "x");
+  EXPECT_NE(createError(exe).find("code checksum mismatch"), std::string::npos);
+  exe = executable;
+  exe.mutable_entry_points(0)->mutable_steps(0)->add_args(0);
+  EXPECT_NE(createError(exe).find("arguments"), std::string::npos);
+}
+
+TEST_P(CpuBackendTest, RefusesDamagedFiles) {
+  std::string path =
+      ::testing::TempDir() + "/cpu-backend-" + GetParam() + ".loomx";
+  ASSERT_EQ(saveExecutable(path, executable), "");
+  auto loaded = loadExecutable(path);
+  ASSERT_TRUE(bool(loaded)) << loaded.error();
+  EXPECT_EQ(createError(*loaded), "");
+
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)),
+                    std::istreambuf_iterator<char>());
+  auto write = [&](const std::string &content) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(content.data(), content.size());
+  };
+  for (size_t n : {size_t(0), size_t(10), bytes.size() / 2, bytes.size() - 1}) {
+    write(bytes.substr(0, n));
+    auto truncated = loadExecutable(path);
+    ASSERT_FALSE(bool(truncated)) << n;
+    EXPECT_FALSE(truncated.error().empty());
+  }
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 64; ++i) {
+    std::string flipped = bytes;
+    size_t bit = rng() % (bytes.size() * 8);
+    flipped[bit / 8] ^= static_cast<char>(1 << (bit % 8));
+    write(flipped);
+    auto damaged = loadExecutable(path);
+    ASSERT_FALSE(bool(damaged)) << "bit " << bit;
+    EXPECT_NE(damaged.error().find(path), std::string::npos);
+  }
+  std::remove(path.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, CpuBackendTest,
+                         ::testing::Values("tiny", "small"));
+
+} // namespace

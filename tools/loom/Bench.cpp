@@ -1,0 +1,297 @@
+//===- Bench.cpp - `loom bench train|decode` ------------------------------===//
+//
+// Times the compiled CPU model on random batches and prints one JSON line:
+//
+//   train:  a step is one @train_step (forward, backward, Adam) on B pairs of
+//           S source and T target tokens; tokens per step = B * (S + T).
+//   decode: a step is greedy decoding of B sources of S tokens for exactly T
+//           tokens (@encode once, then T @decode_step calls with the cache,
+//           no early stop); tokens per step = B * T.
+//
+// Model FLOPs count 2*M*N*K for every GEMM of the model's forward (the
+// projections, the FFN, the generator over every target position, and the
+// two attention products per attention); a training step is three forwards'
+// worth. bench/pytorch_bench.py uses the same definitions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/loom/Commands.h"
+#include "tools/loom/Common.h"
+#include "tools/loom/CpuBackend.h"
+
+#include "runtime/cpu/Gemm.h"
+
+#include "nlohmann/json.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <sys/resource.h>
+
+namespace loom::cli {
+
+namespace {
+
+llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+struct BenchOptions {
+  std::string mode;
+  ModelOptions model;
+  int64_t batch = 32, srcLen = 30, tgtLen = 30;
+  int steps = 10, warmup = 2, threads = 0;
+  bool profile = false;
+};
+
+/// FLOPs of one forward over B x S sources and B x T targets.
+double forwardFlops(const TransformerConfig &c, double b, double s, double t) {
+  double d = c.d_model(), ff = c.d_ff();
+  double encoderLayer =
+      2 * b * s * (4 * d * d + 2 * d * ff) + 4 * b * s * s * d;
+  double decoderLayer = 2 * b * t * (4 * d * d + 2 * d * ff) +
+                        4 * b * t * t * d + 2 * b * t * 2 * d * d +
+                        2 * b * s * 2 * d * d + 4 * b * t * s * d;
+  return c.encoder_layers() * encoderLayer + c.decoder_layers() * decoderLayer +
+         2 * b * t * d * c.tgt_vocab();
+}
+
+/// FLOPs of greedy decoding: the encoder and the cross K/V once, then one
+/// position per step attending over the positions so far.
+double decodeFlops(const TransformerConfig &c, double b, double s, double t) {
+  double d = c.d_model(), ff = c.d_ff();
+  double flops = c.encoder_layers() *
+                 (2 * b * s * (4 * d * d + 2 * d * ff) + 4 * b * s * s * d);
+  flops += c.decoder_layers() * 2 * b * s * 2 * d * d;
+  for (double step = 1; step <= t; ++step)
+    flops += c.decoder_layers() *
+                 (2 * b * (4 * d * d + 2 * d * ff) + 4 * b * step * d +
+                  2 * b * 2 * d * d + 4 * b * s * d) +
+             2 * b * d * c.tgt_vocab();
+  return flops;
+}
+
+cpu::Tensor randomIds(std::mt19937_64 &rng, int64_t rows, int64_t len,
+                      int64_t vocab) {
+  std::uniform_int_distribution<int32_t> id(4, static_cast<int32_t>(vocab - 1));
+  cpu::Tensor ids(runtime::Buffer::I32, {rows, len});
+  auto *out = static_cast<int32_t *>(ids.data());
+  for (int64_t i = 0; i < rows * len; ++i)
+    out[i] = id(rng);
+  return ids;
+}
+
+double percentile(std::vector<double> sorted, double p) {
+  std::sort(sorted.begin(), sorted.end());
+  double index = p * double(sorted.size() - 1);
+  size_t lo = static_cast<size_t>(index);
+  size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (index - double(lo)) * (sorted[hi] - sorted[lo]);
+}
+
+using StepFn = std::function<llvm::Error(int)>;
+
+llvm::Expected<StepFn> trainStep(cpu::CpuModel &model,
+                                 const TransformerConfig &config,
+                                 const BenchOptions &o, std::mt19937_64 &rng) {
+  auto src = std::make_shared<cpu::Tensor>(
+      randomIds(rng, o.batch, o.srcLen, config.src_vocab()));
+  auto tgt = std::make_shared<cpu::Tensor>(
+      randomIds(rng, o.batch, o.tgtLen, config.tgt_vocab()));
+  return StepFn([&model, src, tgt](int step) -> llvm::Error {
+    cpu::Tensor seed = scalarTensor(runtime::Buffer::I64, step);
+    cpu::Tensor count = scalarTensor(runtime::Buffer::I64, step + 1);
+    std::map<std::string, cpu::TensorRef> named = {{"src", src->ref()},
+                                                   {"tgt", tgt->ref()},
+                                                   {"seed", seed.ref()},
+                                                   {"step", count.ref()}};
+    std::vector<cpu::TensorRef> inputs;
+    for (const std::string &name : model.inputNames("train_step"))
+      inputs.push_back(named.at(name));
+    auto out = model.run("train_step", inputs);
+    if (!out)
+      return error(out.error());
+    for (const cpu::NamedTensor &t : *out)
+      if (t.name == "loss" && !std::isfinite(t.tensor.f32()[0]))
+        return error("the loss is not finite at step " + llvm::Twine(step + 1));
+    return llvm::Error::success();
+  });
+}
+
+/// Greedy decoding of the whole batch for exactly T tokens.
+llvm::Expected<StepFn> decodeStep(cpu::CpuModel &model,
+                                  const TransformerConfig &config,
+                                  const BenchOptions &o, std::mt19937_64 &rng) {
+  auto src = std::make_shared<cpu::Tensor>(
+      randomIds(rng, o.batch, o.srcLen, config.src_vocab()));
+  int64_t tgtLen = o.tgtLen, batch = o.batch;
+  return StepFn([&model, src, tgtLen, batch](int) -> llvm::Error {
+    auto encoded = model.run("encode", {src->ref()});
+    if (!encoded)
+      return error(encoded.error());
+    std::map<std::string, cpu::Tensor> state;
+    for (cpu::NamedTensor &t : *encoded) {
+      std::vector<int64_t> shape = t.tensor.shape();
+      shape[2] = 0; // an empty self-attention cache shaped like the cross one
+      std::string self = "self_" + t.name.substr(std::string("cross_").size());
+      state[self] = cpu::Tensor(t.tensor.dtype(), shape);
+      state[t.name] = std::move(t.tensor);
+    }
+    cpu::Tensor tokens(runtime::Buffer::I32, {batch, 1});
+    auto *last = static_cast<int32_t *>(tokens.data());
+    std::fill(last, last + batch, 2); // bos
+    for (int64_t t = 0; t < tgtLen; ++t) {
+      cpu::Tensor position = scalarTensor(runtime::Buffer::I64, double(t));
+      std::vector<cpu::TensorRef> inputs;
+      for (const std::string &name : model.inputNames("decode_step")) {
+        if (name == "src")
+          inputs.push_back(src->ref());
+        else if (name == "tokens")
+          inputs.push_back(tokens.ref());
+        else if (name == "position")
+          inputs.push_back(position.ref());
+        else
+          inputs.push_back(state.at(name).ref());
+      }
+      auto out = model.run("decode_step", inputs);
+      if (!out)
+        return error(out.error());
+      for (cpu::NamedTensor &r : *out) {
+        if (r.name == "log_probs") {
+          int64_t vocab = r.tensor.shape().back();
+          for (int64_t b = 0; b < batch; ++b) {
+            const float *row = r.tensor.f32() + b * vocab;
+            last[b] =
+                static_cast<int32_t>(std::max_element(row, row + vocab) - row);
+          }
+        } else {
+          state[r.name] = std::move(r.tensor);
+        }
+      }
+    }
+    return llvm::Error::success();
+  });
+}
+
+llvm::Error bench(const BenchOptions &o) {
+  if (o.mode != "train" && o.mode != "decode")
+    return error("bench takes 'train' or 'decode', not '" + o.mode + "'");
+  if (o.batch <= 0 || o.srcLen <= 0 || o.tgtLen <= 1 || o.steps <= 0 ||
+      o.warmup < 0)
+    return error("--batch, --src-len and --steps must be positive, --tgt-len "
+                 "at least 2 and --warmup not negative");
+  auto config = o.model.load();
+  if (!config)
+    return config.takeError();
+  int64_t len = std::max(o.srcLen, o.tgtLen + 1);
+  auto compileStart = std::chrono::steady_clock::now();
+  auto exe = compileCpuExecutable(
+      *config, pipelineFor(*config, o.batch * len, len, o.batch));
+  if (!exe)
+    return exe.takeError();
+  double compileSeconds = std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - compileStart)
+                              .count();
+  auto model = loadCpuModel(std::move(*exe), o.threads);
+  if (!model)
+    return model.takeError();
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const std::string &name : (*model)->stateNames())
+    if (!llvm::StringRef(name).starts_with("exp_avg"))
+      shapes[name] = (*model)->state(name)->shape();
+  if (llvm::Error err =
+          bindParameters(**model, initialParameters(shapes, /*seed=*/1)))
+    return err;
+
+  std::mt19937_64 rng(7);
+  auto step = o.mode == "train" ? trainStep(**model, *config, o, rng)
+                                : decodeStep(**model, *config, o, rng);
+  if (!step)
+    return step.takeError();
+  for (int i = 0; i < o.warmup; ++i)
+    if (llvm::Error err = (*step)(i))
+      return err;
+  (*model)->setProfiling(o.profile);
+  std::vector<double> ms;
+  for (int i = 0; i < o.steps; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    if (llvm::Error err = (*step)(o.warmup + i))
+      return err;
+    ms.push_back(std::chrono::duration<double, std::milli>(
+                     std::chrono::steady_clock::now() - start)
+                     .count());
+  }
+
+  double flops = o.mode == "train"
+                     ? 3 * forwardFlops(*config, o.batch, o.srcLen, o.tgtLen)
+                     : decodeFlops(*config, o.batch, o.srcLen, o.tgtLen);
+  double tokens = o.mode == "train" ? double(o.batch * (o.srcLen + o.tgtLen))
+                                    : double(o.batch * o.tgtLen);
+  double median = percentile(ms, 0.5);
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  nlohmann::json line;
+  line["system"] = "loom";
+  line["mode"] = o.mode;
+  line["batch"] = o.batch;
+  line["src_len"] = o.srcLen;
+  line["tgt_len"] = o.tgtLen;
+  line["threads"] = (*model)->pool().size();
+  line["blas"] = cpu::blasName();
+  line["steps"] = o.steps;
+  line["tokens_per_step"] = tokens;
+  line["tokens_per_s"] = tokens / (median / 1000);
+  line["step_ms_median"] = median;
+  line["step_ms_min"] = percentile(ms, 0);
+  line["step_ms_p10"] = percentile(ms, 0.1);
+  line["step_ms_p90"] = percentile(ms, 0.9);
+  line["step_ms_max"] = percentile(ms, 1);
+  line["model_gflops_per_step"] = flops / 1e9;
+  line["model_gflops_per_s"] = flops / 1e9 / (median / 1000);
+  line["peak_rss_bytes"] = int64_t(usage.ru_maxrss) * 1024;
+  line["compile_s"] = compileSeconds;
+  std::printf("%s\n", line.dump().c_str());
+  if (o.profile) {
+    double total = 0;
+    for (const cpu::KernelProfile &p : (*model)->profile())
+      total += p.seconds;
+    std::fprintf(stderr, "%-28s %8s %10s %6s\n", "kernel", "calls", "ms/step",
+                 "share");
+    for (const cpu::KernelProfile &p : (*model)->profile())
+      std::fprintf(stderr, "%-28s %8lld %10.2f %5.1f%%\n", p.kernel.c_str(),
+                   static_cast<long long>(p.calls / o.steps),
+                   p.seconds * 1000 / o.steps, 100 * p.seconds / total);
+  }
+  return llvm::Error::success();
+}
+
+} // namespace
+
+void addBenchCommand(CLI::App &app, int &exitCode) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App *cmd = app.add_subcommand(
+      "bench", "Time the compiled CPU model: train steps or greedy decoding");
+  cmd->add_option("mode", o->mode, "train or decode")->required();
+  o->model.addTo(cmd);
+  cmd->add_option("--batch", o->batch, "Sentence pairs per step")
+      ->capture_default_str();
+  cmd->add_option("--src-len", o->srcLen, "Source tokens per sentence")
+      ->capture_default_str();
+  cmd->add_option("--tgt-len", o->tgtLen,
+                  "Target tokens per sentence (decode: tokens generated)")
+      ->capture_default_str();
+  cmd->add_option("--steps", o->steps, "Timed steps")->capture_default_str();
+  cmd->add_option("--warmup", o->warmup, "Untimed steps first")
+      ->capture_default_str();
+  cmd->add_option("--threads", o->threads,
+                  "CPU threads (0: one per hardware thread)")
+      ->capture_default_str();
+  cmd->add_flag("--profile", o->profile, "Print the time per kernel to stderr");
+  cmd->callback([o, &exitCode] {
+    if (llvm::Error err = bench(*o))
+      exitCode = fail("bench", std::move(err));
+  });
+}
+
+} // namespace loom::cli
