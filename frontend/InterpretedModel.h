@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -70,8 +71,14 @@ private:
 };
 
 /// A [rows, max length] i32 batch from token sequences, padded with 0.
-/// Parameters drawn as torch initializes nn.Transformer's (Xavier-uniform
-/// matrices, zero biases, unit norm weights, N(0, 1/d) embeddings).
+/// Draws parameter `name`'s initial values into `out` as torch initializes
+/// nn.Transformer's (Xavier-uniform matrices, zero biases, unit norm
+/// weights, N(0, 1/d) embeddings), continuing `rng`.
+void drawInitialParameter(llvm::StringRef name,
+                          const std::vector<int64_t> &shape,
+                          std::mt19937_64 &rng, float *out);
+
+/// Every parameter of `shapes`, drawn in name order from one generator.
 NamedTensors
 initialParameters(const std::map<std::string, std::vector<int64_t>> &shapes,
                   uint64_t seed);

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <new>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -21,13 +22,32 @@ using runtime::Kernel;
 using GeneratedKernel = void (*)(void *const *, const int64_t *, int64_t,
                                  int64_t);
 
-void Tensor::Free::operator()(char *p) const { std::free(p); }
+/// From this size on, storage is mapped rather than allocated.
+constexpr size_t kMappedBytes = 1 << 20;
+
+void Tensor::Free::operator()(char *p) const {
+  if (mappedBytes)
+    munmap(p, mappedBytes);
+  else
+    std::free(p);
+}
 
 Tensor::Tensor(DType dtype, std::vector<int64_t> shape)
     : type(dtype), dims(std::move(shape)) {
   size_t size = static_cast<size_t>(std::max<int64_t>(bytes(), 1));
   size_t rounded = (size + 63) / 64 * 64;
+  if (rounded >= kMappedBytes) {
+    void *p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+      throw std::bad_alloc();
+    storage =
+        std::unique_ptr<char, Free>(static_cast<char *>(p), Free{rounded});
+    return;
+  }
   storage.reset(static_cast<char *>(std::aligned_alloc(64, rounded)));
+  if (!storage)
+    throw std::bad_alloc();
   std::memset(storage.get(), 0, rounded);
 }
 
@@ -48,7 +68,6 @@ struct CpuModel::Entry {
   std::vector<int> inputs;      // INPUT buffers, in run() order
   std::vector<int> used;        // every buffer a step, input or output uses
   std::vector<int> stateOutput; // per output: the state buffer it updates, -1
-  Tensor arena;
 };
 
 namespace {
@@ -125,8 +144,27 @@ ErrorOr<std::unique_ptr<CpuModel>> CpuModel::create(runtime::Executable exe,
 }
 
 CpuModel::~CpuModel() {
+  if (arena)
+    munmap(arena, arenaBytes);
   if (library)
     dlclose(library);
+}
+
+char *CpuModel::arenaFor(int64_t bytes) {
+  // Entry points never run at once, so they share one arena, grown to the
+  // largest that has run. Anonymous pages cost no memory until touched, so
+  // an entry point's peak is what its own kernels write.
+  if (static_cast<size_t>(bytes) <= arenaBytes)
+    return arena;
+  if (arena)
+    munmap(arena, arenaBytes);
+  arenaBytes = std::max<size_t>(static_cast<size_t>(bytes), 1);
+  void *p = mmap(nullptr, arenaBytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  arena = p == MAP_FAILED ? nullptr : static_cast<char *>(p);
+  if (!arena)
+    arenaBytes = 0;
+  return arena;
 }
 
 std::string CpuModel::load(int threads) {
@@ -226,7 +264,6 @@ std::string CpuModel::load(int threads) {
     for (const runtime::Step &step : proto.steps())
       for (int b : step.args())
         use(b);
-    entry->arena = Tensor(Buffer::I1, {proto.arena_bytes()});
     entries.push_back(std::move(entry));
   }
   return "";
@@ -379,7 +416,11 @@ CpuModel::run(const std::string &name, const std::vector<TensorRef> &inputs) {
   }
 
   // Where each buffer lives.
-  char *arena = static_cast<char *>(entry->arena.data());
+  char *arena = arenaFor(entry->proto->arena_bytes());
+  if (!arena)
+    return Result::failure("cannot allocate the " +
+                           std::to_string(entry->proto->arena_bytes()) +
+                           "-byte arena of '" + name + "'");
   std::vector<Tensor> outputs(entry->proto->outputs_size());
   for (size_t i = 0; i < inputs.size(); ++i)
     refs[entry->inputs[i]].data = inputs[i].data;

@@ -2,8 +2,9 @@
 //
 // Loads an Executable for the CPU: opens its shared object of generated
 // kernels, finds every library kernel, allocates the parameters and the
-// optimizer state once (shared by all entry points) and one arena per entry
-// point, sized by the plan. A call binds the inputs, derives the named sizes
+// optimizer state once, and one arena that the entry points share (they
+// never run at once), sized by the plan of the largest that has run. A call
+// binds the inputs, derives the named sizes
 // (`batch`, `src_len`) from their shapes, checks them against the bounds the
 // arena was planned for, evaluates every buffer's shape, and runs the steps.
 // Outputs that the plan writes over state (`param.w`, `exp_avg.w`) update the
@@ -26,7 +27,9 @@
 
 namespace loom::cpu {
 
-/// A dense row-major tensor with 64-byte aligned storage, zeroed.
+/// A dense row-major tensor with 64-byte aligned storage, zeroed. Large
+/// tensors are anonymous mappings, whose pages cost memory only once written
+/// (optimizer state that a decoding run never touches stays free).
 class Tensor {
 public:
   Tensor() = default;
@@ -44,7 +47,10 @@ public:
 
 private:
   struct Free {
+    Free() : mappedBytes(0) {}
+    explicit Free(size_t bytes) : mappedBytes(bytes) {}
     void operator()(char *p) const;
+    size_t mappedBytes; // 0: from aligned_alloc
   };
   DType type = runtime::Buffer::F32;
   std::vector<int64_t> dims;
@@ -95,11 +101,14 @@ public:
 private:
   CpuModel() = default;
   std::string load(int threads);
+  char *arenaFor(int64_t bytes);
 
   struct Entry;
   runtime::Executable exe;
   std::unique_ptr<ThreadPool> threadPool;
   void *library = nullptr;
+  char *arena = nullptr;
+  size_t arenaBytes = 0;
   std::vector<void *> kernelFns; // per kernel: LibraryKernel or generated
   std::map<std::string, int> stateIndex;
   std::vector<Tensor> buffers; // per buffer: state and constants

@@ -196,13 +196,7 @@ llvm::Error bench(const BenchOptions &o) {
   auto model = loadCpuModel(std::move(*exe), o.threads);
   if (!model)
     return model.takeError();
-  std::map<std::string, std::vector<int64_t>> shapes;
-  for (const std::string &name : (*model)->stateNames())
-    if (!llvm::StringRef(name).starts_with("exp_avg"))
-      shapes[name] = (*model)->state(name)->shape();
-  if (llvm::Error err =
-          bindParameters(**model, initialParameters(shapes, /*seed=*/1)))
-    return err;
+  initParameters(**model, /*seed=*/1);
 
   std::mt19937_64 rng(7);
   auto step = o.mode == "train" ? trainStep(**model, *config, o, rng)

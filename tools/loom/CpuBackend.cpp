@@ -12,6 +12,7 @@
 #include <google/protobuf/text_format.h>
 
 #include <cstring>
+#include <random>
 
 namespace loom::cli {
 
@@ -109,6 +110,17 @@ llvm::Error bindParameters(cpu::CpuModel &model, const NamedTensors &weights) {
       out[i] = static_cast<float>(it->second.data[i]);
   }
   return llvm::Error::success();
+}
+
+void initParameters(cpu::CpuModel &model, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  // stateNames() is sorted, as initialParameters' map is.
+  for (const std::string &name : model.stateNames()) {
+    if (llvm::StringRef(name).starts_with("exp_avg"))
+      continue;
+    cpu::Tensor *state = model.state(name);
+    drawInitialParameter(name, state->shape(), rng, state->f32());
+  }
 }
 
 cpu::Tensor idsTensor(const std::vector<std::vector<int64_t>> &rows) {

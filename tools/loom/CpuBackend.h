@@ -46,6 +46,10 @@ loadCpuModel(runtime::Executable exe, int threads);
 /// given with its shape.
 llvm::Error bindParameters(cpu::CpuModel &model, const NamedTensors &weights);
 
+/// Draws every parameter as initialParameters(seed) would, straight into
+/// the model's f32 state.
+void initParameters(cpu::CpuModel &model, uint64_t seed);
+
 /// A [rows, longest] i32 tensor of `rows`, padded with 0.
 cpu::Tensor idsTensor(const std::vector<std::vector<int64_t>> &rows);
 
