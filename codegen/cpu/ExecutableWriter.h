@@ -8,7 +8,10 @@
 // a loom.fusion calls its generated kernel, anything else a runtime library
 // kernel, and views the memory plan already placed on their operand's bytes
 // need no step at all. Shapes are polynomials in the named dynamic sizes
-// (`batch`, `src_len`), which the runtime evaluates per call.
+// (`batch`, `src_len`), which the runtime evaluates per call. Buffers are
+// named for diagnostics and binding: parameters and optimizer state by their
+// own names, the rest "<entry>/input/<name>", "<entry>/output/<name>" and
+// "<entry>/%<n>".
 //
 //===----------------------------------------------------------------------===//
 
