@@ -19,6 +19,7 @@
 #include "tools/loom/Common.h"
 #include "tools/loom/CpuBackend.h"
 
+#include "runtime/cpu/Decoding.h"
 #include "runtime/cpu/Gemm.h"
 
 #include "nlohmann/json.hpp"
@@ -125,51 +126,13 @@ llvm::Expected<StepFn> decodeStep(cpu::CpuModel &model,
                                   const BenchOptions &o, std::mt19937_64 &rng) {
   auto src = std::make_shared<cpu::Tensor>(
       randomIds(rng, o.batch, o.srcLen, config.src_vocab()));
-  int64_t tgtLen = o.tgtLen, batch = o.batch;
-  return StepFn([&model, src, tgtLen, batch](int) -> llvm::Error {
-    auto encoded = model.run("encode", {src->ref()});
-    if (!encoded)
-      return error(encoded.error());
-    std::map<std::string, cpu::Tensor> state;
-    for (cpu::NamedTensor &t : *encoded) {
-      std::vector<int64_t> shape = t.tensor.shape();
-      shape[2] = 0; // an empty self-attention cache shaped like the cross one
-      std::string self = "self_" + t.name.substr(std::string("cross_").size());
-      state[self] = cpu::Tensor(t.tensor.dtype(), shape);
-      state[t.name] = std::move(t.tensor);
-    }
-    cpu::Tensor tokens(runtime::Buffer::I32, {batch, 1});
-    auto *last = static_cast<int32_t *>(tokens.data());
-    std::fill(last, last + batch, 2); // bos
-    for (int64_t t = 0; t < tgtLen; ++t) {
-      cpu::Tensor position = scalarTensor(runtime::Buffer::I64, double(t));
-      std::vector<cpu::TensorRef> inputs;
-      for (const std::string &name : model.inputNames("decode_step")) {
-        if (name == "src")
-          inputs.push_back(src->ref());
-        else if (name == "tokens")
-          inputs.push_back(tokens.ref());
-        else if (name == "position")
-          inputs.push_back(position.ref());
-        else
-          inputs.push_back(state.at(name).ref());
-      }
-      auto out = model.run("decode_step", inputs);
-      if (!out)
-        return error(out.error());
-      for (cpu::NamedTensor &r : *out) {
-        if (r.name == "log_probs") {
-          int64_t vocab = r.tensor.shape().back();
-          for (int64_t b = 0; b < batch; ++b) {
-            const float *row = r.tensor.f32() + b * vocab;
-            last[b] =
-                static_cast<int32_t>(std::max_element(row, row + vocab) - row);
-          }
-        } else {
-          state[r.name] = std::move(r.tensor);
-        }
-      }
-    }
+  cpu::GreedyOptions greedy;
+  greedy.maxLen = o.tgtLen;
+  greedy.stopAtEos = false;
+  return StepFn([&model, src, greedy](int) -> llvm::Error {
+    auto out = cpu::greedyDecode(model, src->ref(), greedy);
+    if (!out)
+      return error(out.error());
     return llvm::Error::success();
   });
 }

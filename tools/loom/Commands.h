@@ -21,6 +21,8 @@ void addGradCommand(CLI::App &app, int &exitCode);
 /// `loom demo`: trains the tiny model on a synthetic task.
 void addDemoCommand(CLI::App &app, int &exitCode);
 void addBenchCommand(CLI::App &app, int &exitCode);
+/// `loom score`: corpus BLEU against a reference, as sacreBLEU computes it.
+void addScoreCommand(CLI::App &app, int &exitCode);
 
 } // namespace loom::cli
 

@@ -2,30 +2,29 @@
 //
 // The README's main job: no files needed. It makes a synthetic translation
 // task (reverse or copy a string of symbols), builds the `tiny` Transformer
-// and compiles it with the whole pipeline of `loom compile` (fusion,
-// gradients, Adam, elementwise regions, memory plan). It trains it on the
-// reference interpreter with fresh random batches, every temporary inside the
-// planned arena, and decodes held-out sentences greedily with the encoder
-// output and the self-attention cache, printing a few and the exact-match
-// rate.
+// and compiles it for the CPU as `loom compile --target cpu` does (fusion,
+// gradients, Adam, elementwise regions, memory plan, native kernels). It
+// trains it with fresh random batches and decodes held-out sentences
+// greedily with the encoder output and the self-attention cache, printing a
+// few and the exact-match rate.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tools/loom/Demo.h"
 
-#include "frontend/Config.h"
-#include "frontend/InterpretedModel.h"
-#include "frontend/SyntheticTask.h"
-#include "frontend/Transformer.h"
-#include "ir/LoomDialect.h"
-#include "passes/Pipeline.h"
+#include "tools/loom/CpuBackend.h"
 
-#include "mlir/IR/MLIRContext.h"
+#include "frontend/Config.h"
+#include "frontend/SyntheticTask.h"
+#include "runtime/cpu/Decoding.h"
+
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
 #include <cmath>
+
+#include "llvm/Support/FormatVariadic.h"
 
 using namespace loom;
 
@@ -43,6 +42,40 @@ double secondsSince(Clock::time_point start) {
 int fail(llvm::Error err) {
   llvm::errs() << "loom demo: " << llvm::toString(std::move(err)) << "\n";
   return 1;
+}
+
+/// One @train_step; returns the batch's loss, or an error when it is not
+/// finite (the parameters are then already updated, and the demo stops).
+llvm::Expected<double> trainStep(cpu::CpuModel &model, const cpu::Tensor &src,
+                                 const cpu::Tensor &tgt, int64_t step) {
+  cpu::Tensor seed = cli::scalarTensor(runtime::Buffer::I64, double(step));
+  cpu::Tensor count = cli::scalarTensor(runtime::Buffer::I64, double(step));
+  std::vector<cpu::TensorRef> inputs;
+  for (const std::string &name : model.inputNames("train_step")) {
+    if (name == "src")
+      inputs.push_back(src.ref());
+    else if (name == "tgt")
+      inputs.push_back(tgt.ref());
+    else if (name == "seed")
+      inputs.push_back(seed.ref());
+    else if (name == "step")
+      inputs.push_back(count.ref());
+    else
+      return llvm::createStringError("@train_step takes an unknown input '" +
+                                     name + "'");
+  }
+  auto out = model.run("train_step", inputs);
+  if (!out)
+    return llvm::createStringError(out.error());
+  for (const cpu::NamedTensor &t : *out)
+    if (t.name == "loss") {
+      double loss = t.tensor.f32()[0];
+      if (!std::isfinite(loss))
+        return llvm::createStringError(
+            llvm::formatv("the loss is {0} at step {1}", loss, step).str());
+      return loss;
+    }
+  return llvm::createStringError("@train_step returns no loss");
 }
 
 } // namespace
@@ -63,43 +96,39 @@ int loom::runDemo(const DemoOptions &options) {
     return fail(config.takeError());
   task.vocab = std::min(config->src_vocab(), config->tgt_vocab());
 
-  mlir::MLIRContext ctx;
-  ctx.loadDialect<LoomDialect, mlir::func::FuncDialect>();
-  auto module = buildModelModule(ctx, *config);
-  if (!module)
-    return fail(llvm::createStringError("could not build the model"));
-  // The whole compile pipeline, as `loom compile` runs it: the interpreter
-  // then trains through fused attention, linear and elementwise regions.
-  CompilePipelineOptions pipeline;
-  pipeline.training.dModel = config->d_model();
+  // The whole compile pipeline, as `loom compile --target cpu` runs it,
+  // planned for the largest batches the demo runs: training batches and the
+  // decoding chunks below, sentences of at most maxLength symbols + 2.
+  int64_t maxLen = task.maxLength + 2;
+  int64_t maxBatch = std::max<int64_t>(options.batch, kDecodeChunk);
+  CompilePipelineOptions pipeline =
+      cli::pipelineFor(*config, maxBatch * maxLen, maxLen, maxBatch);
   pipeline.training.warmup = options.warmup;
   pipeline.training.lrScale = options.lrScale;
-  // Planned for the largest batches the demo runs: training batches and the
-  // decoding chunks below, sentences of at most maxLength symbols + 2.
-  pipeline.maxLen = task.maxLength + 2;
-  pipeline.maxBatch = std::max<int64_t>(options.batch, kDecodeChunk);
-  pipeline.maxTokens = pipeline.maxBatch * pipeline.maxLen;
-  if (mlir::failed(runCompilePipeline(*module, pipeline)))
-    return fail(llvm::createStringError("the compile pipeline failed"));
-
-  // Every temporary lives in the planned arena, at its planned offset.
-  InterpreterOptions interpreter;
-  interpreter.useArenaPlan = true;
-  InterpretedModel model(*module, interpreter);
-  model.initParameters(options.seed);
+  auto compileStart = Clock::now();
+  auto exe = cli::compileCpuExecutable(*config, pipeline);
+  if (!exe)
+    return fail(exe.takeError());
+  auto model = cli::loadCpuModel(std::move(*exe), options.threads);
+  if (!model)
+    return fail(model.takeError());
+  cli::initParameters(**model, options.seed);
   int64_t numParams = 0;
-  for (auto &[name, t] : model.parameters())
-    numParams += t.numel();
+  for (const std::string &name : (*model)->stateNames())
+    if (!llvm::StringRef(name).starts_with("exp_avg"))
+      numParams += (*model)->state(name)->numel();
 
   llvm::outs() << "Loom demo: learning to " << options.task << " strings of "
                << task.minLength << "-" << task.maxLength << " symbols\n"
                << "model: tiny Transformer (d_model " << config->d_model()
                << ", " << config->heads() << " heads, "
                << config->encoder_layers() << "+" << config->decoder_layers()
-               << " layers, " << numParams << " parameters), "
-               << "compiled (fused attention, linear, elementwise regions, "
-                  "memory plan) and trained with @train_step on the "
-                  "reference interpreter, inside the planned arena\n";
+               << " layers, " << numParams << " parameters), compiled for "
+               << "this CPU in "
+               << llvm::format("%.1f", secondsSince(compileStart))
+               << "s (fused attention, linear, elementwise regions, memory "
+                  "plan, native kernels) on "
+               << (*model)->pool().size() << " threads\n";
 
   auto start = Clock::now();
   int64_t tokens = 0;
@@ -108,11 +137,11 @@ int loom::runDemo(const DemoOptions &options) {
   for (int64_t step = 1; step <= options.steps; ++step) {
     auto batch =
         makeSyntheticPairs(task, options.batch, options.seed * 1000003 + step);
-    HostTensor src = padBatch(sourcesOf(batch));
-    HostTensor tgt = padBatch(targetsOf(batch));
+    cpu::Tensor src = cli::idsTensor(sourcesOf(batch));
+    cpu::Tensor tgt = cli::idsTensor(targetsOf(batch));
     for (const SentencePair &p : batch)
       tokens += int64_t(p.tgt.size()) - 1;
-    auto loss = model.trainStep(src, tgt, step);
+    auto loss = trainStep(**model, src, tgt, step);
     if (!loss)
       return fail(loss.takeError());
     recent += *loss;
@@ -141,17 +170,24 @@ int loom::runDemo(const DemoOptions &options) {
     std::vector<SentencePair> part(
         heldOut.begin() + i,
         heldOut.begin() + std::min(heldOut.size(), i + kDecodeChunk));
-    auto outputs = model.greedy(padBatch(sourcesOf(part)), task.maxLength + 2,
-                                kBosId, kEosId);
-    if (!outputs)
-      return fail(outputs.takeError());
+    cpu::Tensor src = cli::idsTensor(sourcesOf(part));
+    cpu::GreedyOptions greedy;
+    greedy.maxLen = task.maxLength + 2;
+    greedy.bos = kBosId;
+    greedy.eos = kEosId;
+    auto decoded = cpu::greedyDecode(**model, src.ref(), greedy);
+    if (!decoded)
+      return fail(llvm::createStringError(decoded.error()));
+    std::vector<std::vector<int64_t>> outputs;
+    for (const auto &row : *decoded)
+      outputs.emplace_back(row.begin(), row.end());
     for (size_t j = 0; j < part.size(); ++j) {
       auto expected = syntheticAnswer(task, part[j].src);
-      bool ok = (*outputs)[j] == expected;
+      bool ok = outputs[j] == expected;
       exact += ok;
       if (shown < 6) {
         llvm::outs() << "  " << symbolsToString(part[j].src) << " -> "
-                     << symbolsToString((*outputs)[j])
+                     << symbolsToString(outputs[j])
                      << (ok ? "  (correct)"
                             : "  (expected " + symbolsToString(expected) + ")")
                      << "\n";
@@ -163,10 +199,10 @@ int loom::runDemo(const DemoOptions &options) {
       "exact match: %lld/%zu (%.1f%%) in %.1fs\n", (long long)exact,
       heldOut.size(), 100.0 * exact / heldOut.size(), secondsSince(start));
   llvm::outs()
-      << "\nNext: `loom compile --preset base --dump-dir ir/ --report "
-         "base.json` compiles the paper's model\n(fusion, gradients, Adam, "
-         "memory plan) and keeps the IR after every pass; `loom forward` "
-         "and\n`loom grad` run a config with safetensors weights (see "
-         "README).\n";
+      << "\nNext: `loom compile --preset base --target cpu -o base.loomx` "
+         "compiles the paper's model for\nthis CPU (`--dump-dir ir/` keeps "
+         "the IR after every pass); `loom bench train --preset base`\ntimes "
+         "it; `loom forward` and `loom grad` run a config with safetensors "
+         "weights (see README).\n";
   return 0;
 }

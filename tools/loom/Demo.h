@@ -16,10 +16,13 @@ struct DemoOptions {
   double lrScale = 1.0;
   uint64_t seed = 1;
   int64_t heldOut = 200;
+  // One thread: the tiny model's kernels are too small to split, and
+  // OpenMP's spinning threads slow down badly on a busy machine.
+  int threads = 1;
 };
 
-/// Trains the `tiny` Transformer on a synthetic task with the reference
-/// interpreter, printing progress, then decodes held-out examples greedily.
+/// Trains the `tiny` Transformer on a synthetic task with the CPU backend,
+/// printing progress, then decodes held-out examples greedily.
 /// Returns the process exit code.
 int runDemo(const DemoOptions &options);
 

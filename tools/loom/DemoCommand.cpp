@@ -27,6 +27,10 @@ void addDemoCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("--held-out", options->heldOut,
                   "Held-out sentences to decode")
       ->capture_default_str();
+  cmd->add_option("--threads", options->threads,
+                  "CPU threads (0: one per hardware thread; the tiny model "
+                  "gains nothing from more than one)")
+      ->capture_default_str();
   cmd->callback([options, &exitCode] { exitCode = runDemo(*options); });
 }
 

@@ -1,8 +1,8 @@
 //===- main.cpp - The loom command-line tool ------------------------------===//
 //
-// `loom <command> ...`: compile, forward, grad, demo. Each command lives in
-// its own file (see Commands.h). Any failure prints one line naming the
-// problem and exits 1.
+// `loom <command> ...`: compile, forward, grad, demo, bench, score. Each
+// command lives in its own file (see Commands.h). Any failure prints one line
+// naming the problem and exits 1.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +20,7 @@ int main(int argc, char **argv) {
   loom::cli::addGradCommand(app, exitCode);
   loom::cli::addDemoCommand(app, exitCode);
   loom::cli::addBenchCommand(app, exitCode);
+  loom::cli::addScoreCommand(app, exitCode);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
