@@ -3,9 +3,49 @@
 #include "runtime/cpu/Decoding.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <map>
 
 namespace loom::cpu {
+
+namespace {
+
+/// Rows `rows` of `t` along its first dim, in that order.
+Tensor gatherRows(const TensorRef &t, const std::vector<int64_t> &rows) {
+  std::vector<int64_t> shape = t.shape;
+  int64_t rowBytes = shape[0] ? t.bytes() / shape[0] : 0;
+  shape[0] = static_cast<int64_t>(rows.size());
+  Tensor out(t.dtype, shape);
+  for (size_t i = 0; i < rows.size(); ++i)
+    std::memcpy(static_cast<char *>(out.data()) + i * rowBytes,
+                static_cast<const char *>(t.data) + rows[i] * rowBytes,
+                rowBytes);
+  return out;
+}
+
+/// GNMT's length penalty, as Marian and OpenNMT apply it.
+double lengthPenalty(int64_t length, double alpha) {
+  return std::pow((5.0 + double(length)) / 6.0, alpha);
+}
+
+/// One sentence's beam: its live hypotheses (rows of the batch, in order)
+/// and those that ended.
+struct Beam {
+  int64_t sentence = 0;
+  std::vector<std::vector<int32_t>> tokens;
+  std::vector<double> logProbs;
+  std::vector<Hypothesis> finished;
+};
+
+struct Candidate {
+  double logProb;
+  int64_t parent; // index into the beam
+  int32_t token;
+};
+
+} // namespace
 
 ErrorOr<std::vector<std::vector<int32_t>>>
 greedyDecode(CpuModel &model, const TensorRef &src,
@@ -79,6 +119,183 @@ greedyDecode(CpuModel &model, const TensorRef &src,
       break;
   }
   return out;
+}
+
+ErrorOr<std::vector<std::vector<Hypothesis>>>
+beamSearch(CpuModel &model, const TensorRef &src, const BeamOptions &options) {
+  using Result = ErrorOr<std::vector<std::vector<Hypothesis>>>;
+  if (src.rank() != 2 || src.dtype != runtime::Buffer::I32)
+    return Result::failure("beam search takes [batch, len] i32 ids");
+  if (options.beam < 1 || options.nbest < 1 || options.nbest > options.beam ||
+      options.maxLen < 1)
+    return Result::failure("beam search needs beam >= 1, 1 <= nbest <= "
+                           "beam and maxLen >= 1");
+  const int64_t batch = src.shape[0], k = options.beam;
+  const double minusInf = -std::numeric_limits<double>::infinity();
+  std::vector<std::vector<Hypothesis>> results(batch);
+  if (batch == 0)
+    return results;
+
+  auto encoded = model.run("encode", {src});
+  if (!encoded)
+    return Result::failure(encoded.error());
+  // Every sentence's rows repeat its source and encoder K/V `k` times.
+  std::vector<int64_t> rows;
+  for (int64_t s = 0; s < batch; ++s)
+    for (int64_t j = 0; j < k; ++j)
+      rows.push_back(s);
+  std::map<std::string, Tensor> state;
+  Tensor srcRows = gatherRows(src, rows);
+  for (NamedTensor &t : *encoded) {
+    if (t.name.rfind("cross_", 0) != 0 || t.tensor.shape().size() != 4)
+      return Result::failure("@encode returns '" + t.name +
+                             "', not a [batch, heads, len, dim] cross cache");
+    std::vector<int64_t> shape = t.tensor.shape();
+    shape[0] = batch * k;
+    shape[2] = 0;
+    state["self_" + t.name.substr(6)] = Tensor(t.tensor.dtype(), shape);
+    state[t.name] = gatherRows(t.tensor.ref(), rows);
+  }
+
+  std::vector<Beam> beams(batch);
+  for (int64_t s = 0; s < batch; ++s) {
+    beams[s].sentence = s;
+    beams[s].tokens.assign(k, {});
+    // The k rows start equal: only the first may expand at the first step.
+    beams[s].logProbs.assign(k, minusInf);
+    beams[s].logProbs[0] = 0;
+  }
+  std::vector<int32_t> last(batch * k, options.bos);
+  std::vector<std::string> names = model.inputNames("decode_step");
+
+  for (int64_t t = 0; t < options.maxLen && !beams.empty(); ++t) {
+    int64_t live = static_cast<int64_t>(beams.size()) * k;
+    Tensor tokens(runtime::Buffer::I32, {live, 1});
+    std::copy(last.begin(), last.end(), static_cast<int32_t *>(tokens.data()));
+    Tensor position(runtime::Buffer::I64, {});
+    *static_cast<int64_t *>(position.data()) = t;
+    std::vector<TensorRef> inputs;
+    for (const std::string &name : names) {
+      if (name == "src")
+        inputs.push_back(srcRows.ref());
+      else if (name == "tokens")
+        inputs.push_back(tokens.ref());
+      else if (name == "position")
+        inputs.push_back(position.ref());
+      else if (auto it = state.find(name); it != state.end())
+        inputs.push_back(it->second.ref());
+      else
+        return Result::failure("@decode_step takes an input '" + name +
+                               "' that beam search does not know");
+    }
+    auto step = model.run("decode_step", inputs);
+    if (!step)
+      return Result::failure(step.error());
+    const Tensor *logProbs = nullptr;
+    for (NamedTensor &r : *step)
+      if (r.name == "log_probs")
+        logProbs = &r.tensor;
+    if (!logProbs)
+      return Result::failure("@decode_step returns no log_probs");
+    int64_t vocab = logProbs->shape().back();
+    bool lastStep = t + 1 == options.maxLen;
+
+    std::vector<Beam> next;
+    std::vector<int64_t> parents; // rows of this step each next row follows
+    std::vector<int64_t> kept;    // sentences (indices into `beams`) kept
+    last.clear();
+    for (size_t i = 0; i < beams.size(); ++i) {
+      Beam &beam = beams[i];
+      // The 2k best extensions hold k that do not end the sentence.
+      std::vector<Candidate> candidates;
+      for (int64_t j = 0; j < k; ++j) {
+        if (beam.logProbs[j] == minusInf)
+          continue;
+        const float *row = logProbs->f32() + (i * k + j) * vocab;
+        for (int64_t v = 0; v < vocab; ++v)
+          candidates.push_back(
+              {beam.logProbs[j] + row[v], j, static_cast<int32_t>(v)});
+      }
+      size_t top = std::min<size_t>(candidates.size(), 2 * k);
+      std::partial_sort(candidates.begin(), candidates.begin() + top,
+                        candidates.end(),
+                        [](const Candidate &a, const Candidate &b) {
+                          return a.logProb > b.logProb ||
+                                 (a.logProb == b.logProb && a.token < b.token);
+                        });
+      Beam grown;
+      grown.sentence = beam.sentence;
+      grown.finished = std::move(beam.finished);
+      for (size_t c = 0; c < top && int64_t(grown.tokens.size()) < k; ++c) {
+        const Candidate &cand = candidates[c];
+        std::vector<int32_t> tokens = beam.tokens[cand.parent];
+        if (cand.token == options.eos) {
+          if (int64_t(grown.finished.size()) < k)
+            grown.finished.push_back(
+                {tokens, cand.logProb,
+                 cand.logProb /
+                     lengthPenalty(int64_t(tokens.size()) + 1, options.alpha)});
+          continue;
+        }
+        tokens.push_back(cand.token);
+        grown.tokens.push_back(std::move(tokens));
+        grown.logProbs.push_back(cand.logProb);
+        parents.push_back(int64_t(i) * k + cand.parent);
+        last.push_back(cand.token);
+      }
+      bool done = int64_t(grown.finished.size()) >= k || lastStep ||
+                  grown.tokens.empty();
+      // Every sentence keeps k rows; a short beam (a vocabulary smaller than
+      // 2k) fills up with copies that can never win.
+      while (!done && int64_t(grown.tokens.size()) < k) {
+        grown.tokens.push_back(grown.tokens.back());
+        grown.logProbs.push_back(minusInf);
+        parents.push_back(parents.back());
+        last.push_back(last.back());
+      }
+      if (done) {
+        // Out of steps: the live hypotheses end here, without eos.
+        if (lastStep)
+          for (size_t j = 0; j < grown.tokens.size(); ++j)
+            grown.finished.push_back(
+                {grown.tokens[j], grown.logProbs[j],
+                 grown.logProbs[j] /
+                     lengthPenalty(int64_t(grown.tokens[j].size()),
+                                   options.alpha)});
+        std::stable_sort(grown.finished.begin(), grown.finished.end(),
+                         [](const Hypothesis &a, const Hypothesis &b) {
+                           return a.score > b.score;
+                         });
+        grown.finished.resize(
+            std::min<size_t>(grown.finished.size(), options.nbest));
+        results[grown.sentence] = std::move(grown.finished);
+        parents.resize(parents.size() - grown.tokens.size());
+        last.resize(last.size() - grown.tokens.size());
+        continue;
+      }
+      kept.push_back(int64_t(i));
+      next.push_back(std::move(grown));
+    }
+
+    // The caches follow the surviving hypotheses; the encoder's K/V and the
+    // source change only when a sentence left.
+    bool shrank = next.size() != beams.size();
+    std::vector<int64_t> sentenceRows;
+    for (int64_t i : kept)
+      for (int64_t j = 0; j < k; ++j)
+        sentenceRows.push_back(i * k + j);
+    for (NamedTensor &r : *step)
+      if (r.name != "log_probs")
+        state[r.name] = gatherRows(r.tensor.ref(), parents);
+    if (shrank) {
+      srcRows = gatherRows(srcRows.ref(), sentenceRows);
+      for (auto &[name, tensor] : state)
+        if (name.rfind("cross_", 0) == 0)
+          tensor = gatherRows(tensor.ref(), sentenceRows);
+    }
+    beams = std::move(next);
+  }
+  return results;
 }
 
 } // namespace loom::cpu

@@ -1,0 +1,229 @@
+//===- DecodingTest.cpp - Greedy and beam search on the CPU backend -------===//
+//
+// Beam search keeps every hypothesis of every sentence as a row of one
+// batch, gathers the caches to follow the survivors and drops finished
+// sentences. Held against a plain reference that decodes one sentence at a
+// time and recomputes each hypothesis's whole prefix from scratch at every
+// step, it must find the same hypotheses with the same scores; with beam 1
+// it must be greedy decoding.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/Decoding.h"
+#include "codegen/cpu/ExecutableWriter.h"
+#include "frontend/Config.h"
+#include "frontend/InterpretedModel.h"
+#include "frontend/Transformer.h"
+#include "passes/Pipeline.h"
+
+#include "TestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+
+using namespace loom;
+
+namespace {
+
+class DecodingTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ctx = test::makeContext();
+    auto parsed = presetConfig("tiny");
+    ASSERT_TRUE(bool(parsed));
+    config = *parsed;
+    CompilePipelineOptions options;
+    options.training.dModel = config.d_model();
+    options.maxLen = 16;
+    options.maxBatch = 16;
+    options.maxTokens = 256;
+    auto module = buildModelModule(*ctx, config);
+    ASSERT_TRUE(module);
+    ASSERT_TRUE(mlir::succeeded(runCompilePipeline(*module, options)));
+    CpuExecutableOptions exeOptions;
+    exeOptions.bounds = {options.maxTokens, options.maxLen, options.maxBatch};
+    auto exe = writeCpuExecutable(*module, exeOptions);
+    ASSERT_TRUE(mlir::succeeded(exe));
+    auto created = cpu::CpuModel::create(std::move(*exe), 1);
+    ASSERT_TRUE(bool(created)) << created.error();
+    model = std::move(*created);
+    // Parameters far from uniform predictions, so that hypotheses differ.
+    std::mt19937_64 rng(5);
+    for (const std::string &name : model->stateNames()) {
+      cpu::Tensor *t = model->state(name);
+      std::normal_distribution<float> normal(0.0f, 0.5f);
+      for (int64_t i = 0; i < t->numel(); ++i)
+        t->f32()[i] = normal(rng);
+    }
+  }
+
+  cpu::Tensor sources(const std::vector<std::vector<int32_t>> &rows) {
+    size_t width = 0;
+    for (const auto &r : rows)
+      width = std::max(width, r.size());
+    cpu::Tensor t(runtime::Buffer::I32, {int64_t(rows.size()), int64_t(width)});
+    for (size_t i = 0; i < rows.size(); ++i)
+      std::copy(rows[i].begin(), rows[i].end(),
+                static_cast<int32_t *>(t.data()) + i * width);
+    return t;
+  }
+
+  /// log p(. | prefix, src) for one sentence, with fresh caches.
+  std::vector<float> nextLogProbs(const cpu::Tensor &src,
+                                  const std::vector<int32_t> &prefix) {
+    auto encoded = model->run("encode", {src.ref()});
+    EXPECT_TRUE(bool(encoded));
+    std::map<std::string, cpu::Tensor> state;
+    for (cpu::NamedTensor &t : *encoded) {
+      std::vector<int64_t> shape = t.tensor.shape();
+      shape[2] = 0;
+      state["self_" + t.name.substr(6)] = cpu::Tensor(t.tensor.dtype(), shape);
+      state[t.name] = std::move(t.tensor);
+    }
+    std::vector<int32_t> fed = {2};
+    fed.insert(fed.end(), prefix.begin(), prefix.end());
+    std::vector<float> out;
+    for (size_t t = 0; t < fed.size(); ++t) {
+      cpu::Tensor tokens(runtime::Buffer::I32, {1, 1});
+      *static_cast<int32_t *>(tokens.data()) = fed[t];
+      cpu::Tensor position(runtime::Buffer::I64, {});
+      *static_cast<int64_t *>(position.data()) = int64_t(t);
+      std::vector<cpu::TensorRef> inputs;
+      for (const std::string &name : model->inputNames("decode_step"))
+        inputs.push_back(name == "src"        ? src.ref()
+                         : name == "tokens"   ? tokens.ref()
+                         : name == "position" ? position.ref()
+                                              : state.at(name).ref());
+      auto step = model->run("decode_step", inputs);
+      EXPECT_TRUE(bool(step)) << step.error();
+      for (cpu::NamedTensor &r : *step) {
+        if (r.name == "log_probs")
+          out.assign(r.tensor.f32(), r.tensor.f32() + r.tensor.numel());
+        else
+          state[r.name] = std::move(r.tensor);
+      }
+    }
+    return out;
+  }
+
+  /// Beam search for one sentence, every prefix recomputed from scratch.
+  std::vector<cpu::Hypothesis> referenceBeam(const std::vector<int32_t> &row,
+                                             const cpu::BeamOptions &o) {
+    cpu::Tensor src = sources({row});
+    auto penalty = [&](int64_t n) {
+      return std::pow((5.0 + n) / 6.0, o.alpha);
+    };
+    std::vector<std::pair<std::vector<int32_t>, double>> live = {{{}, 0.0}};
+    std::vector<cpu::Hypothesis> finished;
+    for (int64_t t = 0; t < o.maxLen; ++t) {
+      struct Cand {
+        double lp;
+        size_t parent;
+        int32_t token;
+      };
+      std::vector<Cand> cands;
+      for (size_t j = 0; j < live.size(); ++j) {
+        std::vector<float> lp = nextLogProbs(src, live[j].first);
+        for (size_t v = 0; v < lp.size(); ++v)
+          cands.push_back({live[j].second + lp[v], j, int32_t(v)});
+      }
+      std::sort(cands.begin(), cands.end(), [](const Cand &a, const Cand &b) {
+        return a.lp > b.lp || (a.lp == b.lp && a.token < b.token);
+      });
+      cands.resize(std::min<size_t>(cands.size(), 2 * o.beam));
+      std::vector<std::pair<std::vector<int32_t>, double>> grown;
+      for (const Cand &c : cands) {
+        if (int64_t(grown.size()) == o.beam)
+          break;
+        std::vector<int32_t> tokens = live[c.parent].first;
+        if (c.token == o.eos) {
+          if (int64_t(finished.size()) < o.beam)
+            finished.push_back(
+                {tokens, c.lp, c.lp / penalty(int64_t(tokens.size()) + 1)});
+          continue;
+        }
+        tokens.push_back(c.token);
+        grown.push_back({tokens, c.lp});
+      }
+      live = grown;
+      if (int64_t(finished.size()) >= o.beam)
+        break;
+      if (t + 1 == o.maxLen)
+        for (auto &[tokens, lp] : live)
+          finished.push_back(
+              {tokens, lp, lp / penalty(int64_t(tokens.size()))});
+    }
+    std::stable_sort(finished.begin(), finished.end(),
+                     [](const cpu::Hypothesis &a, const cpu::Hypothesis &b) {
+                       return a.score > b.score;
+                     });
+    finished.resize(std::min<size_t>(finished.size(), o.nbest));
+    return finished;
+  }
+
+  std::unique_ptr<mlir::MLIRContext> ctx;
+  TransformerConfig config;
+  std::unique_ptr<cpu::CpuModel> model;
+};
+
+const std::vector<std::vector<int32_t>> kSources = {
+    {5, 9, 11, 7, 3}, {12, 4, 3}, {8, 8, 20, 17, 6, 13, 3}};
+
+TEST_F(DecodingTest, BeamOneIsGreedy) {
+  cpu::Tensor src = sources(kSources);
+  cpu::GreedyOptions greedy;
+  greedy.maxLen = 10;
+  auto expected = cpu::greedyDecode(*model, src.ref(), greedy);
+  ASSERT_TRUE(bool(expected)) << expected.error();
+  cpu::BeamOptions beam;
+  beam.beam = 1;
+  beam.maxLen = 10;
+  auto actual = cpu::beamSearch(*model, src.ref(), beam);
+  ASSERT_TRUE(bool(actual)) << actual.error();
+  ASSERT_EQ(actual->size(), kSources.size());
+  for (size_t s = 0; s < kSources.size(); ++s) {
+    ASSERT_EQ((*actual)[s].size(), 1u);
+    EXPECT_EQ((*actual)[s][0].tokens, (*expected)[s]) << "sentence " << s;
+  }
+}
+
+TEST_F(DecodingTest, BeamWithTheCacheMatchesRecomputingEveryPrefix) {
+  cpu::Tensor src = sources(kSources);
+  cpu::BeamOptions o;
+  o.beam = 4;
+  o.nbest = 3;
+  o.maxLen = 7;
+  auto actual = cpu::beamSearch(*model, src.ref(), o);
+  ASSERT_TRUE(bool(actual)) << actual.error();
+  size_t distinct = 0;
+  for (size_t s = 0; s < kSources.size(); ++s) {
+    std::vector<cpu::Hypothesis> expected = referenceBeam(kSources[s], o);
+    ASSERT_EQ((*actual)[s].size(), expected.size()) << "sentence " << s;
+    for (size_t h = 0; h < expected.size(); ++h) {
+      EXPECT_EQ((*actual)[s][h].tokens, expected[h].tokens)
+          << "sentence " << s << " hypothesis " << h;
+      EXPECT_NEAR((*actual)[s][h].score, expected[h].score, 1e-4);
+      EXPECT_NEAR((*actual)[s][h].logProb, expected[h].logProb, 1e-4);
+    }
+    distinct += expected.size() > 1 && expected[0].tokens != expected[1].tokens;
+    // Scores are sorted best first.
+    for (size_t h = 1; h < (*actual)[s].size(); ++h)
+      EXPECT_GE((*actual)[s][h - 1].score, (*actual)[s][h].score);
+  }
+  EXPECT_GT(distinct, 0u) << "the test needs hypotheses that differ";
+}
+
+TEST_F(DecodingTest, RefusesBadOptions) {
+  cpu::Tensor src = sources(kSources);
+  cpu::BeamOptions o;
+  o.nbest = 5;
+  auto out = cpu::beamSearch(*model, src.ref(), o);
+  ASSERT_FALSE(bool(out));
+  EXPECT_NE(out.error().find("nbest"), std::string::npos);
+}
+
+} // namespace
