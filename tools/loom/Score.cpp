@@ -58,8 +58,7 @@ llvm::Expected<std::vector<std::string>> readLines(const std::string &path,
     size_t bad = 0;
     if (!text::isValidUtf8(line, &bad))
       return error(llvm::formatv(
-          "{0} '{1}' line {2} is not valid UTF-8 (byte 0x{3:X-2} at column "
-          "{4})",
+          "{0} '{1}' line {2} is not valid UTF-8 (at byte {4}: 0x{3:X-2})",
           what, name, lines.size() + 1,
           unsigned(static_cast<unsigned char>(line[bad])), bad + 1));
     lines.push_back(line.str());
