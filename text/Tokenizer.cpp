@@ -1,1 +1,290 @@
-// Placeholder: filled in by the change that implements this file.
+//===- Tokenizer.cpp - SentencePiece tokenization -------------------------===//
+
+#include "text/Tokenizer.h"
+
+#include "text/SentencePieceShim.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <type_traits>
+
+#ifndef LOOM_SENTENCEPIECE_SHIM_NAME
+#define LOOM_SENTENCEPIECE_SHIM_NAME "libloom_sentencepiece.so"
+#endif
+
+namespace loom::text {
+namespace {
+
+/// The module's entry points. Resolved once; the module is never closed,
+/// because SentencePiece and its protobuf keep global state whose
+/// destructors must not run while a Tokenizer might still be alive.
+struct Library {
+  decltype(&loom_spm_train) train = nullptr;
+  decltype(&loom_spm_load) load = nullptr;
+  decltype(&loom_spm_free) free = nullptr;
+  decltype(&loom_spm_encode) encode = nullptr;
+  decltype(&loom_spm_decode) decode = nullptr;
+  decltype(&loom_spm_vocab_size) vocabSize = nullptr;
+  decltype(&loom_spm_id_to_piece) idToPiece = nullptr;
+  decltype(&loom_spm_free_buffer) freeBuffer = nullptr;
+
+  /// Takes ownership of a message the module returned.
+  std::string takeError(char *message) const {
+    std::string result = message ? message : "";
+    freeBuffer(message);
+    return result;
+  }
+};
+
+/// The directory of the running executable, or empty when unknown.
+std::string executableDir() {
+  char buffer[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);
+  if (n <= 0)
+    return "";
+  std::string path(buffer, static_cast<size_t>(n));
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash);
+}
+
+/// Opens the module at `path` and resolves every entry point; returns an
+/// empty string or why it could not.
+std::string tryOpen(const std::string &path, Library &lib) {
+  // LOCAL: SentencePiece's protobuf symbols must not become visible to
+  // libprotobuf. DEEPBIND: SentencePiece must bind to its own protobuf, not
+  // to the system libprotobuf already loaded. NOW: a missing symbol shows
+  // here, not at the first call.
+  void *handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+  if (!handle) {
+    const char *error = ::dlerror();
+    std::string why = error ? error : "dlopen failed";
+    // dlerror starts with the path, which the caller prints already.
+    if (why.compare(0, path.size() + 2, path + ": ") == 0)
+      why.erase(0, path.size() + 2);
+    return why;
+  }
+  auto resolve = [&](auto &fn, const char *name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+        ::dlsym(handle, name));
+    return fn != nullptr;
+  };
+  decltype(&loom_spm_abi_version) abiVersion = nullptr;
+  if (!resolve(abiVersion, "loom_spm_abi_version") ||
+      !resolve(lib.train, "loom_spm_train") ||
+      !resolve(lib.load, "loom_spm_load") ||
+      !resolve(lib.free, "loom_spm_free") ||
+      !resolve(lib.encode, "loom_spm_encode") ||
+      !resolve(lib.decode, "loom_spm_decode") ||
+      !resolve(lib.vocabSize, "loom_spm_vocab_size") ||
+      !resolve(lib.idToPiece, "loom_spm_id_to_piece") ||
+      !resolve(lib.freeBuffer, "loom_spm_free_buffer")) {
+    ::dlclose(handle);
+    return "not a Loom SentencePiece module (missing entry points)";
+  }
+  if (int32_t version = abiVersion(); version != LOOM_SPM_ABI_VERSION) {
+    ::dlclose(handle);
+    return "interface version " + std::to_string(version) + ", expected " +
+           std::to_string(LOOM_SPM_ABI_VERSION) +
+           " (a module of another build)";
+  }
+  return "";
+}
+
+struct LoadedLibrary {
+  Library lib;
+  std::string error;
+};
+
+const LoadedLibrary &library() {
+  static const LoadedLibrary loaded = [] {
+    LoadedLibrary result;
+    std::vector<std::string> candidates;
+    if (const char *env = std::getenv("LOOM_SENTENCEPIECE_SHIM"); env && *env)
+      candidates.push_back(env);
+    if (std::string dir = executableDir(); !dir.empty())
+      candidates.push_back(dir + "/../lib/" LOOM_SENTENCEPIECE_SHIM_NAME);
+#ifdef LOOM_SENTENCEPIECE_SHIM_BUILD_PATH
+    candidates.push_back(LOOM_SENTENCEPIECE_SHIM_BUILD_PATH);
+#endif
+    std::ostringstream tried;
+    for (const std::string &path : candidates) {
+      std::string why = tryOpen(path, result.lib);
+      if (why.empty())
+        return result;
+      tried << "\n  " << path << ": " << why;
+    }
+    result.error =
+        "cannot load the SentencePiece module " +
+        std::string(LOOM_SENTENCEPIECE_SHIM_NAME) +
+        " (set LOOM_SENTENCEPIECE_SHIM to its path); tried:" + tried.str();
+    return result;
+  }();
+  return loaded;
+}
+
+} // namespace
+
+struct Tokenizer::Model {
+  Model(const Library *lib, LoomSpm *handle) : lib(lib), handle(handle) {}
+  Model(const Model &) = delete;
+  Model &operator=(const Model &) = delete;
+  ~Model() { lib->free(handle); }
+
+  const Library *lib;
+  LoomSpm *handle;
+};
+
+std::string loadSentencePiece() { return library().error; }
+
+ErrorOr<Tokenizer> Tokenizer::train(const std::vector<std::string> &files,
+                                    const TokenizerTrainOptions &options) {
+  const LoadedLibrary &loaded = library();
+  if (!loaded.error.empty())
+    return ErrorOr<Tokenizer>::failure(loaded.error);
+  if (options.modelType != "unigram" && options.modelType != "bpe")
+    return ErrorOr<Tokenizer>::failure("unknown tokenizer model type '" +
+                                       options.modelType +
+                                       "' (expected unigram or bpe)");
+  // The four reserved ids plus at least one piece.
+  if (options.vocabSize <= 4)
+    return ErrorOr<Tokenizer>::failure(
+        "tokenizer vocabulary size must exceed 4, got " +
+        std::to_string(options.vocabSize));
+  for (const std::string &file : files)
+    if (!std::ifstream(file))
+      return ErrorOr<Tokenizer>::failure("cannot open " + file);
+
+  LoomSpmTrainOptions o{};
+  o.vocab_size = options.vocabSize;
+  o.model_type = options.modelType.c_str();
+  o.character_coverage = options.characterCoverage;
+  o.normalization_rule = options.normalization.c_str();
+  o.input_sentence_size = options.inputSentenceSize;
+  o.max_sentence_length = options.maxSentenceBytes;
+  o.seed = options.seed;
+  o.num_threads = options.threads;
+  o.pad_id = kPad;
+  o.unk_id = kUnk;
+  o.bos_id = kBos;
+  o.eos_id = kEos;
+  o.verbose = options.verbose;
+
+  std::vector<const char *> paths;
+  for (const std::string &file : files)
+    paths.push_back(file.c_str());
+  char *model = nullptr;
+  size_t modelSize = 0;
+  if (char *error =
+          loaded.lib.train(paths.data(), paths.size(), &o, &model, &modelSize))
+    return ErrorOr<Tokenizer>::failure(loaded.lib.takeError(error));
+  std::string bytes(model, modelSize);
+  loaded.lib.freeBuffer(model);
+  return load(bytes);
+}
+
+ErrorOr<Tokenizer> Tokenizer::load(const std::string &modelBytes) {
+  const LoadedLibrary &loaded = library();
+  if (!loaded.error.empty())
+    return ErrorOr<Tokenizer>::failure(loaded.error);
+  LoomSpm *handle = nullptr;
+  if (char *error =
+          loaded.lib.load(modelBytes.data(), modelBytes.size(), &handle))
+    return ErrorOr<Tokenizer>::failure(loaded.lib.takeError(error));
+  auto model = std::make_shared<const Model>(&loaded.lib, handle);
+  int32_t size = loaded.lib.vocabSize(handle);
+  // Every Loom component (padding masks, decoding) relies on these ids; a
+  // model trained elsewhere with other ids would silently misbehave.
+  struct Reserved {
+    int32_t id;
+    const char *piece;
+  };
+  Tokenizer tokenizer(model, modelBytes, size);
+  if (size <= kEos)
+    return ErrorOr<Tokenizer>::failure("tokenizer model has only " +
+                                       std::to_string(size) + " pieces");
+  for (Reserved r : {Reserved{kPad, "<pad>"}, Reserved{kUnk, "<unk>"},
+                     Reserved{kBos, "<s>"}, Reserved{kEos, "</s>"}})
+    if (std::string p = tokenizer.piece(r.id); p != r.piece)
+      return ErrorOr<Tokenizer>::failure(
+          "tokenizer model has '" + p + "' at id " + std::to_string(r.id) +
+          ", expected '" + r.piece + "' (pad 0, unk 1, bos 2, eos 3)");
+  return tokenizer;
+}
+
+ErrorOr<Tokenizer> Tokenizer::loadFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return ErrorOr<Tokenizer>::failure("cannot open " + path);
+  std::string bytes((std::istreambuf_iterator<char>(in)),
+                    std::istreambuf_iterator<char>());
+  if (in.bad())
+    return ErrorOr<Tokenizer>::failure("error reading " + path);
+  auto result = load(bytes);
+  if (!result)
+    return ErrorOr<Tokenizer>::failure(path + ": " + result.error());
+  return result;
+}
+
+std::string Tokenizer::saveFile(const std::string &path) const {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out)
+    return "cannot create " + path;
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out)
+    return "error writing " + path;
+  return "";
+}
+
+std::vector<int32_t> Tokenizer::encode(const std::string &text) const {
+  int32_t *ids = nullptr;
+  size_t count = 0;
+  if (char *error = model->lib->encode(model->handle, text.data(), text.size(),
+                                       &ids, &count)) {
+    std::fprintf(stderr, "loom: %s\n", model->lib->takeError(error).c_str());
+    std::abort();
+  }
+  std::vector<int32_t> result(ids, ids + count);
+  model->lib->freeBuffer(ids);
+  return result;
+}
+
+std::string Tokenizer::decode(const std::vector<int32_t> &ids) const {
+  std::vector<int32_t> valid(ids);
+  for (int32_t &id : valid)
+    if (id < 0 || id >= size)
+      id = kUnk;
+  char *text = nullptr;
+  size_t length = 0;
+  if (char *error = model->lib->decode(model->handle, valid.data(),
+                                       valid.size(), &text, &length)) {
+    std::fprintf(stderr, "loom: %s\n", model->lib->takeError(error).c_str());
+    std::abort();
+  }
+  std::string result(text, length);
+  model->lib->freeBuffer(text);
+  return result;
+}
+
+std::string Tokenizer::piece(int32_t id) const {
+  char *text = nullptr;
+  size_t length = 0;
+  if (id < 0 || id >= size)
+    return "";
+  if (char *error = model->lib->idToPiece(model->handle, id, &text, &length)) {
+    model->lib->takeError(error);
+    return "";
+  }
+  std::string result(text, length);
+  model->lib->freeBuffer(text);
+  return result;
+}
+
+} // namespace loom::text
