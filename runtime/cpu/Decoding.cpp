@@ -131,6 +131,18 @@ beamSearch(CpuModel &model, const TensorRef &src, const BeamOptions &options) {
     return Result::failure("beam search needs beam >= 1, 1 <= nbest <= "
                            "beam and maxLen >= 1");
   const int64_t batch = src.shape[0], k = options.beam;
+  if (!options.maxLens.empty() && int64_t(options.maxLens.size()) != batch)
+    return Result::failure(
+        "beam search got " + std::to_string(options.maxLens.size()) +
+        " maximum lengths for " + std::to_string(batch) + " sentences");
+  auto maxLenOf = [&](int64_t sentence) {
+    return std::max<int64_t>(1, options.maxLens.empty()
+                                    ? options.maxLen
+                                    : options.maxLens[sentence]);
+  };
+  int64_t steps = 0;
+  for (int64_t s = 0; s < batch; ++s)
+    steps = std::max(steps, maxLenOf(s));
   const double minusInf = -std::numeric_limits<double>::infinity();
   std::vector<std::vector<Hypothesis>> results(batch);
   if (batch == 0)
@@ -168,7 +180,7 @@ beamSearch(CpuModel &model, const TensorRef &src, const BeamOptions &options) {
   std::vector<int32_t> last(batch * k, options.bos);
   std::vector<std::string> names = model.inputNames("decode_step");
 
-  for (int64_t t = 0; t < options.maxLen && !beams.empty(); ++t) {
+  for (int64_t t = 0; t < steps && !beams.empty(); ++t) {
     int64_t live = static_cast<int64_t>(beams.size()) * k;
     Tensor tokens(runtime::Buffer::I32, {live, 1});
     std::copy(last.begin(), last.end(), static_cast<int32_t *>(tokens.data()));
@@ -198,7 +210,6 @@ beamSearch(CpuModel &model, const TensorRef &src, const BeamOptions &options) {
     if (!logProbs)
       return Result::failure("@decode_step returns no log_probs");
     int64_t vocab = logProbs->shape().back();
-    bool lastStep = t + 1 == options.maxLen;
 
     std::vector<Beam> next;
     std::vector<int64_t> parents; // rows of this step each next row follows
@@ -206,6 +217,7 @@ beamSearch(CpuModel &model, const TensorRef &src, const BeamOptions &options) {
     last.clear();
     for (size_t i = 0; i < beams.size(); ++i) {
       Beam &beam = beams[i];
+      bool lastStep = t + 1 >= maxLenOf(beam.sentence);
       // The 2k best extensions hold k that do not end the sentence.
       std::vector<Candidate> candidates;
       for (int64_t j = 0; j < k; ++j) {

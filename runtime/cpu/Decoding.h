@@ -34,7 +34,9 @@ struct BeamOptions {
   int64_t beam = 4;
   double alpha = 0.6;  // length penalty ((5 + len) / 6)^alpha
   int64_t maxLen = 64; // tokens generated at most, eos included
-  int64_t nbest = 1;   // hypotheses returned per sentence, best first
+  /// Per sentence, when given: its own maxLen (e.g. from its length).
+  std::vector<int64_t> maxLens;
+  int64_t nbest = 1; // hypotheses returned per sentence, best first
   int32_t bos = 2;
   int32_t eos = 3;
 };

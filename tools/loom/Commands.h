@@ -23,6 +23,7 @@ void addDemoCommand(CLI::App &app, int &exitCode);
 void addBenchCommand(CLI::App &app, int &exitCode);
 /// `loom score`: corpus BLEU against a reference, as sacreBLEU computes it.
 void addScoreCommand(CLI::App &app, int &exitCode);
+void addTranslateCommand(CLI::App &app, int &exitCode);
 
 } // namespace loom::cli
 

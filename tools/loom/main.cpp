@@ -21,6 +21,7 @@ int main(int argc, char **argv) {
   loom::cli::addDemoCommand(app, exitCode);
   loom::cli::addBenchCommand(app, exitCode);
   loom::cli::addScoreCommand(app, exitCode);
+  loom::cli::addTranslateCommand(app, exitCode);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

@@ -1,0 +1,187 @@
+//===- TranslateCliTest.cpp - `loom translate` on a model directory -------===//
+//
+// Builds a model directory (a SentencePiece vocabulary trained on generated
+// text, a tiny config, random weights), then runs the `loom` binary: one
+// output line per input line in input order, empty lines kept empty, long
+// lines cut with a warning, n-best lines, and clear refusals.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/InterpretedModel.h"
+#include "runtime/Safetensors.h"
+#include "text/Tokenizer.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <unistd.h>
+
+using namespace loom;
+
+namespace {
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void writeFile(const std::string &path, const std::string &content) {
+  std::ofstream out(path, std::ios::binary);
+  out << content;
+}
+
+std::vector<std::string> splitLines(const std::string &text) {
+  std::vector<std::string> lines;
+  std::stringstream ss(text);
+  std::string line;
+  while (std::getline(ss, line))
+    lines.push_back(line);
+  return lines;
+}
+
+class TranslateCli : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() {
+    // Per process: ctest runs each test of this suite in a process of its
+    // own, at the same time.
+    dir = ::testing::TempDir() + "/translate-cli-" + std::to_string(getpid());
+    std::filesystem::create_directories(dir);
+    // A vocabulary from generated sentences.
+    std::mt19937_64 rng(3);
+    const char *words[] = {"the",   "a",     "dog",   "runs",  "cat",
+                           "eine",  "Katze", "läuft", "Hund",  "über",
+                           "grass", "green", "red",   "house", "Haus"};
+    std::string corpus;
+    for (int i = 0; i < 400; ++i) {
+      int n = 3 + int(rng() % 8);
+      for (int j = 0; j < n; ++j)
+        corpus += std::string(j ? " " : "") + words[rng() % 15];
+      corpus += ".\n";
+    }
+    writeFile(dir + "/corpus.txt", corpus);
+    text::TokenizerTrainOptions options;
+    options.vocabSize = 40;
+    auto tokenizer = text::Tokenizer::train({dir + "/corpus.txt"}, options);
+    ASSERT_TRUE(bool(tokenizer)) << tokenizer.error();
+    ASSERT_EQ(tokenizer->saveFile(dir + "/spm.model"), "");
+    int64_t vocab = tokenizer->vocabSize();
+    writeFile(dir + "/config.pbtxt",
+              "d_model: 32 heads: 2 d_ff: 64 encoder_layers: 2 "
+              "decoder_layers: 2 src_vocab: " +
+                  std::to_string(vocab) +
+                  " tgt_vocab: " + std::to_string(vocab) + " max_len: 24\n");
+    // Random weights with every parameter of the tiny model.
+    std::map<std::string, std::vector<int64_t>> shapes = {
+        {"src_embed.weight", {vocab, 32}},
+        {"tgt_embed.weight", {vocab, 32}},
+        {"generator.weight", {vocab, 32}},
+        {"generator.bias", {vocab}}};
+    for (const char *side : {"encoder", "decoder"})
+      for (int l = 0; l < 2; ++l) {
+        std::string p = std::string(side) + ".layers." + std::to_string(l);
+        std::vector<std::string> attns = {"self_attn"};
+        if (std::string(side) == "decoder")
+          attns.push_back("multihead_attn");
+        for (const std::string &a : attns) {
+          shapes[p + "." + a + ".in_proj_weight"] = {96, 32};
+          shapes[p + "." + a + ".in_proj_bias"] = {96};
+          shapes[p + "." + a + ".out_proj.weight"] = {32, 32};
+          shapes[p + "." + a + ".out_proj.bias"] = {32};
+        }
+        shapes[p + ".linear1.weight"] = {64, 32};
+        shapes[p + ".linear1.bias"] = {64};
+        shapes[p + ".linear2.weight"] = {32, 64};
+        shapes[p + ".linear2.bias"] = {32};
+        for (int n = 1; n <= (std::string(side) == "decoder" ? 3 : 2); ++n) {
+          shapes[p + ".norm" + std::to_string(n) + ".weight"] = {32};
+          shapes[p + ".norm" + std::to_string(n) + ".bias"] = {32};
+        }
+      }
+    SafeTensorFile file;
+    for (auto &[name, value] : initialParameters(shapes, 7)) {
+      std::vector<double> data = value.data;
+      // Biases away from zero so that the outputs depend on them too.
+      std::normal_distribution<double> normal(0, 0.3);
+      for (double &x : data)
+        x += normal(rng);
+      auto tensor = fromDoubles(data, value.shape, "F32");
+      ASSERT_TRUE(bool(tensor)) << tensor.error();
+      file.tensors[name] = *tensor;
+    }
+    ASSERT_EQ(saveSafetensors(dir + "/model.safetensors", file), "");
+  }
+
+  static void TearDownTestSuite() { std::filesystem::remove_all(dir); }
+
+  /// Runs `loom translate` on `input`; returns its exit code.
+  int translate(const std::string &input, const std::string &flags,
+                std::string &out, std::string &err) {
+    writeFile(dir + "/in.txt", input);
+    std::string command = std::string(LOOM_BINARY) + " translate --model " +
+                          dir + " --input " + dir + "/in.txt --threads 1 " +
+                          flags + " >" + dir + "/out.txt 2>" + dir + "/err.txt";
+    int status = std::system(command.c_str());
+    out = readFile(dir + "/out.txt");
+    err = readFile(dir + "/err.txt");
+    return WEXITSTATUS(status);
+  }
+
+  static std::string dir;
+};
+
+std::string TranslateCli::dir;
+
+TEST_F(TranslateCli, OneLineOutPerLineInAndInputOrder) {
+  std::string longLine;
+  for (int i = 0; i < 40; ++i)
+    longLine += "the red house ";
+  std::vector<std::string> inputs = {"the dog runs.", "", "eine Katze läuft.",
+                                     longLine, "a cat."};
+  std::string input;
+  for (const std::string &line : inputs)
+    input += line + "\n";
+  std::string out, err;
+  ASSERT_EQ(translate(input, "--beam 3", out, err), 0) << err;
+  std::vector<std::string> together = splitLines(out);
+  ASSERT_EQ(together.size(), inputs.size()) << out;
+  EXPECT_EQ(together[1], "");
+  EXPECT_NE(err.find("line 4 has"), std::string::npos) << err;
+  EXPECT_NE(err.find("it is cut"), std::string::npos) << err;
+  // Each sentence alone gives what it got in the sorted, batched run.
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].empty())
+      continue;
+    std::string alone, ignored;
+    ASSERT_EQ(translate(inputs[i] + "\n", "--beam 3", alone, ignored), 0);
+    EXPECT_EQ(splitLines(alone).at(0), together[i]) << "line " << i + 1;
+  }
+}
+
+TEST_F(TranslateCli, NBestPrintsThatManyLinesPerSentence) {
+  std::string out, err;
+  ASSERT_EQ(
+      translate("the dog runs.\n\na cat.\n", "--beam 4 --nbest 2", out, err), 0)
+      << err;
+  EXPECT_EQ(splitLines(out).size(), 6u) << out;
+}
+
+TEST_F(TranslateCli, RefusesBadInput) {
+  std::string out, err;
+  EXPECT_NE(translate("ok\n\xff\xfe broken\n", "", out, err), 0);
+  EXPECT_NE(err.find(":2: invalid UTF-8"), std::string::npos) << err;
+  EXPECT_EQ(out, "");
+  EXPECT_NE(translate("x\n", "--nbest 5 --beam 2", out, err), 0);
+  EXPECT_NE(err.find("--nbest"), std::string::npos) << err;
+  std::string command = std::string(LOOM_BINARY) + " translate --model " + dir +
+                        "/absent </dev/null >/dev/null 2>" + dir + "/err.txt";
+  EXPECT_NE(std::system(command.c_str()), 0);
+  EXPECT_NE(readFile(dir + "/err.txt").find("absent"), std::string::npos);
+}
+
+} // namespace
