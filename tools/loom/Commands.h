@@ -24,6 +24,7 @@ void addBenchCommand(CLI::App &app, int &exitCode);
 /// `loom score`: corpus BLEU against a reference, as sacreBLEU computes it.
 void addScoreCommand(CLI::App &app, int &exitCode);
 void addTranslateCommand(CLI::App &app, int &exitCode);
+void addAverageCommand(CLI::App &app, int &exitCode);
 
 } // namespace loom::cli
 

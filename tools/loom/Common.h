@@ -53,7 +53,7 @@ loadWeights(const std::string &path,
 /// Writes `tensors` as F32 safetensors at `path` (atomically).
 llvm::Error saveWeights(const std::string &path, const NamedTensors &tensors);
 
-/// Checks `--backend`: only the reference interpreter runs models so far.
+/// Checks `--backend`: cpu or interpreter.
 llvm::Error checkBackend(const std::string &backend);
 
 } // namespace loom::cli

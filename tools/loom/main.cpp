@@ -22,6 +22,7 @@ int main(int argc, char **argv) {
   loom::cli::addBenchCommand(app, exitCode);
   loom::cli::addScoreCommand(app, exitCode);
   loom::cli::addTranslateCommand(app, exitCode);
+  loom::cli::addAverageCommand(app, exitCode);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
