@@ -276,6 +276,14 @@ std::vector<std::string> CpuModel::stateNames() const {
   return names;
 }
 
+std::vector<std::string> CpuModel::parameterNames() const {
+  std::vector<std::string> names;
+  for (const auto &[name, index] : stateIndex)
+    if (exe.buffers(index).role() == Buffer::PARAMETER)
+      names.push_back(name);
+  return names;
+}
+
 Tensor *CpuModel::state(const std::string &name) {
   auto it = stateIndex.find(name);
   return it == stateIndex.end() ? nullptr : &buffers[it->second];

@@ -82,6 +82,8 @@ public:
 
   /// Parameters and optimizer state by name (zeroed at load).
   std::vector<std::string> stateNames() const;
+  /// The parameters alone (no optimizer state), sorted.
+  std::vector<std::string> parameterNames() const;
   Tensor *state(const std::string &name);
 
   bool hasEntry(const std::string &entry) const;

@@ -1,6 +1,7 @@
 //===- CpuBackend.cpp - Compiling and loading models for the CPU ----------===//
 
 #include "tools/loom/CpuBackend.h"
+#include "tools/loom/Common.h"
 
 #include "codegen/cpu/ExecutableWriter.h"
 #include "frontend/Transformer.h"
@@ -92,17 +93,14 @@ loadCpuModel(runtime::Executable exe, int threads) {
 }
 
 llvm::Error bindParameters(cpu::CpuModel &model, const NamedTensors &weights) {
-  for (const std::string &name : model.stateNames()) {
+  // Optimizer state starts at zero; every parameter must be given.
+  for (const std::string &name : model.parameterNames()) {
     cpu::Tensor *state = model.state(name);
     if (state->dtype() != runtime::Buffer::F32)
       return error("parameter '" + name + "' is not f32");
     auto it = weights.find(name);
-    if (it == weights.end()) {
-      // Optimizer state starts at zero; every parameter must be given.
-      if (llvm::StringRef(name).starts_with("exp_avg"))
-        continue;
+    if (it == weights.end())
       return error("no weights for parameter '" + name + "'");
-    }
     if (it->second.shape != state->shape())
       return error("weights for '" + name + "' have the wrong shape");
     float *out = state->f32();
@@ -114,13 +112,21 @@ llvm::Error bindParameters(cpu::CpuModel &model, const NamedTensors &weights) {
 
 void initParameters(cpu::CpuModel &model, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  // stateNames() is sorted, as initialParameters' map is.
-  for (const std::string &name : model.stateNames()) {
-    if (llvm::StringRef(name).starts_with("exp_avg"))
-      continue;
+  // parameterNames() is sorted, as initialParameters' map is.
+  for (const std::string &name : model.parameterNames()) {
     cpu::Tensor *state = model.state(name);
     drawInitialParameter(name, state->shape(), rng, state->f32());
   }
+}
+
+llvm::Error loadParameters(cpu::CpuModel &model, const std::string &path) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const std::string &name : model.parameterNames())
+    shapes[name] = model.state(name)->shape();
+  auto weights = loadWeights(path, shapes);
+  if (!weights)
+    return weights.takeError();
+  return bindParameters(model, *weights);
 }
 
 cpu::Tensor idsTensor(const std::vector<std::vector<int64_t>> &rows) {

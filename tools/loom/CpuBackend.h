@@ -46,6 +46,10 @@ loadCpuModel(runtime::Executable exe, int threads);
 /// given with its shape.
 llvm::Error bindParameters(cpu::CpuModel &model, const NamedTensors &weights);
 
+/// Reads the model's parameters from the safetensors file at `path`: every
+/// parameter, by name, with its shape.
+llvm::Error loadParameters(cpu::CpuModel &model, const std::string &path);
+
 /// Draws every parameter as initialParameters(seed) would, straight into
 /// the model's f32 state.
 void initParameters(cpu::CpuModel &model, uint64_t seed);

@@ -114,9 +114,8 @@ int loom::runDemo(const DemoOptions &options) {
     return fail(model.takeError());
   cli::initParameters(**model, options.seed);
   int64_t numParams = 0;
-  for (const std::string &name : (*model)->stateNames())
-    if (!llvm::StringRef(name).starts_with("exp_avg"))
-      numParams += (*model)->state(name)->numel();
+  for (const std::string &name : (*model)->parameterNames())
+    numParams += (*model)->state(name)->numel();
 
   llvm::outs() << "Loom demo: learning to " << options.task << " strings of "
                << task.minLength << "-" << task.maxLength << " symbols\n"

@@ -130,14 +130,7 @@ runOnCpu(const RunOptions &options, const Batch &batch,
   auto model = loadCpuModel(std::move(*exe), options.threads);
   if (!model)
     return model.takeError();
-  std::map<std::string, std::vector<int64_t>> shapes;
-  for (const std::string &name : (*model)->stateNames())
-    if (!llvm::StringRef(name).starts_with("exp_avg"))
-      shapes[name] = (*model)->state(name)->shape();
-  auto weights = loadWeights(options.weights, shapes);
-  if (!weights)
-    return weights.takeError();
-  if (llvm::Error err = bindParameters(**model, *weights))
+  if (llvm::Error err = loadParameters(**model, options.weights))
     return std::move(err);
   std::vector<cpu::TensorRef> refs;
   for (const std::string &name : (*model)->inputNames(entry)) {

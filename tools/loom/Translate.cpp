@@ -110,16 +110,9 @@ llvm::Error translate(const TranslateOptions &o) {
   auto model = loadCpuModel(std::move(*exe), o.threads);
   if (!model)
     return model.takeError();
-  std::map<std::string, std::vector<int64_t>> shapes;
-  for (const std::string &name : (*model)->stateNames())
-    if (!llvm::StringRef(name).starts_with("exp_avg"))
-      shapes[name] = (*model)->state(name)->shape();
   std::string weights =
       o.weights.empty() ? o.model + "/model.safetensors" : o.weights;
-  auto params = loadWeights(weights, shapes);
-  if (!params)
-    return params.takeError();
-  if (llvm::Error err = bindParameters(**model, *params))
+  if (llvm::Error err = loadParameters(**model, weights))
     return err;
 
   // Similar lengths together; the output goes back to input order.
