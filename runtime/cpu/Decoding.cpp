@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <optional>
 
 namespace loom::cpu {
 
@@ -45,6 +46,86 @@ struct Candidate {
   int32_t token;
 };
 
+/// What @decode_step reads besides the tokens and the position, one row per
+/// hypothesis: the source ids, the encoder's cross-attention K/V and the
+/// self-attention caches.
+struct DecoderState {
+  Tensor src;
+  std::map<std::string, Tensor> caches; // "cross_*" and "self_*"
+
+  /// Runs @encode on `src`; each sentence's row is repeated `copies` times,
+  /// and the self-attention caches start empty.
+  static ErrorOr<DecoderState> start(CpuModel &model, const TensorRef &src,
+                                     int64_t copies);
+  /// One @decode_step: keeps the new self-attention caches (one row per
+  /// row of `tokens`) and returns the log-probabilities.
+  ErrorOr<Tensor> step(CpuModel &model, const std::vector<int32_t> &tokens,
+                       int64_t position);
+};
+
+ErrorOr<DecoderState> DecoderState::start(CpuModel &model, const TensorRef &src,
+                                          int64_t copies) {
+  using Result = ErrorOr<DecoderState>;
+  auto encoded = model.run("encode", {src});
+  if (!encoded)
+    return Result::failure(encoded.error());
+  std::vector<int64_t> rows;
+  for (int64_t s = 0; s < src.shape[0]; ++s)
+    for (int64_t j = 0; j < copies; ++j)
+      rows.push_back(s);
+  DecoderState state;
+  state.src = gatherRows(src, rows);
+  for (NamedTensor &t : *encoded) {
+    if (t.name.rfind("cross_", 0) != 0 || t.tensor.shape().size() != 4)
+      return Result::failure("@encode returns '" + t.name +
+                             "', not a [batch, heads, len, dim] cross cache");
+    // Empty self-attention caches, shaped like the cross ones.
+    std::vector<int64_t> shape = t.tensor.shape();
+    shape[0] = static_cast<int64_t>(rows.size());
+    shape[2] = 0;
+    state.caches["self_" + t.name.substr(6)] = Tensor(t.tensor.dtype(), shape);
+    state.caches[t.name] =
+        copies == 1 ? std::move(t.tensor) : gatherRows(t.tensor.ref(), rows);
+  }
+  return state;
+}
+
+ErrorOr<Tensor> DecoderState::step(CpuModel &model,
+                                   const std::vector<int32_t> &tokens,
+                                   int64_t position) {
+  Tensor ids(runtime::Buffer::I32, {static_cast<int64_t>(tokens.size()), 1});
+  std::copy(tokens.begin(), tokens.end(), static_cast<int32_t *>(ids.data()));
+  Tensor at(runtime::Buffer::I64, {});
+  *static_cast<int64_t *>(at.data()) = position;
+  std::vector<TensorRef> inputs;
+  for (const std::string &name : model.inputNames("decode_step")) {
+    if (name == "src")
+      inputs.push_back(src.ref());
+    else if (name == "tokens")
+      inputs.push_back(ids.ref());
+    else if (name == "position")
+      inputs.push_back(at.ref());
+    else if (auto it = caches.find(name); it != caches.end())
+      inputs.push_back(it->second.ref());
+    else
+      return ErrorOr<Tensor>::failure("@decode_step takes an input '" + name +
+                                      "' that decoding does not know");
+  }
+  auto outputs = model.run("decode_step", inputs);
+  if (!outputs)
+    return ErrorOr<Tensor>::failure(outputs.error());
+  std::optional<Tensor> logProbs;
+  for (NamedTensor &r : *outputs) {
+    if (r.name == "log_probs")
+      logProbs = std::move(r.tensor);
+    else
+      caches[r.name] = std::move(r.tensor);
+  }
+  if (!logProbs)
+    return ErrorOr<Tensor>::failure("@decode_step returns no log_probs");
+  return std::move(*logProbs);
+}
+
 } // namespace
 
 ErrorOr<std::vector<std::vector<int32_t>>>
@@ -54,66 +135,28 @@ greedyDecode(CpuModel &model, const TensorRef &src,
   if (src.rank() != 2 || src.dtype != runtime::Buffer::I32)
     return Result::failure("greedy decoding takes [batch, len] i32 ids");
   int64_t batch = src.shape[0];
-  auto encoded = model.run("encode", {src});
-  if (!encoded)
-    return Result::failure(encoded.error());
-  std::map<std::string, Tensor> state;
-  for (NamedTensor &t : *encoded) {
-    if (t.name.rfind("cross_", 0) != 0 || t.tensor.shape().size() != 4)
-      return Result::failure("@encode returns '" + t.name +
-                             "', not a [batch, heads, len, dim] cross cache");
-    // Empty self-attention caches, shaped like the cross ones.
-    std::vector<int64_t> shape = t.tensor.shape();
-    shape[2] = 0;
-    state["self_" + t.name.substr(6)] = Tensor(t.tensor.dtype(), shape);
-    state[t.name] = std::move(t.tensor);
-  }
-
-  Tensor tokens(runtime::Buffer::I32, {batch, 1});
-  auto *last = static_cast<int32_t *>(tokens.data());
-  std::fill(last, last + batch, options.bos);
+  auto state = DecoderState::start(model, src, 1);
+  if (!state)
+    return Result::failure(state.error());
+  std::vector<int32_t> last(batch, options.bos);
   std::vector<std::vector<int32_t>> out(batch);
   std::vector<bool> done(batch, false);
-  std::vector<std::string> names = model.inputNames("decode_step");
   for (int64_t t = 0; t < options.maxLen; ++t) {
-    Tensor position(runtime::Buffer::I64, {});
-    *static_cast<int64_t *>(position.data()) = t;
-    std::vector<TensorRef> inputs;
-    for (const std::string &name : names) {
-      if (name == "src")
-        inputs.push_back(src);
-      else if (name == "tokens")
-        inputs.push_back(tokens.ref());
-      else if (name == "position")
-        inputs.push_back(position.ref());
-      else if (auto it = state.find(name); it != state.end())
-        inputs.push_back(it->second.ref());
-      else
-        return Result::failure("@decode_step takes an input '" + name +
-                               "' that greedy decoding does not know");
-    }
-    auto step = model.run("decode_step", inputs);
-    if (!step)
-      return Result::failure(step.error());
+    auto logProbs = state->step(model, last, t);
+    if (!logProbs)
+      return Result::failure(logProbs.error());
+    int64_t vocab = logProbs->shape().back();
     bool all = true;
-    for (NamedTensor &r : *step) {
-      if (r.name != "log_probs") {
-        state[r.name] = std::move(r.tensor);
-        continue;
+    for (int64_t b = 0; b < batch; ++b) {
+      const float *row = logProbs->f32() + b * vocab;
+      last[b] = static_cast<int32_t>(std::max_element(row, row + vocab) - row);
+      if (!done[b]) {
+        if (last[b] == options.eos)
+          done[b] = true;
+        else
+          out[b].push_back(last[b]);
       }
-      int64_t vocab = r.tensor.shape().back();
-      for (int64_t b = 0; b < batch; ++b) {
-        const float *row = r.tensor.f32() + b * vocab;
-        last[b] =
-            static_cast<int32_t>(std::max_element(row, row + vocab) - row);
-        if (!done[b]) {
-          if (last[b] == options.eos)
-            done[b] = true;
-          else
-            out[b].push_back(last[b]);
-        }
-        all = all && done[b];
-      }
+      all = all && done[b];
     }
     if (all && options.stopAtEos)
       break;
@@ -148,26 +191,10 @@ beamSearch(CpuModel &model, const TensorRef &src, const BeamOptions &options) {
   if (batch == 0)
     return results;
 
-  auto encoded = model.run("encode", {src});
-  if (!encoded)
-    return Result::failure(encoded.error());
   // Every sentence's rows repeat its source and encoder K/V `k` times.
-  std::vector<int64_t> rows;
-  for (int64_t s = 0; s < batch; ++s)
-    for (int64_t j = 0; j < k; ++j)
-      rows.push_back(s);
-  std::map<std::string, Tensor> state;
-  Tensor srcRows = gatherRows(src, rows);
-  for (NamedTensor &t : *encoded) {
-    if (t.name.rfind("cross_", 0) != 0 || t.tensor.shape().size() != 4)
-      return Result::failure("@encode returns '" + t.name +
-                             "', not a [batch, heads, len, dim] cross cache");
-    std::vector<int64_t> shape = t.tensor.shape();
-    shape[0] = batch * k;
-    shape[2] = 0;
-    state["self_" + t.name.substr(6)] = Tensor(t.tensor.dtype(), shape);
-    state[t.name] = gatherRows(t.tensor.ref(), rows);
-  }
+  auto state = DecoderState::start(model, src, k);
+  if (!state)
+    return Result::failure(state.error());
 
   std::vector<Beam> beams(batch);
   for (int64_t s = 0; s < batch; ++s) {
@@ -178,37 +205,11 @@ beamSearch(CpuModel &model, const TensorRef &src, const BeamOptions &options) {
     beams[s].logProbs[0] = 0;
   }
   std::vector<int32_t> last(batch * k, options.bos);
-  std::vector<std::string> names = model.inputNames("decode_step");
 
   for (int64_t t = 0; t < steps && !beams.empty(); ++t) {
-    int64_t live = static_cast<int64_t>(beams.size()) * k;
-    Tensor tokens(runtime::Buffer::I32, {live, 1});
-    std::copy(last.begin(), last.end(), static_cast<int32_t *>(tokens.data()));
-    Tensor position(runtime::Buffer::I64, {});
-    *static_cast<int64_t *>(position.data()) = t;
-    std::vector<TensorRef> inputs;
-    for (const std::string &name : names) {
-      if (name == "src")
-        inputs.push_back(srcRows.ref());
-      else if (name == "tokens")
-        inputs.push_back(tokens.ref());
-      else if (name == "position")
-        inputs.push_back(position.ref());
-      else if (auto it = state.find(name); it != state.end())
-        inputs.push_back(it->second.ref());
-      else
-        return Result::failure("@decode_step takes an input '" + name +
-                               "' that beam search does not know");
-    }
-    auto step = model.run("decode_step", inputs);
-    if (!step)
-      return Result::failure(step.error());
-    const Tensor *logProbs = nullptr;
-    for (NamedTensor &r : *step)
-      if (r.name == "log_probs")
-        logProbs = &r.tensor;
+    auto logProbs = state->step(model, last, t);
     if (!logProbs)
-      return Result::failure("@decode_step returns no log_probs");
+      return Result::failure(logProbs.error());
     int64_t vocab = logProbs->shape().back();
 
     std::vector<Beam> next;
@@ -296,15 +297,14 @@ beamSearch(CpuModel &model, const TensorRef &src, const BeamOptions &options) {
     for (int64_t i : kept)
       for (int64_t j = 0; j < k; ++j)
         sentenceRows.push_back(i * k + j);
-    for (NamedTensor &r : *step)
-      if (r.name != "log_probs")
-        state[r.name] = gatherRows(r.tensor.ref(), parents);
-    if (shrank) {
-      srcRows = gatherRows(srcRows.ref(), sentenceRows);
-      for (auto &[name, tensor] : state)
-        if (name.rfind("cross_", 0) == 0)
-          tensor = gatherRows(tensor.ref(), sentenceRows);
+    for (auto &[name, tensor] : state->caches) {
+      if (name.rfind("self_", 0) == 0)
+        tensor = gatherRows(tensor.ref(), parents);
+      else if (shrank)
+        tensor = gatherRows(tensor.ref(), sentenceRows);
     }
+    if (shrank)
+      state->src = gatherRows(state->src.ref(), sentenceRows);
     beams = std::move(next);
   }
   return results;
