@@ -116,6 +116,42 @@ CompareFn compareFn(ComparePredicate p) {
 
 int64_t i64(uint64_t attr) { return static_cast<int64_t>(attr); }
 
+} // namespace
+
+std::optional<BinaryFn> loom::interp::binaryFnOf(Operation *op) {
+  using R = std::optional<BinaryFn>;
+  return llvm::TypeSwitch<Operation *, R>(op)
+      .Case<AddOp>([](auto) { return BinaryFn::Add; })
+      .Case<SubOp>([](auto) { return BinaryFn::Sub; })
+      .Case<MulOp>([](auto) { return BinaryFn::Mul; })
+      .Case<DivOp>([](auto) { return BinaryFn::Div; })
+      .Case<MaximumOp>([](auto) { return BinaryFn::Max; })
+      .Case<MinimumOp>([](auto) { return BinaryFn::Min; })
+      .Case<PowOp>([](auto) { return BinaryFn::Pow; })
+      .Default([](auto) { return std::nullopt; });
+}
+
+std::optional<UnaryFn> loom::interp::unaryFnOf(Operation *op) {
+  using R = std::optional<UnaryFn>;
+  return llvm::TypeSwitch<Operation *, R>(op)
+      .Case<NegOp>([](auto) { return UnaryFn::Neg; })
+      .Case<AbsOp>([](auto) { return UnaryFn::Abs; })
+      .Case<ExpOp>([](auto) { return UnaryFn::Exp; })
+      .Case<LogOp>([](auto) { return UnaryFn::Log; })
+      .Case<SqrtOp>([](auto) { return UnaryFn::Sqrt; })
+      .Case<RsqrtOp>([](auto) { return UnaryFn::Rsqrt; })
+      .Case<TanhOp>([](auto) { return UnaryFn::Tanh; })
+      .Case<SigmoidOp>([](auto) { return UnaryFn::Sigmoid; })
+      .Case<ReluOp>([](auto) { return UnaryFn::Relu; })
+      .Case<GeluOp>([](auto) { return UnaryFn::Gelu; })
+      .Case<ErfOp>([](auto) { return UnaryFn::Erf; })
+      .Case<SinOp>([](auto) { return UnaryFn::Sin; })
+      .Case<CosOp>([](auto) { return UnaryFn::Cos; })
+      .Default([](auto) { return std::nullopt; });
+}
+
+namespace {
+
 /// The single-result ops: returns their value, or an error without the op
 /// prefix (added by the caller).
 llvm::Expected<HostTensor> evaluateSingle(Operation *op,
@@ -128,28 +164,12 @@ llvm::Expected<HostTensor> evaluateSingle(Operation *op,
     return binary(fn, *in[0], *in[1], kind);
   };
   using R = llvm::Expected<HostTensor>;
+  if (std::optional<BinaryFn> fn = binaryFnOf(op))
+    return binaryOp(*fn);
+  if (std::optional<UnaryFn> fn = unaryFnOf(op))
+    return unaryOp(*fn);
   return llvm::TypeSwitch<Operation *, R>(op)
       // Elementwise.
-      .Case<AddOp>([&](auto) { return binaryOp(BinaryFn::Add); })
-      .Case<SubOp>([&](auto) { return binaryOp(BinaryFn::Sub); })
-      .Case<MulOp>([&](auto) { return binaryOp(BinaryFn::Mul); })
-      .Case<DivOp>([&](auto) { return binaryOp(BinaryFn::Div); })
-      .Case<MaximumOp>([&](auto) { return binaryOp(BinaryFn::Max); })
-      .Case<MinimumOp>([&](auto) { return binaryOp(BinaryFn::Min); })
-      .Case<PowOp>([&](auto) { return binaryOp(BinaryFn::Pow); })
-      .Case<NegOp>([&](auto) { return unaryOp(UnaryFn::Neg); })
-      .Case<AbsOp>([&](auto) { return unaryOp(UnaryFn::Abs); })
-      .Case<ExpOp>([&](auto) { return unaryOp(UnaryFn::Exp); })
-      .Case<LogOp>([&](auto) { return unaryOp(UnaryFn::Log); })
-      .Case<SqrtOp>([&](auto) { return unaryOp(UnaryFn::Sqrt); })
-      .Case<RsqrtOp>([&](auto) { return unaryOp(UnaryFn::Rsqrt); })
-      .Case<TanhOp>([&](auto) { return unaryOp(UnaryFn::Tanh); })
-      .Case<SigmoidOp>([&](auto) { return unaryOp(UnaryFn::Sigmoid); })
-      .Case<ReluOp>([&](auto) { return unaryOp(UnaryFn::Relu); })
-      .Case<GeluOp>([&](auto) { return unaryOp(UnaryFn::Gelu); })
-      .Case<ErfOp>([&](auto) { return unaryOp(UnaryFn::Erf); })
-      .Case<SinOp>([&](auto) { return unaryOp(UnaryFn::Sin); })
-      .Case<CosOp>([&](auto) { return unaryOp(UnaryFn::Cos); })
       .Case<CompareOp>([&](CompareOp c) -> R {
         return compare(compareFn(c.getPredicate()), *in[0], *in[1]);
       })

@@ -10,10 +10,18 @@
 #define LOOM_IR_INTERPRETEROPS_H
 
 #include "ir/Interpreter.h"
+#include "ir/InterpreterKernels.h"
 
 #include "mlir/IR/Operation.h"
 
 namespace loom::interp {
+
+/// The function an elementwise unary op computes, or nothing for any
+/// other op. Backends map ops to the interpreter's functions through these,
+/// so that they name the operation the oracle computes.
+std::optional<UnaryFn> unaryFnOf(mlir::Operation *op);
+/// The same for elementwise binary ops.
+std::optional<BinaryFn> binaryFnOf(mlir::Operation *op);
 
 /// Runs another function of the module, for func.call.
 class Callee {

@@ -10,6 +10,8 @@
 
 #include "codegen/cpu/RegionGraph.h"
 
+#include "ir/InterpreterOps.h"
+
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/ADT/bit.h"
@@ -95,39 +97,6 @@ static Type computeTypeOf(Type element) {
 static bool isSupportedElement(Type t) {
   return isa<Float16Type, BFloat16Type, Float32Type, Float64Type>(t) ||
          t.isInteger(1) || t.isInteger(32) || t.isInteger(64);
-}
-
-static BinaryFn binaryFnOf(Operation *op) {
-  if (isa<AddOp>(op))
-    return BinaryFn::Add;
-  if (isa<SubOp>(op))
-    return BinaryFn::Sub;
-  if (isa<MulOp>(op))
-    return BinaryFn::Mul;
-  if (isa<DivOp>(op))
-    return BinaryFn::Div;
-  if (isa<MaximumOp>(op))
-    return BinaryFn::Max;
-  if (isa<MinimumOp>(op))
-    return BinaryFn::Min;
-  return BinaryFn::Pow;
-}
-
-static UnaryFn unaryFnOf(Operation *op) {
-  return llvm::TypeSwitch<Operation *, UnaryFn>(op)
-      .Case<NegOp>([](auto) { return UnaryFn::Neg; })
-      .Case<AbsOp>([](auto) { return UnaryFn::Abs; })
-      .Case<ExpOp>([](auto) { return UnaryFn::Exp; })
-      .Case<LogOp>([](auto) { return UnaryFn::Log; })
-      .Case<SqrtOp>([](auto) { return UnaryFn::Sqrt; })
-      .Case<RsqrtOp>([](auto) { return UnaryFn::Rsqrt; })
-      .Case<TanhOp>([](auto) { return UnaryFn::Tanh; })
-      .Case<SigmoidOp>([](auto) { return UnaryFn::Sigmoid; })
-      .Case<ReluOp>([](auto) { return UnaryFn::Relu; })
-      .Case<GeluOp>([](auto) { return UnaryFn::Gelu; })
-      .Case<ErfOp>([](auto) { return UnaryFn::Erf; })
-      .Case<SinOp>([](auto) { return UnaryFn::Sin; })
-      .Default([](auto) { return UnaryFn::Cos; });
 }
 
 namespace {
@@ -388,14 +357,14 @@ LogicalResult GraphBuilder::visit(Operation *op) {
                 getElementTypeOrSelf(o.getRhs()) != t || t.isInteger(1))
               return fail(op, "its operands and result differ in element "
                               "type or are i1");
-            BinaryFn fn = binaryFnOf(op);
+            BinaryFn fn = *interp::binaryFnOf(op);
             if (fn == BinaryFn::Pow && !floatOnly(t))
               return fail(op, "integer powers are not supported");
             return elementwise(NodeKind::Binary, unsigned(fn));
           })
       .Case<NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp,
             ReluOp, GeluOp, ErfOp, SinOp, CosOp>([&](auto) {
-        UnaryFn fn = unaryFnOf(op);
+        UnaryFn fn = *interp::unaryFnOf(op);
         return elementwise(NodeKind::Unary, unsigned(fn));
       })
       .Case<CompareOp>([&](CompareOp o) -> LogicalResult {

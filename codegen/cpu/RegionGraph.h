@@ -30,6 +30,7 @@
 #ifndef LOOM_CODEGEN_CPU_REGIONGRAPH_H
 #define LOOM_CODEGEN_CPU_REGIONGRAPH_H
 
+#include "ir/InterpreterKernels.h"
 #include "ir/LoomDialect.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -78,22 +79,10 @@ enum class NodeKind : uint8_t {
   FullReduce,
 };
 
-enum class UnaryFn : uint8_t {
-  Neg,
-  Abs,
-  Exp,
-  Log,
-  Sqrt,
-  Rsqrt,
-  Tanh,
-  Sigmoid,
-  Relu,
-  Gelu,
-  Erf,
-  Sin,
-  Cos
-};
-enum class BinaryFn : uint8_t { Add, Sub, Mul, Div, Max, Min, Pow };
+// Unary and binary functions are the interpreter's (ir/InterpreterKernels.h),
+// so a node names the same operation the oracle computes.
+using interp::BinaryFn;
+using interp::UnaryFn;
 enum class ReduceFn : uint8_t { Sum, Mean, Max };
 
 struct Node {
