@@ -78,17 +78,6 @@ double relativeError(const float *actual, const HostTensor &expected) {
   return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
 }
 
-HostTensor randomIds(std::mt19937_64 &rng, int64_t vocab,
-                     const std::vector<int64_t> &lengths, int64_t width,
-                     bool withBos) {
-  HostTensor t({int64_t(lengths.size()), width}, ElementKind::I32);
-  std::uniform_int_distribution<int64_t> id(4, vocab - 1);
-  for (size_t b = 0; b < lengths.size(); ++b)
-    for (int64_t j = 0; j < lengths[b]; ++j)
-      t.data[b * width + j] = (withBos && j == 0) ? 2 : double(id(rng));
-  return t;
-}
-
 HostTensor randomFloats(std::mt19937_64 &rng, std::vector<int64_t> shape,
                         double scale = 1.0) {
   HostTensor t(std::move(shape), ElementKind::F32);
@@ -194,8 +183,8 @@ protected:
 TEST_P(CpuBackendTest, EveryEntryPointMatchesTheInterpreter) {
   std::mt19937_64 rng(11);
   int64_t vocab = std::min(config.src_vocab(), config.tgt_vocab());
-  HostTensor src = randomIds(rng, vocab, {5, 3, 4}, 5, false);
-  HostTensor tgt = randomIds(rng, vocab, {6, 4, 2}, 6, true);
+  HostTensor src = test::randomIds(rng, vocab, {5, 3, 4}, 5, false);
+  HostTensor tgt = test::randomIds(rng, vocab, {6, 4, 2}, 6, true);
   NamedTensors inputs = {{"src", src},
                          {"tgt", tgt},
                          {"seed", HostTensor::scalar(1234, ElementKind::I64)},
@@ -222,7 +211,7 @@ TEST_P(CpuBackendTest, EveryEntryPointMatchesTheInterpreter) {
     step["self_" + name.substr(std::string("cross_").size())] =
         randomFloats(rng, shape);
   }
-  step["tokens"] = randomIds(rng, vocab, {1, 1, 1}, 1, false);
+  step["tokens"] = test::randomIds(rng, vocab, {1, 1, 1}, 1, false);
   step["position"] = HostTensor::scalar(2, ElementKind::I64);
   expectSameResults("decode_step", step);
 }
@@ -230,9 +219,8 @@ TEST_P(CpuBackendTest, EveryEntryPointMatchesTheInterpreter) {
 TEST_P(CpuBackendTest, RefusesBadInputsWithAMessage) {
   std::mt19937_64 rng(5);
   int64_t vocab = std::min(config.src_vocab(), config.tgt_vocab());
-  cpu::Tensor src = toCpu(randomIds(rng, vocab, {3, 2}, 3, false));
-  cpu::Tensor tgt = toCpu(randomIds(rng, vocab, {4, 4, 4}, 4, true));
-  cpu::Tensor wide = toCpu(randomIds(rng, vocab, {9}, 9, false));
+  cpu::Tensor src = toCpu(test::randomIds(rng, vocab, {3, 2}, 3, false));
+  cpu::Tensor tgt = toCpu(test::randomIds(rng, vocab, {4, 4, 4}, 4, true));
 
   auto run = [&](std::vector<cpu::TensorRef> refs) {
     auto out = model->run("token_log_probs", refs);
@@ -250,12 +238,12 @@ TEST_P(CpuBackendTest, RefusesBadInputsWithAMessage) {
   ASSERT_FALSE(bool(unknown));
   EXPECT_NE(unknown.error().find("no entry point"), std::string::npos);
   // 8 sentences of 9 tokens: more than the 64 tokens planned for.
-  HostTensor many = randomIds(rng, vocab, std::vector<int64_t>(8, 9), 9, false);
+  HostTensor many =
+      test::randomIds(rng, vocab, std::vector<int64_t>(8, 9), 9, false);
   cpu::Tensor manyIds = toCpu(many);
   std::string bounds = run({manyIds.ref(), manyIds.ref()});
   EXPECT_NE(bounds.find("larger than"), std::string::npos) << bounds;
   EXPECT_NE(bounds.find("max-tokens 64"), std::string::npos) << bounds;
-  (void)wide;
 }
 
 std::string createError(runtime::Executable exe) {

@@ -35,17 +35,6 @@ double relativeError(const HostTensor &a, const HostTensor &b) {
   return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
 }
 
-HostTensor randomIds(std::mt19937_64 &rng, int64_t vocab,
-                     const std::vector<int64_t> &lengths, int64_t width,
-                     bool withBos) {
-  HostTensor t({int64_t(lengths.size()), width}, ElementKind::I32);
-  std::uniform_int_distribution<int64_t> id(4, vocab - 1);
-  for (size_t b = 0; b < lengths.size(); ++b)
-    for (int64_t j = 0; j < lengths[b]; ++j)
-      t.data[b * width + j] = (withBos && j == 0) ? 2 : double(id(rng));
-  return t;
-}
-
 HostTensor randomFloats(std::mt19937_64 &rng, std::vector<int64_t> shape) {
   HostTensor t(std::move(shape), ElementKind::F32);
   std::normal_distribution<double> normal(0.0, 1.0);
@@ -103,8 +92,8 @@ TEST_P(PipelineTest, EveryEntryPointKeepsItsMeaning) {
 
   std::mt19937_64 rng(11);
   int64_t vocab = std::min(config->src_vocab(), config->tgt_vocab());
-  HostTensor src = randomIds(rng, vocab, {5, 3, 4}, 5, false);
-  HostTensor tgt = randomIds(rng, vocab, {6, 4, 2}, 6, true);
+  HostTensor src = test::randomIds(rng, vocab, {5, 3, 4}, 5, false);
+  HostTensor tgt = test::randomIds(rng, vocab, {6, 4, 2}, 6, true);
   NamedTensors inputs = {{"src", src},
                          {"tgt", tgt},
                          {"seed", HostTensor::scalar(1234, ElementKind::I64)},
@@ -132,7 +121,7 @@ TEST_P(PipelineTest, EveryEntryPointKeepsItsMeaning) {
     step["self_" + name.substr(std::string("cross_").size())] =
         randomFloats(rng, shape);
   }
-  step["tokens"] = randomIds(rng, vocab, {1, 1, 1}, 1, false);
+  step["tokens"] = test::randomIds(rng, vocab, {1, 1, 1}, 1, false);
   step["position"] = HostTensor::scalar(2, ElementKind::I64);
   expectSameResults(plain, compiled, "decode_step", step);
 }

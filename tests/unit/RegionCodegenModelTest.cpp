@@ -113,17 +113,6 @@ public:
 // The models
 //===----------------------------------------------------------------------===//
 
-HostTensor randomIds(std::mt19937_64 &rng, int64_t vocab,
-                     const std::vector<int64_t> &lengths, int64_t width,
-                     bool withBos) {
-  HostTensor t({int64_t(lengths.size()), width}, ElementKind::I32);
-  std::uniform_int_distribution<int64_t> id(4, vocab - 1);
-  for (size_t b = 0; b < lengths.size(); ++b)
-    for (int64_t j = 0; j < lengths[b]; ++j)
-      t.data[b * width + j] = (withBos && j == 0) ? 2 : double(id(rng));
-  return t;
-}
-
 class ModelRegions : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(ModelRegions, EveryRegionMatchesTheInterpreter) {
@@ -164,8 +153,8 @@ TEST_P(ModelRegions, EveryRegionMatchesTheInterpreter) {
   model.initParameters(3);
   std::mt19937_64 rng(11);
   int64_t vocab = std::min(config->src_vocab(), config->tgt_vocab());
-  HostTensor src = randomIds(rng, vocab, {5, 3, 4}, 5, false);
-  HostTensor tgt = randomIds(rng, vocab, {6, 4, 2}, 6, true);
+  HostTensor src = test::randomIds(rng, vocab, {5, 3, 4}, 5, false);
+  HostTensor tgt = test::randomIds(rng, vocab, {6, 4, 2}, 6, true);
   NamedTensors inputs = {{"src", src},
                          {"tgt", tgt},
                          {"seed", HostTensor::scalar(1234, ElementKind::I64)},
@@ -194,7 +183,7 @@ TEST_P(ModelRegions, EveryRegionMatchesTheInterpreter) {
           randomTensor(rng, shape);
     }
   }
-  step["tokens"] = randomIds(rng, vocab, {1, 1, 1}, 1, false);
+  step["tokens"] = test::randomIds(rng, vocab, {1, 1, 1}, 1, false);
   step["position"] = HostTensor::scalar(2, ElementKind::I64);
   auto decoded = recorder.run("decode_step", model.parameters(), step);
   ASSERT_TRUE(bool(decoded)) << llvm::toString(decoded.takeError());

@@ -28,4 +28,15 @@ OwningOpRef<ModuleOp> parse(MLIRContext &ctx, const std::string &text) {
   return module;
 }
 
+HostTensor randomIds(std::mt19937_64 &rng, int64_t vocab,
+                     const std::vector<int64_t> &lengths, int64_t width,
+                     bool withBos) {
+  HostTensor t({int64_t(lengths.size()), width}, ElementKind::I32);
+  std::uniform_int_distribution<int64_t> id(4, vocab - 1);
+  for (size_t b = 0; b < lengths.size(); ++b)
+    for (int64_t j = 0; j < lengths[b]; ++j)
+      t.data[b * width + j] = (withBos && j == 0) ? 2 : double(id(rng));
+  return t;
+}
+
 } // namespace loom::test

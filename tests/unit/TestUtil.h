@@ -3,11 +3,15 @@
 #ifndef LOOM_TESTS_UNIT_TESTUTIL_H
 #define LOOM_TESTS_UNIT_TESTUTIL_H
 
+#include "ir/Interpreter.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
 
+#include <random>
 #include <string>
+#include <vector>
 
 namespace loom::test {
 
@@ -18,6 +22,13 @@ std::unique_ptr<mlir::MLIRContext> makeContext();
 /// it does not parse or verify.
 mlir::OwningOpRef<mlir::ModuleOp> parse(mlir::MLIRContext &ctx,
                                         const std::string &text);
+
+/// A [lengths.size(), width] i32 batch of ids drawn from [4, vocab), each
+/// row `lengths[b]` long and padded with 0; with `withBos` each row starts
+/// with bos (2).
+HostTensor randomIds(std::mt19937_64 &rng, int64_t vocab,
+                     const std::vector<int64_t> &lengths, int64_t width,
+                     bool withBos);
 
 } // namespace loom::test
 
