@@ -11,6 +11,9 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 
+#include <algorithm>
+#include <cmath>
+
 using namespace mlir;
 using namespace loom;
 
@@ -22,6 +25,14 @@ optimizerOptions(const TrainingPipelineOptions &options) {
   opt.lrScale = options.lrScale;
   opt.clipNorm = options.clipNorm;
   return opt;
+}
+
+double loom::learningRate(const TrainingPipelineOptions &options,
+                          int64_t step) {
+  double t = static_cast<double>(step);
+  return options.lrScale / std::sqrt(static_cast<double>(options.dModel)) *
+         std::min(1.0 / std::sqrt(t),
+                  t * std::pow(static_cast<double>(options.warmup), -1.5));
 }
 
 void loom::buildTrainingPipeline(OpPassManager &pm,

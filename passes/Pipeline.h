@@ -35,6 +35,10 @@ struct TrainingPipelineOptions {
   double clipNorm = 0.0;
 };
 
+/// The learning rate loom-optimizer compiles into @train_step at `step`
+/// (from 1): lr_scale * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5).
+double learningRate(const TrainingPipelineOptions &options, int64_t step);
+
 /// Adds the passes that turn a model module into a trainable one:
 /// loom-autodiff (@loss -> @loss_grad), then loom-optimizer (@train_step).
 void buildTrainingPipeline(mlir::OpPassManager &pm,

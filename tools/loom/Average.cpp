@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tools/loom/Checkpoint.h"
 #include "tools/loom/Commands.h"
 #include "tools/loom/Common.h"
 
@@ -20,7 +21,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 
 namespace loom::cli {
 
@@ -35,27 +35,6 @@ struct AverageOptions {
   std::string output;
   int64_t last = 5;
 };
-
-/// The run's checkpoints by step, oldest first.
-llvm::Expected<std::vector<std::pair<int64_t, std::string>>>
-listCheckpoints(const std::string &dir) {
-  std::string folder = dir + "/checkpoints";
-  std::error_code ec;
-  std::vector<std::pair<int64_t, std::string>> found;
-  for (const auto &entry : std::filesystem::directory_iterator(folder, ec)) {
-    std::string filename = entry.path().filename().string();
-    llvm::StringRef name(filename);
-    int64_t step = 0;
-    if (!name.consume_front("step-") || !name.consume_back(".safetensors") ||
-        name.getAsInteger(10, step))
-      continue;
-    found.emplace_back(step, entry.path().string());
-  }
-  if (ec)
-    return error("cannot read '" + folder + "': " + ec.message());
-  std::sort(found.begin(), found.end());
-  return found;
-}
 
 llvm::Error average(const AverageOptions &o) {
   if (o.last < 1)

@@ -25,6 +25,8 @@ void addBenchCommand(CLI::App &app, int &exitCode);
 void addScoreCommand(CLI::App &app, int &exitCode);
 void addTranslateCommand(CLI::App &app, int &exitCode);
 void addAverageCommand(CLI::App &app, int &exitCode);
+/// `loom train`: a translator from a parallel corpus.
+void addTrainCommand(CLI::App &app, int &exitCode);
 
 } // namespace loom::cli
 

@@ -146,9 +146,7 @@ int loom::runDemo(const DemoOptions &options) {
     recent += *loss;
     if (step % reportEvery == 0 || step == options.steps) {
       double elapsed = secondsSince(start);
-      double lr = options.lrScale / std::sqrt(double(config->d_model())) *
-                  std::min(1.0 / std::sqrt(double(step)),
-                           step * std::pow(double(options.warmup), -1.5));
+      double lr = learningRate(pipeline.training, step);
       int64_t n = step % reportEvery == 0 ? reportEvery : step % reportEvery;
       llvm::outs() << llvm::format(
           "step %5lld/%lld  loss %7.4f  lr %.2e  %6.0f tok/s  %5.1fs\n",

@@ -23,6 +23,7 @@ int main(int argc, char **argv) {
   loom::cli::addScoreCommand(app, exitCode);
   loom::cli::addTranslateCommand(app, exitCode);
   loom::cli::addAverageCommand(app, exitCode);
+  loom::cli::addTrainCommand(app, exitCode);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

@@ -1,0 +1,136 @@
+//===- Checkpoint.cpp - Training checkpoints on disk ----------------------===//
+
+#include "tools/loom/Checkpoint.h"
+
+#include "runtime/Safetensors.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+namespace loom::cli {
+
+namespace {
+
+llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// The safetensors dtype of a state tensor; the state is f32 today, and a
+/// checkpoint of any other dtype would be refused on load.
+const char *safetensorsDtype(runtime::Buffer::DType dtype) {
+  switch (dtype) {
+  case runtime::Buffer::F32:
+    return "F32";
+  case runtime::Buffer::I32:
+    return "I32";
+  case runtime::Buffer::I64:
+    return "I64";
+  default:
+    return "";
+  }
+}
+
+} // namespace
+
+std::string metadataNumber(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  return text;
+}
+
+std::string checkpointPath(const std::string &dir, int64_t step) {
+  return dir + "/checkpoints/step-" + std::to_string(step) + ".safetensors";
+}
+
+llvm::Expected<std::vector<std::pair<int64_t, std::string>>>
+listCheckpoints(const std::string &dir) {
+  std::string folder = dir + "/checkpoints";
+  std::vector<std::pair<int64_t, std::string>> found;
+  std::error_code ec;
+  if (!std::filesystem::exists(folder, ec))
+    return found;
+  for (const auto &entry : std::filesystem::directory_iterator(folder, ec)) {
+    std::string filename = entry.path().filename().string();
+    llvm::StringRef name(filename);
+    int64_t step = 0;
+    if (!name.consume_front("step-") || !name.consume_back(".safetensors") ||
+        name.getAsInteger(10, step))
+      continue;
+    found.emplace_back(step, entry.path().string());
+  }
+  if (ec)
+    return error("cannot read '" + folder + "': " + ec.message());
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+llvm::Error saveState(cpu::CpuModel &model, const std::string &path,
+                      const Metadata &metadata, bool parametersOnly) {
+  SafeTensorFile file;
+  file.metadata = metadata;
+  for (const std::string &name :
+       parametersOnly ? model.parameterNames() : model.stateNames()) {
+    const cpu::Tensor *state = model.state(name);
+    SafeTensor &t = file.tensors[name];
+    t.dtype = safetensorsDtype(state->dtype());
+    if (t.dtype.empty())
+      return error("state tensor '" + name + "' has no safetensors dtype");
+    t.shape = state->shape();
+    const auto *bytes = static_cast<const uint8_t *>(state->data());
+    t.bytes.assign(bytes, bytes + state->bytes());
+  }
+  if (std::string problem = saveSafetensors(path, file); !problem.empty())
+    return error(problem);
+  return llvm::Error::success();
+}
+
+llvm::Expected<Metadata> loadState(cpu::CpuModel &model,
+                                   const std::string &path) {
+  auto file = loadSafetensors(path);
+  if (!file)
+    return error(file.error());
+  for (const std::string &name : model.stateNames()) {
+    cpu::Tensor *state = model.state(name);
+    auto it = file->tensors.find(name);
+    if (it == file->tensors.end())
+      return error("checkpoint '" + path + "' has no tensor '" + name +
+                   "'; it was not written for this model");
+    const SafeTensor &t = it->second;
+    if (t.dtype != safetensorsDtype(state->dtype()) ||
+        t.shape != state->shape() || int64_t(t.bytes.size()) != state->bytes())
+      return error("checkpoint '" + path + "': tensor '" + name +
+                   "' has another dtype or shape than the model's");
+    std::memcpy(state->data(), t.bytes.data(), t.bytes.size());
+  }
+  if (file->tensors.size() != model.stateNames().size())
+    return error("checkpoint '" + path +
+                 "' holds tensors this model does not have");
+  return std::move(file->metadata);
+}
+
+llvm::Expected<std::vector<std::string>>
+pruneCheckpoints(const std::string &dir, int64_t keep, int64_t protect) {
+  auto checkpoints = listCheckpoints(dir);
+  if (!checkpoints)
+    return checkpoints.takeError();
+  std::vector<std::string> deleted;
+  int64_t excess = int64_t(checkpoints->size()) - keep;
+  for (int64_t i = 0; i < excess; ++i) {
+    const auto &[step, path] = (*checkpoints)[i];
+    if (step == protect)
+      continue;
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+    if (ec)
+      return error("cannot delete '" + path + "': " + ec.message());
+    deleted.push_back(path);
+  }
+  return deleted;
+}
+
+} // namespace loom::cli

@@ -1,0 +1,57 @@
+//===- Checkpoint.h - Training checkpoints on disk --------------*- C++ -*-===//
+//
+// A checkpoint is DIR/checkpoints/step-<step>.safetensors: every parameter
+// and every Adam moment of a CpuModel, by name, plus string metadata saying
+// where training stood (step, epoch, batch, seed, ...). It is written
+// atomically (temporary file, fsync, rename), so a crash while saving leaves
+// the previous checkpoints whole.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_TOOLS_LOOM_CHECKPOINT_H
+#define LOOM_TOOLS_LOOM_CHECKPOINT_H
+
+#include "runtime/cpu/CpuModel.h"
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace loom::cli {
+
+using Metadata = std::map<std::string, std::string>;
+
+/// `value` as metadata holds it: digits enough to read back the same double.
+std::string metadataNumber(double value);
+
+/// DIR/checkpoints/step-<step>.safetensors.
+std::string checkpointPath(const std::string &dir, int64_t step);
+
+/// The run's checkpoints as (step, path), oldest first; none when
+/// DIR/checkpoints does not exist.
+llvm::Expected<std::vector<std::pair<int64_t, std::string>>>
+listCheckpoints(const std::string &dir);
+
+/// Writes the model's whole state (parameters and optimizer moments), or
+/// only its parameters, with `metadata`, atomically.
+llvm::Error saveState(cpu::CpuModel &model, const std::string &path,
+                      const Metadata &metadata, bool parametersOnly = false);
+
+/// Reads a checkpoint that saveState wrote into the model's state: every
+/// tensor of the state must be there with its shape and dtype. Returns the
+/// checkpoint's metadata.
+llvm::Expected<Metadata> loadState(cpu::CpuModel &model,
+                                   const std::string &path);
+
+/// Deletes step checkpoints older than the `keep` latest, except `protect`
+/// (the best one). Returns the paths deleted.
+llvm::Expected<std::vector<std::string>>
+pruneCheckpoints(const std::string &dir, int64_t keep, int64_t protect);
+
+} // namespace loom::cli
+
+#endif // LOOM_TOOLS_LOOM_CHECKPOINT_H

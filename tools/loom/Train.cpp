@@ -1,0 +1,407 @@
+//===- Train.cpp - `loom train` -------------------------------------------===//
+//
+// From two text files to a model directory that `loom translate` reads:
+//
+//   DIR/spm.model        SentencePiece, trained here on both sides of the
+//                        training corpus (one joint vocabulary)
+//   DIR/config.pbtxt     the model's config, its vocabulary sizes set to
+//                        the tokenizer's
+//   DIR/checkpoints/     step-<step>.safetensors: parameters, Adam moments
+//                        and where training stood; the last --keep and the
+//                        best (by validation BLEU)
+//   DIR/metrics.jsonl    one JSON object per report and per validation
+//   DIR/model.safetensors  the parameters when training ends
+//
+// With --resume, the directory's config, vocabulary and latest checkpoint
+// are loaded and training continues where it stopped.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/loom/Checkpoint.h"
+#include "tools/loom/Commands.h"
+#include "tools/loom/Common.h"
+#include "tools/loom/CpuBackend.h"
+#include "tools/loom/Trainer.h"
+
+#include "runtime/AtomicFile.h"
+#include "runtime/Safetensors.h"
+#include "text/Corpus.h"
+#include "text/Tokenizer.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/xxhash.h"
+
+#include <google/protobuf/text_format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+#include <unistd.h>
+
+namespace loom::cli {
+
+namespace {
+
+llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+struct TrainOptions {
+  ModelOptions model;
+  std::vector<std::string> train, valid;
+  std::string out;
+  int64_t maxTokens = 4096;
+  int64_t maxSentences = 256;
+  int64_t steps = 0, epochs = 0;
+  uint64_t seed = 1;
+  int threads = 0;
+  int64_t warmup = 4000;
+  double lrScale = 1.0;
+  double clipNorm = 0.0;
+  int64_t validEvery = 0;
+  int64_t logEvery = 100;
+  int64_t keep = 5;
+  int64_t vocabSize = 0;
+  std::string progress = "auto";
+  bool resume = false;
+};
+
+std::string hexHash(const std::string &bytes) {
+  return llvm::formatv("{0:x16}",
+                       llvm::xxh3_64bits(llvm::arrayRefFromStringRef(bytes)))
+      .str();
+}
+
+llvm::Error writeText(const std::string &path, const std::string &text) {
+  std::string problem =
+      writeFileAtomically(path, {BytePiece{text.data(), text.size()}});
+  return problem.empty() ? llvm::Error::success() : error(problem);
+}
+
+/// Reads a parallel corpus as the model takes it: source ids + eos, target
+/// bos + ids + eos, both within the model's length.
+llvm::Expected<text::Corpus> readPairs(const std::vector<std::string> &files,
+                                       const text::Tokenizer &tokenizer,
+                                       int64_t maxLen, bool keepText,
+                                       const char *what) {
+  auto encode = [&](const std::string &line) { return tokenizer.encode(line); };
+  text::CorpusOptions options;
+  options.maxLen = maxLen - 2; // room for bos and eos
+  options.keepText = keepText;
+  auto corpus = text::readCorpus(files[0], files[1], encode, encode, options);
+  if (!corpus)
+    return error(corpus.error());
+  if (corpus->pairs.empty())
+    return error(llvm::formatv("the {0} corpus has no usable pairs ({1})", what,
+                               text::describe(corpus->stats, options.maxLen)));
+  std::printf("%s: %s\n", what,
+              text::describe(corpus->stats, options.maxLen).c_str());
+  return std::move(*corpus);
+}
+
+/// On --resume: the run's settings from its checkpoint, for every option
+/// not given again. The data order depends on the seed and the batch
+/// bounds, so those must not change; the schedule may.
+llvm::Error takeRunSettings(const std::string &path, TrainOptions &o,
+                            CLI::App *cmd) {
+  auto file = loadSafetensors(path);
+  if (!file)
+    return error(file.error());
+  Metadata &m = file->metadata;
+  auto take = [&](const char *flag, const char *key, auto &value,
+                  bool mayChange) -> llvm::Error {
+    auto it = m.find(key);
+    if (it == m.end())
+      return error("'" + path + "' does not record " + key);
+    std::remove_reference_t<decltype(value)> saved{};
+    std::istringstream in(it->second);
+    if (!(in >> saved))
+      return error("'" + path + "' records an unreadable " + key + " '" +
+                   it->second + "'");
+    if (cmd->count(flag) == 0) {
+      value = saved;
+    } else if (value != saved) {
+      if (!mayChange)
+        return error(llvm::formatv("'{0}' was trained with {1} {2}; the "
+                                   "same run needs the same value",
+                                   path, flag, it->second));
+      std::printf("note: %s changes from %s\n", flag, it->second.c_str());
+    }
+    return llvm::Error::success();
+  };
+  if (llvm::Error err = take("--seed", "seed", o.seed, false))
+    return err;
+  if (llvm::Error err = take("--max-tokens", "max_tokens", o.maxTokens, false))
+    return err;
+  if (llvm::Error err =
+          take("--max-sentences", "max_sentences", o.maxSentences, false))
+    return err;
+  if (llvm::Error err = take("--warmup", "warmup", o.warmup, true))
+    return err;
+  if (llvm::Error err = take("--lr-scale", "lr_scale", o.lrScale, true))
+    return err;
+  return take("--clip-norm", "clip_norm", o.clipNorm, true);
+}
+
+void addIds(const std::vector<int32_t> &ids, std::vector<int64_t> &out) {
+  out.insert(out.end(), ids.begin(), ids.end());
+}
+
+int runTrain(TrainOptions o, CLI::App *cmd) {
+  auto fail = [](llvm::Error err) {
+    return cli::fail("train", std::move(err));
+  };
+  if (o.maxTokens < 16 || o.maxSentences < 1 || o.steps < 0 || o.epochs < 0 ||
+      o.warmup < 1 || !(o.lrScale > 0) || o.clipNorm < 0 || o.validEvery < 0 ||
+      o.logEvery < 1 || o.keep < 1)
+    return fail(error("--max-tokens (>= 16), --max-sentences, --warmup, "
+                      "--lr-scale, --log-every and --keep must be positive; "
+                      "--steps, --epochs, --clip-norm and --valid-every must "
+                      "not be negative"));
+  if (o.steps == 0 && o.epochs == 0)
+    return fail(error("say how long to train: --steps N or --epochs N"));
+  const std::string &dir = o.out;
+  std::error_code ec;
+
+  TransformerConfig config;
+  std::optional<text::Tokenizer> tokenizer;
+  TrainPosition position;
+  std::string resumeFrom;
+  auto checkpoints = listCheckpoints(dir);
+  if (!checkpoints)
+    return fail(checkpoints.takeError());
+  if (o.resume) {
+    if (!o.model.preset.empty() || !o.model.configPath.empty())
+      return fail(error("--resume takes the model from '" + dir +
+                        "/config.pbtxt'; leave out --preset and --config"));
+    if (checkpoints->empty())
+      return fail(error("--resume: '" + dir +
+                        "/checkpoints' holds no checkpoint to resume from"));
+    auto loaded = loadConfig(dir + "/config.pbtxt");
+    if (!loaded)
+      return fail(loaded.takeError());
+    config = *loaded;
+    auto spm = text::Tokenizer::loadFile(dir + "/spm.model");
+    if (!spm)
+      return fail(error(spm.error()));
+    tokenizer = std::move(*spm);
+    resumeFrom = checkpoints->back().second;
+    if (llvm::Error err = takeRunSettings(resumeFrom, o, cmd))
+      return fail(std::move(err));
+  } else {
+    if (!checkpoints->empty())
+      return fail(error("'" + dir +
+                        "' already holds a run's checkpoints; continue it "
+                        "with --resume, or train into another --out"));
+    auto loaded = o.model.load();
+    if (!loaded)
+      return fail(loaded.takeError());
+    config = *loaded;
+    std::filesystem::create_directories(dir + "/checkpoints", ec);
+    if (ec)
+      return fail(error("cannot create '" + dir + "': " + ec.message()));
+    // One vocabulary for both languages, as large as the config's target
+    // vocabulary unless --vocab-size says otherwise.
+    text::TokenizerTrainOptions spmOptions;
+    spmOptions.vocabSize =
+        int32_t(o.vocabSize > 0 ? o.vocabSize : config.tgt_vocab());
+    spmOptions.seed = uint32_t(o.seed);
+    auto start = std::chrono::steady_clock::now();
+    auto spm = text::Tokenizer::train(o.train, spmOptions);
+    if (!spm)
+      return fail(
+          error("training the SentencePiece vocabulary: " + spm.error()));
+    tokenizer = std::move(*spm);
+    std::printf(
+        "vocabulary: %d SentencePiece pieces (unigram, joint) in "
+        "%.1fs\n",
+        tokenizer->vocabSize(),
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count());
+    if (std::string problem = tokenizer->saveFile(dir + "/spm.model");
+        !problem.empty())
+      return fail(error(problem));
+    config.set_src_vocab(tokenizer->vocabSize());
+    config.set_tgt_vocab(tokenizer->vocabSize());
+    std::string text;
+    google::protobuf::TextFormat::PrintToString(config, &text);
+    if (llvm::Error err = writeText(dir + "/config.pbtxt", text))
+      return fail(std::move(err));
+  }
+  if (config.src_vocab() < tokenizer->vocabSize() ||
+      config.tgt_vocab() < tokenizer->vocabSize())
+    return fail(error(llvm::formatv(
+        "the vocabulary has {0} pieces but the config's src_vocab is {1} and "
+        "tgt_vocab {2}",
+        tokenizer->vocabSize(), config.src_vocab(), config.tgt_vocab())));
+
+  // The data, as ids.
+  int64_t maxLen = config.max_len();
+  if (o.maxTokens < maxLen)
+    return fail(error(llvm::formatv(
+        "--max-tokens {0} is less than the model's max_len {1}: a batch "
+        "must fit the longest sentence",
+        o.maxTokens, maxLen)));
+  auto trainCorpus = readPairs(o.train, *tokenizer, maxLen, false, "train");
+  if (!trainCorpus)
+    return fail(trainCorpus.takeError());
+  TrainData data;
+  for (const text::CorpusPair &pair : trainCorpus->pairs) {
+    data.sources.emplace_back();
+    addIds(pair.src, data.sources.back());
+    data.sources.back().push_back(text::Tokenizer::kEos);
+    data.targets.push_back({text::Tokenizer::kBos});
+    addIds(pair.tgt, data.targets.back());
+    data.targets.back().push_back(text::Tokenizer::kEos);
+  }
+  std::optional<ValidationSet> valid;
+  if (!o.valid.empty()) {
+    auto corpus = readPairs(o.valid, *tokenizer, maxLen, true, "valid");
+    if (!corpus)
+      return fail(corpus.takeError());
+    valid.emplace();
+    for (const text::CorpusPair &pair : corpus->pairs) {
+      valid->sources.emplace_back();
+      addIds(pair.src, valid->sources.back());
+      valid->sources.back().push_back(text::Tokenizer::kEos);
+      valid->targets.push_back({text::Tokenizer::kBos});
+      addIds(pair.tgt, valid->targets.back());
+      valid->targets.back().push_back(text::Tokenizer::kEos);
+      valid->references.push_back(pair.tgtText);
+    }
+  }
+
+  // Compile @train_step (and the validation entries) for these batches.
+  CompilePipelineOptions pipeline =
+      pipelineFor(config, o.maxTokens, maxLen, o.maxSentences);
+  pipeline.training.warmup = o.warmup;
+  pipeline.training.lrScale = o.lrScale;
+  pipeline.training.clipNorm = o.clipNorm;
+  auto compileStart = std::chrono::steady_clock::now();
+  auto exe = compileCpuExecutable(config, pipeline);
+  if (!exe)
+    return fail(exe.takeError());
+  auto model = loadCpuModel(std::move(*exe), o.threads);
+  if (!model)
+    return fail(model.takeError());
+  int64_t parameters = 0;
+  for (const std::string &name : (*model)->parameterNames())
+    parameters += (*model)->state(name)->numel();
+  std::printf("model: d_model %lld, %lld heads, %lld+%lld layers, %lld "
+              "parameters; compiled for this CPU in %.1fs; %d threads\n",
+              (long long)config.d_model(), (long long)config.heads(),
+              (long long)config.encoder_layers(),
+              (long long)config.decoder_layers(), (long long)parameters,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                            compileStart)
+                  .count(),
+              (*model)->pool().size());
+
+  // What every checkpoint of this run records beside its position.
+  std::string configText;
+  google::protobuf::TextFormat::PrintToString(config, &configText);
+  Metadata run;
+  run["seed"] = std::to_string(o.seed);
+  run["max_tokens"] = std::to_string(o.maxTokens);
+  run["max_sentences"] = std::to_string(o.maxSentences);
+  run["warmup"] = std::to_string(o.warmup);
+  run["lr_scale"] = metadataNumber(o.lrScale);
+  run["clip_norm"] = metadataNumber(o.clipNorm);
+  run["config"] = configText;
+  run["vocabulary_xxh3"] = hexHash(tokenizer->modelBytes());
+
+  if (o.resume) {
+    auto metadata = loadState(**model, resumeFrom);
+    if (!metadata)
+      return fail(metadata.takeError());
+    if ((*metadata)["vocabulary_xxh3"] != run["vocabulary_xxh3"])
+      return fail(error("'" + dir + "/spm.model' is not the vocabulary '" +
+                        resumeFrom + "' was trained with"));
+    auto at = TrainPosition::load(*metadata);
+    if (!at)
+      return fail(at.takeError());
+    position = *at;
+    std::printf("resuming from %s: step %lld, epoch %lld, batch %lld\n",
+                resumeFrom.c_str(), (long long)position.step,
+                (long long)position.epoch, (long long)position.batch);
+  } else {
+    initParameters(**model, o.seed);
+  }
+
+  TrainSettings settings;
+  settings.dir = dir;
+  settings.seed = o.seed;
+  settings.maxTokens = o.maxTokens;
+  settings.maxSentences = o.maxSentences;
+  settings.steps = o.steps;
+  settings.epochs = o.epochs;
+  settings.validEvery = o.validEvery;
+  settings.logEvery = o.logEvery;
+  settings.keep = o.keep;
+  settings.schedule = pipeline.training;
+  settings.maxLen = maxLen;
+  settings.progressBar =
+      o.progress == "bar" || (o.progress == "auto" && ::isatty(STDOUT_FILENO));
+  return runTraining(**model, settings, position, data,
+                     valid ? &*valid : nullptr, *tokenizer, run);
+}
+
+} // namespace
+
+void addTrainCommand(CLI::App &app, int &exitCode) {
+  auto o = std::make_shared<TrainOptions>();
+  CLI::App *cmd = app.add_subcommand(
+      "train", "Train a translator from a parallel corpus into a model "
+               "directory");
+  o->model.addTo(cmd);
+  cmd->add_option("--train", o->train, "Training corpus: SRC TGT")
+      ->expected(2)
+      ->required();
+  cmd->add_option("--valid", o->valid,
+                  "Validation corpus: SRC TGT (loss and greedy BLEU)")
+      ->expected(2);
+  cmd->add_option("--out", o->out, "The model directory")->required();
+  cmd->add_option("--max-tokens", o->maxTokens,
+                  "Padded tokens per batch and side")
+      ->capture_default_str();
+  cmd->add_option("--max-sentences", o->maxSentences, "Sentences per batch")
+      ->capture_default_str();
+  cmd->add_option("--steps", o->steps, "Stop after this many steps");
+  cmd->add_option("--epochs", o->epochs, "Stop after this many epochs");
+  cmd->add_option("--seed", o->seed,
+                  "Seeds the vocabulary, initial parameters, batch order "
+                  "and dropout")
+      ->capture_default_str();
+  cmd->add_option("--threads", o->threads,
+                  "CPU threads (0: one per hardware thread)")
+      ->capture_default_str();
+  cmd->add_option("--warmup", o->warmup, "Warm-up steps of the schedule")
+      ->capture_default_str();
+  cmd->add_option("--lr-scale", o->lrScale,
+                  "lr = scale * d_model^-0.5 * min(step^-0.5, step * "
+                  "warmup^-1.5)")
+      ->capture_default_str();
+  cmd->add_option("--clip-norm", o->clipNorm,
+                  "Clip the global gradient norm (0: no clipping)")
+      ->capture_default_str();
+  cmd->add_option("--valid-every", o->validEvery,
+                  "Validate and checkpoint every N steps (0: every epoch)")
+      ->capture_default_str();
+  cmd->add_option("--log-every", o->logEvery, "Report every N steps")
+      ->capture_default_str();
+  cmd->add_option("--keep", o->keep, "Step checkpoints kept, besides the best")
+      ->capture_default_str();
+  cmd->add_option("--vocab-size", o->vocabSize,
+                  "SentencePiece pieces (default: the config's tgt_vocab)");
+  cmd->add_option("--progress", o->progress,
+                  "auto (a bar on a terminal), bar or lines")
+      ->check(CLI::IsMember({"auto", "bar", "lines"}))
+      ->capture_default_str();
+  cmd->add_flag("--resume", o->resume,
+                "Continue the run in --out from its latest checkpoint");
+  cmd->callback([o, cmd, &exitCode] { exitCode = runTrain(*o, cmd); });
+}
+
+} // namespace loom::cli

@@ -1,0 +1,414 @@
+//===- Trainer.cpp - The training loop of `loom train` --------------------===//
+
+#include "tools/loom/Trainer.h"
+#include "tools/loom/CpuBackend.h"
+
+#include "text/Batching.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+
+namespace loom::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// Set by SIGINT or SIGTERM; the loop saves a checkpoint at the next step
+/// boundary and stops.
+std::atomic<int> stopSignal{0};
+
+extern "C" void onStopSignal(int signal) { stopSignal = signal; }
+
+/// The dropout seed of one step: the run's seed and the step, mixed
+/// (splitmix64), so that steps draw unrelated masks and a resumed run draws
+/// the same ones.
+int64_t stepSeed(uint64_t seed, int64_t step) {
+  uint64_t z = seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(step);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return static_cast<int64_t>((z ^ (z >> 31)) >> 1);
+}
+
+cpu::Tensor i64Scalar(int64_t value) {
+  cpu::Tensor t(runtime::Buffer::I64, {});
+  *static_cast<int64_t *>(t.data()) = value;
+  return t;
+}
+
+std::string clockString(double seconds) {
+  auto s = static_cast<int64_t>(std::max(0.0, seconds));
+  return llvm::formatv("{0}:{1:2}:{2:2}", s / 3600, (s / 60) % 60, s % 60);
+}
+
+int64_t metadataInt(const Metadata &m, const std::string &key, bool &ok) {
+  auto it = m.find(key);
+  int64_t value = 0;
+  if (it == m.end() || llvm::StringRef(it->second).getAsInteger(10, value))
+    ok = false;
+  return value;
+}
+
+double metadataDouble(const Metadata &m, const std::string &key, bool &ok) {
+  auto it = m.find(key);
+  double value = 0;
+  if (it == m.end() || llvm::StringRef(it->second).getAsDouble(value))
+    ok = false;
+  return value;
+}
+
+/// A number as JSON has it (no nan or inf).
+std::string json(double value) {
+  if (!std::isfinite(value))
+    return "null";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", value);
+  return text;
+}
+
+class Trainer {
+public:
+  Trainer(cpu::CpuModel &model, const TrainSettings &settings,
+          TrainPosition position, const TrainData &train,
+          const ValidationSet *valid, const text::Tokenizer &tokenizer,
+          const Metadata &runMetadata)
+      : model(model), s(settings), at(position), train(train), valid(valid),
+        tokenizer(tokenizer), runMetadata(runMetadata) {
+    for (size_t i = 0; i < train.sources.size(); ++i)
+      lengths.push_back(
+          {int64_t(train.sources[i].size()), int64_t(train.targets[i].size())});
+  }
+
+  int run();
+
+private:
+  bool finished() const {
+    return (s.steps > 0 && at.step >= s.steps) ||
+           (s.epochs > 0 && at.epoch > s.epochs);
+  }
+  /// Runs one batch; `tokens` counts its real source and target tokens,
+  /// `targets` the target tokens the loss averages over.
+  llvm::Expected<double> step(const text::Batch &batch, int64_t &tokens,
+                              int64_t &targets);
+  void report(bool force);
+  llvm::Error checkpoint(bool validate);
+  void writeMetrics(const std::string &line);
+  double elapsed() const {
+    return at.seconds +
+           std::chrono::duration<double>(Clock::now() - started).count();
+  }
+
+  cpu::CpuModel &model;
+  const TrainSettings &s;
+  TrainPosition at;
+  const TrainData &train;
+  const ValidationSet *valid;
+  const text::Tokenizer &tokenizer;
+  const Metadata &runMetadata;
+  std::vector<text::PairLengths> lengths;
+
+  Clock::time_point started = Clock::now();
+  int64_t batchesThisEpoch = 0;
+  // Since the last report: loss summed over target tokens, tokens, time.
+  double windowLoss = 0;
+  int64_t windowTargets = 0, windowTokens = 0, windowSteps = 0;
+  Clock::time_point windowStart = Clock::now();
+  Clock::time_point lastDraw;
+  double lastLoss = NAN, lastRate = 0;
+  // Step time of this process, for the ETA.
+  double stepSeconds = 0;
+  int64_t stepsRun = 0;
+};
+
+llvm::Expected<double> Trainer::step(const text::Batch &batch, int64_t &tokens,
+                                     int64_t &targets) {
+  std::vector<std::vector<int64_t>> src, tgt;
+  tokens = targets = 0;
+  for (int64_t index : batch) {
+    src.push_back(train.sources[index]);
+    tgt.push_back(train.targets[index]);
+    targets += int64_t(train.targets[index].size()) - 1;
+    tokens +=
+        int64_t(train.sources[index].size() + train.targets[index].size()) - 1;
+  }
+  cpu::Tensor srcT = idsTensor(src), tgtT = idsTensor(tgt);
+  cpu::Tensor seed = i64Scalar(stepSeed(s.seed, at.step + 1));
+  cpu::Tensor count = i64Scalar(at.step + 1);
+  std::vector<cpu::TensorRef> inputs;
+  for (const std::string &name : model.inputNames("train_step")) {
+    if (name == "src")
+      inputs.push_back(srcT.ref());
+    else if (name == "tgt")
+      inputs.push_back(tgtT.ref());
+    else if (name == "seed")
+      inputs.push_back(seed.ref());
+    else if (name == "step")
+      inputs.push_back(count.ref());
+    else
+      return error("@train_step takes an unknown input '" + name + "'");
+  }
+  auto out = model.run("train_step", inputs);
+  if (!out)
+    return error(out.error());
+  for (const cpu::NamedTensor &t : *out)
+    if (t.name == "loss")
+      return double(t.tensor.f32()[0]);
+  return error("@train_step returns no loss");
+}
+
+void Trainer::writeMetrics(const std::string &line) {
+  std::ofstream out(s.dir + "/metrics.jsonl", std::ios::app);
+  out << line << "\n";
+}
+
+void Trainer::report(bool force) {
+  auto now = Clock::now();
+  double window = std::chrono::duration<double>(now - windowStart).count();
+  if (windowSteps > 0) {
+    lastLoss = windowLoss / double(std::max<int64_t>(1, windowTargets));
+    lastRate = window > 0 ? windowTokens / window : 0;
+  }
+  double lr = learningRate(s.schedule, std::max<int64_t>(1, at.step));
+  // Total steps: the limit, or the epochs at this epoch's size.
+  int64_t total = s.steps;
+  if (s.epochs > 0) {
+    int64_t byEpochs = at.step + (s.epochs - at.epoch) * batchesThisEpoch +
+                       (batchesThisEpoch - at.batch);
+    total = total > 0 ? std::min(total, byEpochs) : byEpochs;
+  }
+  double eta =
+      stepsRun > 0 ? (total - at.step) * (stepSeconds / double(stepsRun)) : 0;
+  bool logLine = force || at.step % s.logEvery == 0;
+  if (s.progressBar) {
+    // One line redrawn at most five times a second, and kept for a report.
+    if (logLine || now - lastDraw > std::chrono::milliseconds(200)) {
+      lastDraw = now;
+      const int width = 24;
+      int filled =
+          total > 0 ? int(width * at.step / std::max<int64_t>(1, total)) : 0;
+      std::string bar(std::min(filled, width), '#');
+      bar.resize(width, '.');
+      std::printf("\r\033[K[%s] step %lld/%lld  epoch %lld  loss %.4f  %.0f "
+                  "tok/s  lr %.2e  ETA %s",
+                  bar.c_str(), (long long)at.step, (long long)total,
+                  (long long)at.epoch, lastLoss, lastRate, lr,
+                  clockString(eta).c_str());
+      if (logLine)
+        std::printf("\n");
+      std::fflush(stdout);
+    }
+  } else if (logLine) {
+    std::printf("step %lld/%lld  epoch %lld  loss %.4f  %.0f tok/s  lr %.2e  "
+                "elapsed %s  ETA %s\n",
+                (long long)at.step, (long long)total, (long long)at.epoch,
+                lastLoss, lastRate, lr, clockString(elapsed()).c_str(),
+                clockString(eta).c_str());
+    std::fflush(stdout);
+  }
+  if (logLine && windowSteps > 0) {
+    writeMetrics(llvm::formatv("{{\"type\": \"train\", \"step\": {0}, "
+                               "\"epoch\": {1}, \"loss\": {2}, \"lr\": {3}, "
+                               "\"tokens_per_s\": {4}, \"tokens\": {5}, "
+                               "\"elapsed_s\": {6}}",
+                               at.step, at.epoch, json(lastLoss), json(lr),
+                               json(lastRate), at.tokens, json(elapsed()))
+                     .str());
+    windowLoss = 0;
+    windowTargets = windowTokens = windowSteps = 0;
+    windowStart = Clock::now();
+  }
+}
+
+llvm::Error Trainer::checkpoint(bool validate) {
+  double bleu = NAN;
+  if (validate && valid) {
+    ValidationLimits limits{s.maxTokens, s.maxSentences, s.maxLen};
+    auto result = cli::validate(model, *valid, tokenizer, limits);
+    if (!result)
+      return result.takeError();
+    bleu = result->bleu.score;
+    bool best = bleu > at.bestBleu;
+    if (best) {
+      at.bestBleu = bleu;
+      at.bestStep = at.step;
+    }
+    std::printf("validation at step %lld (epoch %lld): loss %.4f (ppl %.2f), "
+                "greedy BLEU %.2f%s  [%.1fs]\n",
+                (long long)at.step, (long long)at.epoch, result->nll,
+                std::exp(result->nll), bleu, best ? " (best)" : "",
+                result->seconds);
+    std::fflush(stdout);
+    writeMetrics(llvm::formatv("{{\"type\": \"valid\", \"step\": {0}, "
+                               "\"epoch\": {1}, \"valid_nll\": {2}, "
+                               "\"valid_ppl\": {3}, \"valid_bleu\": {4}, "
+                               "\"valid_s\": {5}, \"elapsed_s\": {6}}",
+                               at.step, at.epoch, json(result->nll),
+                               json(std::exp(result->nll)), json(bleu),
+                               json(result->seconds), json(elapsed()))
+                     .str());
+  }
+  Metadata metadata = runMetadata;
+  TrainPosition now = at;
+  now.seconds = elapsed();
+  now.save(metadata);
+  if (std::isfinite(bleu))
+    metadata["valid_bleu"] = metadataNumber(bleu);
+  std::string path = checkpointPath(s.dir, at.step);
+  if (llvm::Error err = saveState(model, path, metadata))
+    return err;
+  auto deleted = pruneCheckpoints(s.dir, s.keep, at.bestStep);
+  if (!deleted)
+    return deleted.takeError();
+  return llvm::Error::success();
+}
+
+int Trainer::run() {
+  auto fail = [](llvm::Error err) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "\nloom train: error: %s\n",
+                 llvm::toString(std::move(err)).c_str());
+    return 1;
+  };
+  stopSignal = 0;
+  auto previousInt = std::signal(SIGINT, onStopSignal);
+  auto previousTerm = std::signal(SIGTERM, onStopSignal);
+  struct RestoreSignals {
+    decltype(previousInt) i, t;
+    ~RestoreSignals() {
+      std::signal(SIGINT, i);
+      std::signal(SIGTERM, t);
+    }
+  } restore{previousInt, previousTerm};
+
+  int64_t lastSaved = at.step;
+  while (!finished()) {
+    std::vector<text::Batch> batches =
+        text::makeEpoch(lengths, s.maxTokens, s.seed, at.epoch, s.maxSentences);
+    batchesThisEpoch = int64_t(batches.size());
+    for (; at.batch < batchesThisEpoch && !finished(); ++at.batch) {
+      auto stepStart = Clock::now();
+      int64_t tokens = 0, targets = 0;
+      auto loss = step(batches[at.batch], tokens, targets);
+      if (!loss)
+        return fail(loss.takeError());
+      if (!std::isfinite(*loss)) {
+        std::string last =
+            lastSaved > 0 ? "the last checkpoint, " +
+                                checkpointPath(s.dir, lastSaved) + ", is intact"
+                          : "no checkpoint was written yet";
+        return fail(error(llvm::formatv(
+            "the loss is {0} at step {1} (epoch {2}, batch {3}); training "
+            "stops and this step's parameters are not saved; {4}. A lower "
+            "--lr-scale, a longer --warmup or --clip-norm may help; "
+            "continue with --resume",
+            *loss, at.step + 1, at.epoch, at.batch + 1, last)));
+      }
+      ++at.step;
+      at.tokens += tokens;
+      // The loss is a mean over the batch's targets; the window's mean
+      // weighs each batch by them.
+      windowLoss += *loss * double(targets);
+      windowTargets += targets;
+      windowTokens += tokens;
+      ++windowSteps;
+      stepSeconds +=
+          std::chrono::duration<double>(Clock::now() - stepStart).count();
+      ++stepsRun;
+      bool epochEnds = at.batch + 1 == batchesThisEpoch;
+      bool due = s.validEvery > 0 ? at.step % s.validEvery == 0 : epochEnds;
+      bool last = (s.steps > 0 && at.step >= s.steps) ||
+                  (epochEnds && s.epochs > 0 && at.epoch >= s.epochs);
+      report(due || last);
+      if (due || last || stopSignal) {
+        // The position saved is the next batch's.
+        ++at.batch;
+        if (at.batch == batchesThisEpoch) {
+          ++at.epoch;
+          at.batch = 0;
+        }
+        if (llvm::Error err = checkpoint(/*validate=*/!stopSignal))
+          return fail(std::move(err));
+        lastSaved = at.step;
+        if (stopSignal) {
+          std::printf("\nstopped by signal %d at step %lld; saved %s; "
+                      "continue with --resume\n",
+                      int(stopSignal), (long long)at.step,
+                      checkpointPath(s.dir, at.step).c_str());
+          return 130;
+        }
+        if (at.batch == 0)
+          break;    // the epoch ended
+        --at.batch; // the loop's increment moves to the next batch
+      }
+    }
+    if (at.batch >= batchesThisEpoch) {
+      ++at.epoch;
+      at.batch = 0;
+    }
+  }
+  // The final parameters, for `loom translate --model DIR` as they are.
+  Metadata metadata = runMetadata;
+  TrainPosition now = at;
+  now.seconds = elapsed();
+  now.save(metadata);
+  if (llvm::Error err = saveState(model, s.dir + "/model.safetensors", metadata,
+                                  /*parametersOnly=*/true))
+    return fail(std::move(err));
+  std::printf("done: %lld steps, %lld epochs, %s; best greedy BLEU %.2f at "
+              "step %lld\nparameters: %s/model.safetensors; average the last "
+              "checkpoints with `loom average %s`\n",
+              (long long)at.step, (long long)(at.epoch - (at.batch == 0)),
+              clockString(elapsed()).c_str(), at.bestBleu,
+              (long long)at.bestStep, s.dir.c_str(), s.dir.c_str());
+  return 0;
+}
+
+} // namespace
+
+void TrainPosition::save(Metadata &m) const {
+  m["step"] = std::to_string(step);
+  m["epoch"] = std::to_string(epoch);
+  m["batch"] = std::to_string(batch);
+  m["tokens"] = std::to_string(tokens);
+  m["elapsed_s"] = metadataNumber(seconds);
+  m["best_step"] = std::to_string(bestStep);
+  m["best_bleu"] = metadataNumber(bestBleu);
+}
+
+llvm::Expected<TrainPosition> TrainPosition::load(const Metadata &m) {
+  TrainPosition p;
+  bool ok = true;
+  p.step = metadataInt(m, "step", ok);
+  p.epoch = metadataInt(m, "epoch", ok);
+  p.batch = metadataInt(m, "batch", ok);
+  p.tokens = metadataInt(m, "tokens", ok);
+  p.seconds = metadataDouble(m, "elapsed_s", ok);
+  p.bestStep = metadataInt(m, "best_step", ok);
+  p.bestBleu = metadataDouble(m, "best_bleu", ok);
+  if (!ok || p.step < 0 || p.epoch < 1 || p.batch < 0)
+    return error("the checkpoint's metadata does not say where training "
+                 "stood (step, epoch, batch, tokens, ...)");
+  return p;
+}
+
+int runTraining(cpu::CpuModel &model, const TrainSettings &settings,
+                TrainPosition position, const TrainData &train,
+                const ValidationSet *valid, const text::Tokenizer &tokenizer,
+                const Metadata &runMetadata) {
+  Trainer trainer(model, settings, position, train, valid, tokenizer,
+                  runMetadata);
+  return trainer.run();
+}
+
+} // namespace loom::cli

@@ -1,0 +1,94 @@
+//===- Validation.cpp - Validation loss and BLEU during training ----------===//
+
+#include "tools/loom/Validation.h"
+#include "tools/loom/CpuBackend.h"
+
+#include "runtime/cpu/Decoding.h"
+#include "text/Batching.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace loom::cli {
+
+namespace {
+
+llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+std::vector<std::vector<int64_t>>
+pick(const std::vector<std::vector<int64_t>> &rows, const text::Batch &batch) {
+  std::vector<std::vector<int64_t>> picked;
+  for (int64_t index : batch)
+    picked.push_back(rows[index]);
+  return picked;
+}
+
+/// The greedy output length allowed for a source of `width` tokens, as
+/// `loom translate --max-len-ratio 1.5` allows.
+int64_t decodeLength(int64_t width, int64_t maxLen) {
+  return std::min<int64_t>(maxLen, width + width / 2 + 1);
+}
+
+} // namespace
+
+llvm::Expected<ValidationResult> validate(cpu::CpuModel &model,
+                                          const ValidationSet &set,
+                                          const text::Tokenizer &tokenizer,
+                                          const ValidationLimits &limits) {
+  auto start = std::chrono::steady_clock::now();
+  ValidationResult result;
+
+  // Loss: the references under teacher forcing, in length-sorted batches.
+  std::vector<text::PairLengths> lengths;
+  for (size_t i = 0; i < set.sources.size(); ++i)
+    lengths.push_back(
+        {int64_t(set.sources[i].size()), int64_t(set.targets[i].size())});
+  double nll = 0;
+  for (const text::Batch &batch : text::makeSortedBatches(
+           lengths, limits.maxTokens, limits.maxSentences)) {
+    cpu::Tensor src = idsTensor(pick(set.sources, batch));
+    cpu::Tensor tgt = idsTensor(pick(set.targets, batch));
+    auto out = model.run("token_log_probs", {src.ref(), tgt.ref()});
+    if (!out)
+      return error("validation: " + out.error());
+    const cpu::Tensor &logProbs = (*out)[0].tensor;
+    for (int64_t i = 0; i < logProbs.numel(); ++i)
+      nll -= logProbs.f32()[i];
+    for (int64_t index : batch)
+      result.tokens += int64_t(set.targets[index].size()) - 1;
+  }
+  result.nll = result.tokens ? nll / double(result.tokens) : 0;
+
+  // BLEU: greedy translations, batched by source length; each batch's
+  // outputs may be as long as its longest source allows.
+  std::vector<text::PairLengths> decodeLengths;
+  for (const auto &src : set.sources) {
+    int64_t width = int64_t(src.size());
+    decodeLengths.push_back({width, decodeLength(width, limits.maxLen)});
+  }
+  result.hypotheses.resize(set.sources.size());
+  for (const text::Batch &batch : text::makeSortedBatches(
+           decodeLengths, limits.maxTokens, limits.maxSentences)) {
+    cpu::Tensor src = idsTensor(pick(set.sources, batch));
+    cpu::GreedyOptions greedy;
+    greedy.bos = text::Tokenizer::kBos;
+    greedy.eos = text::Tokenizer::kEos;
+    greedy.maxLen = 0;
+    for (int64_t index : batch)
+      greedy.maxLen = std::max(greedy.maxLen, decodeLengths[index].tgt);
+    auto decoded = cpu::greedyDecode(model, src.ref(), greedy);
+    if (!decoded)
+      return error("validation: " + decoded.error());
+    for (size_t i = 0; i < batch.size(); ++i)
+      result.hypotheses[batch[i]] = tokenizer.decode((*decoded)[i]);
+  }
+  result.bleu = text::corpusBleu(result.hypotheses, set.references);
+  result.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  return result;
+}
+
+} // namespace loom::cli
