@@ -232,6 +232,8 @@ void Trainer::report(bool force) {
 
 llvm::Error Trainer::checkpoint(bool validate) {
   double bleu = NAN;
+  // The position is the next batch's; report the epoch of the last one.
+  int64_t epoch = at.batch == 0 ? at.epoch - 1 : at.epoch;
   if (validate && valid) {
     ValidationLimits limits{s.maxTokens, s.maxSentences, s.maxLen};
     auto result = cli::validate(model, *valid, tokenizer, limits);
@@ -245,7 +247,7 @@ llvm::Error Trainer::checkpoint(bool validate) {
     }
     std::printf("validation at step %lld (epoch %lld): loss %.4f (ppl %.2f), "
                 "greedy BLEU %.2f%s  [%.1fs]\n",
-                (long long)at.step, (long long)at.epoch, result->nll,
+                (long long)at.step, (long long)epoch, result->nll,
                 std::exp(result->nll), bleu, best ? " (best)" : "",
                 result->seconds);
     std::fflush(stdout);
@@ -253,7 +255,7 @@ llvm::Error Trainer::checkpoint(bool validate) {
                                "\"epoch\": {1}, \"valid_nll\": {2}, "
                                "\"valid_ppl\": {3}, \"valid_bleu\": {4}, "
                                "\"valid_s\": {5}, \"elapsed_s\": {6}}",
-                               at.step, at.epoch, json(result->nll),
+                               at.step, epoch, json(result->nll),
                                json(std::exp(result->nll)), json(bleu),
                                json(result->seconds), json(elapsed()))
                      .str());
@@ -365,12 +367,15 @@ int Trainer::run() {
   if (llvm::Error err = saveState(model, s.dir + "/model.safetensors", metadata,
                                   /*parametersOnly=*/true))
     return fail(std::move(err));
-  std::printf("done: %lld steps, %lld epochs, %s; best greedy BLEU %.2f at "
-              "step %lld\nparameters: %s/model.safetensors; average the last "
-              "checkpoints with `loom average %s`\n",
+  std::printf("done: %lld steps (through epoch %lld) in %s\n",
               (long long)at.step, (long long)(at.epoch - (at.batch == 0)),
-              clockString(elapsed()).c_str(), at.bestBleu,
-              (long long)at.bestStep, s.dir.c_str(), s.dir.c_str());
+              clockString(elapsed()).c_str());
+  if (at.bestStep > 0)
+    std::printf("best greedy BLEU %.2f at step %lld\n", at.bestBleu,
+                (long long)at.bestStep);
+  std::printf("parameters: %s/model.safetensors; average the last "
+              "checkpoints with `loom average %s`\n",
+              s.dir.c_str(), s.dir.c_str());
   return 0;
 }
 
