@@ -4,26 +4,28 @@
 # README's "Train a translator".
 #
 #   bench/multi30k.sh DATA_DIR [OUT_DIR (default runs/multi30k)]
-#       [--loom build/bin/loom] [--epochs 28] [--threads 2]
+#       [--loom build/bin/loom] [--epochs 28] [--threads 2] [--average 5]
 #
 # DATA_DIR holds train.en, train.de, val.en and val.de (29,000 and 1,014
 # pairs). The steps, each timed:
 #   1. loom train (vocabulary, compile, 28 epochs, greedy BLEU on val after
 #      each epoch, a checkpoint per epoch, the last 5 kept)
 #   2. loom translate --beam 1 and --beam 4 with the last epoch's parameters
-#   3. loom average --last 5, then --beam 1 and --beam 4 again
+#   3. loom average --last 5 (--average), then --beam 1 and --beam 4 again
 #   4. loom score (cased, 13a) for each, and the learning curve as a table
 set -euo pipefail
 
 loom=build/bin/loom
 epochs=28
 threads=2
+average=5
 positional=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --loom) loom="$2"; shift 2 ;;
     --epochs) epochs="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
+    --average) average="$2"; shift 2 ;;
     -*) echo "multi30k.sh: unknown option $1" >&2; exit 2 ;;
     *) positional+=("$1"); shift ;;
   esac
@@ -57,7 +59,10 @@ timed "translate last, greedy" "$loom" translate --model "$out" --weights "$out/
   --beam 1 --threads "$threads" --input "$data/val.en" > "$out/val.last.greedy.de"
 timed "translate last, beam 4" "$loom" translate --model "$out" --weights "$out/last.safetensors" \
   --beam 4 --threads "$threads" --input "$data/val.en" > "$out/val.last.beam4.de"
-timed average "$loom" average "$out" --last 5
+# One checkpoint per epoch, the last 5 kept.
+(( average > epochs )) && average=$epochs
+(( average > 5 )) && average=5
+timed average "$loom" average "$out" --last "$average"
 timed "translate averaged, greedy" "$loom" translate --model "$out" \
   --beam 1 --threads "$threads" --input "$data/val.en" > "$out/val.avg.greedy.de"
 timed "translate averaged, beam 4" "$loom" translate --model "$out" \
