@@ -43,13 +43,13 @@ done
 timed() { # label, command...
   local label="$1"; shift
   local start end
+  echo "+ $*" >&2
   start=$(date +%s%N)
   "$@"
   end=$(date +%s%N)
   echo "$label: $(( (end - start) / 1000000 )) ms" >&2
 }
 
-set -x
 timed train "$loom" train --preset small \
   --train "$data/train.en" "$data/train.de" --valid "$data/val.en" "$data/val.de" \
   --out "$out" --max-tokens 4096 --epochs "$epochs" --warmup 800 --lr-scale 0.5 \
@@ -67,7 +67,6 @@ timed "translate averaged, greedy" "$loom" translate --model "$out" \
   --beam 1 --threads "$threads" --input "$data/val.en" > "$out/val.avg.greedy.de"
 timed "translate averaged, beam 4" "$loom" translate --model "$out" \
   --beam 4 --threads "$threads" --input "$data/val.en" > "$out/val.avg.beam4.de"
-set +x
 for hyp in last.greedy last.beam4 avg.greedy avg.beam4; do
   printf '%-11s ' "$hyp"
   "$loom" score --ref "$data/val.de" --input "$out/val.$hyp.de" | head -1
