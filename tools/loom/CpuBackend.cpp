@@ -129,6 +129,35 @@ llvm::Error loadParameters(cpu::CpuModel &model, const std::string &path) {
   return bindParameters(model, *weights);
 }
 
+llvm::Expected<double> runTrainStep(cpu::CpuModel &model,
+                                    const cpu::Tensor &src,
+                                    const cpu::Tensor &tgt, int64_t seed,
+                                    int64_t step) {
+  cpu::Tensor seedT(runtime::Buffer::I64, {}), stepT(runtime::Buffer::I64, {});
+  *static_cast<int64_t *>(seedT.data()) = seed;
+  *static_cast<int64_t *>(stepT.data()) = step;
+  std::vector<cpu::TensorRef> inputs;
+  for (const std::string &name : model.inputNames("train_step")) {
+    if (name == "src")
+      inputs.push_back(src.ref());
+    else if (name == "tgt")
+      inputs.push_back(tgt.ref());
+    else if (name == "seed")
+      inputs.push_back(seedT.ref());
+    else if (name == "step")
+      inputs.push_back(stepT.ref());
+    else
+      return error("@train_step takes an unknown input '" + name + "'");
+  }
+  auto out = model.run("train_step", inputs);
+  if (!out)
+    return error(out.error());
+  for (const cpu::NamedTensor &t : *out)
+    if (t.name == "loss")
+      return double(t.tensor.f32()[0]);
+  return error("@train_step returns no loss");
+}
+
 cpu::Tensor idsTensor(const std::vector<std::vector<int64_t>> &rows) {
   size_t width = 0;
   for (const auto &row : rows)

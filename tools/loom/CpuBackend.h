@@ -54,6 +54,14 @@ llvm::Error loadParameters(cpu::CpuModel &model, const std::string &path);
 /// the model's f32 state.
 void initParameters(cpu::CpuModel &model, uint64_t seed);
 
+/// Runs one @train_step on a batch: dropout drawn from `seed`, the schedule
+/// and Adam's bias correction at `step` (from 1). The model's parameters and
+/// moments are updated in place; returns the batch's loss as computed.
+llvm::Expected<double> runTrainStep(cpu::CpuModel &model,
+                                    const cpu::Tensor &src,
+                                    const cpu::Tensor &tgt, int64_t seed,
+                                    int64_t step);
+
 /// A [rows, longest] i32 tensor of `rows`, padded with 0.
 cpu::Tensor idsTensor(const std::vector<std::vector<int64_t>> &rows);
 

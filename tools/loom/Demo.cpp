@@ -62,34 +62,11 @@ int fail(llvm::Error err) {
 /// finite (the parameters are then already updated, and the demo stops).
 llvm::Expected<double> trainStep(cpu::CpuModel &model, const cpu::Tensor &src,
                                  const cpu::Tensor &tgt, int64_t step) {
-  cpu::Tensor seed = cli::scalarTensor(runtime::Buffer::I64, double(step));
-  cpu::Tensor count = cli::scalarTensor(runtime::Buffer::I64, double(step));
-  std::vector<cpu::TensorRef> inputs;
-  for (const std::string &name : model.inputNames("train_step")) {
-    if (name == "src")
-      inputs.push_back(src.ref());
-    else if (name == "tgt")
-      inputs.push_back(tgt.ref());
-    else if (name == "seed")
-      inputs.push_back(seed.ref());
-    else if (name == "step")
-      inputs.push_back(count.ref());
-    else
-      return llvm::createStringError("@train_step takes an unknown input '" +
-                                     name + "'");
-  }
-  auto out = model.run("train_step", inputs);
-  if (!out)
-    return llvm::createStringError(out.error());
-  for (const cpu::NamedTensor &t : *out)
-    if (t.name == "loss") {
-      double loss = t.tensor.f32()[0];
-      if (!std::isfinite(loss))
-        return llvm::createStringError(
-            llvm::formatv("the loss is {0} at step {1}", loss, step).str());
-      return loss;
-    }
-  return llvm::createStringError("@train_step returns no loss");
+  auto loss = cli::runTrainStep(model, src, tgt, /*seed=*/step, step);
+  if (loss && !std::isfinite(*loss))
+    return llvm::createStringError(
+        llvm::formatv("the loss is {0} at step {1}", *loss, step).str());
+  return loss;
 }
 
 } // namespace

@@ -41,12 +41,6 @@ int64_t stepSeed(uint64_t seed, int64_t step) {
   return static_cast<int64_t>((z ^ (z >> 31)) >> 1);
 }
 
-cpu::Tensor i64Scalar(int64_t value) {
-  cpu::Tensor t(runtime::Buffer::I64, {});
-  *static_cast<int64_t *>(t.data()) = value;
-  return t;
-}
-
 std::string clockString(double seconds) {
   auto s = static_cast<int64_t>(std::max(0.0, seconds));
   return llvm::formatv("{0}:{1:2}:{2:2}", s / 3600, (s / 60) % 60, s % 60);
@@ -142,29 +136,8 @@ llvm::Expected<double> Trainer::step(const text::Batch &batch, int64_t &tokens,
     tokens +=
         int64_t(train.sources[index].size() + train.targets[index].size()) - 1;
   }
-  cpu::Tensor srcT = idsTensor(src), tgtT = idsTensor(tgt);
-  cpu::Tensor seed = i64Scalar(stepSeed(s.seed, at.step + 1));
-  cpu::Tensor count = i64Scalar(at.step + 1);
-  std::vector<cpu::TensorRef> inputs;
-  for (const std::string &name : model.inputNames("train_step")) {
-    if (name == "src")
-      inputs.push_back(srcT.ref());
-    else if (name == "tgt")
-      inputs.push_back(tgtT.ref());
-    else if (name == "seed")
-      inputs.push_back(seed.ref());
-    else if (name == "step")
-      inputs.push_back(count.ref());
-    else
-      return error("@train_step takes an unknown input '" + name + "'");
-  }
-  auto out = model.run("train_step", inputs);
-  if (!out)
-    return error(out.error());
-  for (const cpu::NamedTensor &t : *out)
-    if (t.name == "loss")
-      return double(t.tensor.f32()[0]);
-  return error("@train_step returns no loss");
+  return runTrainStep(model, idsTensor(src), idsTensor(tgt),
+                      stepSeed(s.seed, at.step + 1), at.step + 1);
 }
 
 void Trainer::writeMetrics(const std::string &line) {
