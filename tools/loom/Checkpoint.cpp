@@ -2,8 +2,6 @@
 
 #include "tools/loom/Checkpoint.h"
 
-#include "runtime/Safetensors.h"
-
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -89,15 +87,12 @@ llvm::Error saveState(cpu::CpuModel &model, const std::string &path,
   return llvm::Error::success();
 }
 
-llvm::Expected<Metadata> loadState(cpu::CpuModel &model,
-                                   const std::string &path) {
-  auto file = loadSafetensors(path);
-  if (!file)
-    return error(file.error());
+llvm::Error loadState(cpu::CpuModel &model, const SafeTensorFile &file,
+                      const std::string &path) {
   for (const std::string &name : model.stateNames()) {
     cpu::Tensor *state = model.state(name);
-    auto it = file->tensors.find(name);
-    if (it == file->tensors.end())
+    auto it = file.tensors.find(name);
+    if (it == file.tensors.end())
       return error("checkpoint '" + path + "' has no tensor '" + name +
                    "'; it was not written for this model");
     const SafeTensor &t = it->second;
@@ -107,10 +102,10 @@ llvm::Expected<Metadata> loadState(cpu::CpuModel &model,
                    "' has another dtype or shape than the model's");
     std::memcpy(state->data(), t.bytes.data(), t.bytes.size());
   }
-  if (file->tensors.size() != model.stateNames().size())
+  if (file.tensors.size() != model.stateNames().size())
     return error("checkpoint '" + path +
                  "' holds tensors this model does not have");
-  return std::move(file->metadata);
+  return llvm::Error::success();
 }
 
 llvm::Expected<std::vector<std::string>>

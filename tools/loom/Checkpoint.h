@@ -11,6 +11,7 @@
 #ifndef LOOM_TOOLS_LOOM_CHECKPOINT_H
 #define LOOM_TOOLS_LOOM_CHECKPOINT_H
 
+#include "runtime/Safetensors.h"
 #include "runtime/cpu/CpuModel.h"
 
 #include "llvm/Support/Error.h"
@@ -41,11 +42,11 @@ listCheckpoints(const std::string &dir);
 llvm::Error saveState(cpu::CpuModel &model, const std::string &path,
                       const Metadata &metadata, bool parametersOnly = false);
 
-/// Reads a checkpoint that saveState wrote into the model's state: every
-/// tensor of the state must be there with its shape and dtype. Returns the
-/// checkpoint's metadata.
-llvm::Expected<Metadata> loadState(cpu::CpuModel &model,
-                                   const std::string &path);
+/// Copies a checkpoint that saveState wrote, read from `path`, into the
+/// model's state: every tensor of the state must be there with its shape and
+/// dtype.
+llvm::Error loadState(cpu::CpuModel &model, const SafeTensorFile &file,
+                      const std::string &path);
 
 /// Deletes step checkpoints older than the `keep` latest, except `protect`
 /// (the best one). Returns the paths deleted.

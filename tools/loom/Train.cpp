@@ -104,12 +104,8 @@ llvm::Expected<text::Corpus> readPairs(const std::vector<std::string> &files,
 /// On --resume: the run's settings from its checkpoint, for every option
 /// not given again. The data order depends on the seed and the batch
 /// bounds, so those must not change; the schedule may.
-llvm::Error takeRunSettings(const std::string &path, TrainOptions &o,
-                            CLI::App *cmd) {
-  auto file = loadSafetensors(path);
-  if (!file)
-    return error(file.error());
-  Metadata &m = file->metadata;
+llvm::Error takeRunSettings(const std::string &path, const Metadata &m,
+                            TrainOptions &o, CLI::App *cmd) {
   auto take = [&](const char *flag, const char *key, auto &value,
                   bool mayChange) -> llvm::Error {
     auto it = m.find(key);
@@ -145,8 +141,16 @@ llvm::Error takeRunSettings(const std::string &path, TrainOptions &o,
   return take("--clip-norm", "clip_norm", o.clipNorm, true);
 }
 
-void addIds(const std::vector<int32_t> &ids, std::vector<int64_t> &out) {
-  out.insert(out.end(), ids.begin(), ids.end());
+/// A pair as the model takes it: source ids + eos, target bos + ids + eos.
+void addModelPair(const text::CorpusPair &pair,
+                  std::vector<std::vector<int64_t>> &sources,
+                  std::vector<std::vector<int64_t>> &targets) {
+  std::vector<int64_t> &src =
+      sources.emplace_back(pair.src.begin(), pair.src.end());
+  src.push_back(text::Tokenizer::kEos);
+  std::vector<int64_t> &tgt = targets.emplace_back(1, text::Tokenizer::kBos);
+  tgt.insert(tgt.end(), pair.tgt.begin(), pair.tgt.end());
+  tgt.push_back(text::Tokenizer::kEos);
 }
 
 int runTrain(TrainOptions o, CLI::App *cmd) {
@@ -169,6 +173,7 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
   std::optional<text::Tokenizer> tokenizer;
   TrainPosition position;
   std::string resumeFrom;
+  std::optional<SafeTensorFile> checkpoint; // read once, on --resume
   auto checkpoints = listCheckpoints(dir);
   if (!checkpoints)
     return fail(checkpoints.takeError());
@@ -188,7 +193,12 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
       return fail(error(spm.error()));
     tokenizer = std::move(*spm);
     resumeFrom = checkpoints->back().second;
-    if (llvm::Error err = takeRunSettings(resumeFrom, o, cmd))
+    auto file = loadSafetensors(resumeFrom);
+    if (!file)
+      return fail(error(file.error()));
+    checkpoint = std::move(*file);
+    if (llvm::Error err =
+            takeRunSettings(resumeFrom, checkpoint->metadata, o, cmd))
       return fail(std::move(err));
   } else {
     if (!checkpoints->empty())
@@ -248,14 +258,8 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
   if (!trainCorpus)
     return fail(trainCorpus.takeError());
   TrainData data;
-  for (const text::CorpusPair &pair : trainCorpus->pairs) {
-    data.sources.emplace_back();
-    addIds(pair.src, data.sources.back());
-    data.sources.back().push_back(text::Tokenizer::kEos);
-    data.targets.push_back({text::Tokenizer::kBos});
-    addIds(pair.tgt, data.targets.back());
-    data.targets.back().push_back(text::Tokenizer::kEos);
-  }
+  for (const text::CorpusPair &pair : trainCorpus->pairs)
+    addModelPair(pair, data.sources, data.targets);
   std::optional<ValidationSet> valid;
   if (!o.valid.empty()) {
     auto corpus = readPairs(o.valid, *tokenizer, maxLen, true, "valid");
@@ -263,12 +267,7 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
       return fail(corpus.takeError());
     valid.emplace();
     for (const text::CorpusPair &pair : corpus->pairs) {
-      valid->sources.emplace_back();
-      addIds(pair.src, valid->sources.back());
-      valid->sources.back().push_back(text::Tokenizer::kEos);
-      valid->targets.push_back({text::Tokenizer::kBos});
-      addIds(pair.tgt, valid->targets.back());
-      valid->targets.back().push_back(text::Tokenizer::kEos);
+      addModelPair(pair, valid->sources, valid->targets);
       valid->references.push_back(pair.tgtText);
     }
   }
@@ -313,13 +312,13 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
   run["vocabulary_xxh3"] = hexHash(tokenizer->modelBytes());
 
   if (o.resume) {
-    auto metadata = loadState(**model, resumeFrom);
-    if (!metadata)
-      return fail(metadata.takeError());
-    if ((*metadata)["vocabulary_xxh3"] != run["vocabulary_xxh3"])
+    if (llvm::Error err = loadState(**model, *checkpoint, resumeFrom))
+      return fail(std::move(err));
+    Metadata &metadata = checkpoint->metadata;
+    if (metadata["vocabulary_xxh3"] != run["vocabulary_xxh3"])
       return fail(error("'" + dir + "/spm.model' is not the vocabulary '" +
                         resumeFrom + "' was trained with"));
-    auto at = TrainPosition::load(*metadata);
+    auto at = TrainPosition::load(metadata);
     if (!at)
       return fail(at.takeError());
     position = *at;

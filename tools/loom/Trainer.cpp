@@ -98,6 +98,14 @@ private:
   void report(bool force);
   llvm::Error checkpoint(bool validate);
   void writeMetrics(const std::string &line);
+  /// The run's metadata and where training stands now.
+  Metadata savedMetadata() const {
+    Metadata metadata = runMetadata;
+    TrainPosition now = at;
+    now.seconds = elapsed();
+    now.save(metadata);
+    return metadata;
+  }
   double elapsed() const {
     return at.seconds +
            std::chrono::duration<double>(Clock::now() - started).count();
@@ -205,8 +213,7 @@ void Trainer::report(bool force) {
 
 llvm::Error Trainer::checkpoint(bool validate) {
   double bleu = NAN;
-  // The position is the next batch's; report the epoch of the last one.
-  int64_t epoch = at.batch == 0 ? at.epoch - 1 : at.epoch;
+  int64_t epoch = at.lastEpoch();
   if (validate && valid) {
     ValidationLimits limits{s.maxTokens, s.maxSentences, s.maxLen};
     auto result = cli::validate(model, *valid, tokenizer, limits);
@@ -233,10 +240,7 @@ llvm::Error Trainer::checkpoint(bool validate) {
                                json(result->seconds), json(elapsed()))
                      .str());
   }
-  Metadata metadata = runMetadata;
-  TrainPosition now = at;
-  now.seconds = elapsed();
-  now.save(metadata);
+  Metadata metadata = savedMetadata();
   if (std::isfinite(bleu))
     metadata["valid_bleu"] = metadataNumber(bleu);
   std::string path = checkpointPath(s.dir, at.step);
@@ -271,7 +275,13 @@ int Trainer::run() {
     std::vector<text::Batch> batches =
         text::makeEpoch(lengths, s.maxTokens, s.seed, at.epoch, s.maxSentences);
     batchesThisEpoch = int64_t(batches.size());
-    for (; at.batch < batchesThisEpoch && !finished(); ++at.batch) {
+    if (at.batch >= batchesThisEpoch) { // a position past the epoch's end
+      ++at.epoch;
+      at.batch = 0;
+      continue;
+    }
+    bool epochEnds = false;
+    while (!epochEnds && !finished()) {
       auto stepStart = Clock::now();
       int64_t tokens = 0, targets = 0;
       auto loss = step(batches[at.batch], tokens, targets);
@@ -290,6 +300,7 @@ int Trainer::run() {
             *loss, at.step + 1, at.epoch, at.batch + 1, last)));
       }
       ++at.step;
+      ++at.batch;
       at.tokens += tokens;
       // The loss is a mean over the batch's targets; the window's mean
       // weighs each batch by them.
@@ -300,48 +311,36 @@ int Trainer::run() {
       stepSeconds +=
           std::chrono::duration<double>(Clock::now() - stepStart).count();
       ++stepsRun;
-      bool epochEnds = at.batch + 1 == batchesThisEpoch;
+      epochEnds = at.batch == batchesThisEpoch;
       bool due = s.validEvery > 0 ? at.step % s.validEvery == 0 : epochEnds;
       bool last = (s.steps > 0 && at.step >= s.steps) ||
                   (epochEnds && s.epochs > 0 && at.epoch >= s.epochs);
       report(due || last);
-      if (due || last || stopSignal) {
-        // The position saved is the next batch's.
-        ++at.batch;
-        if (at.batch == batchesThisEpoch) {
-          ++at.epoch;
-          at.batch = 0;
-        }
-        if (llvm::Error err = checkpoint(/*validate=*/!stopSignal))
-          return fail(std::move(err));
-        lastSaved = at.step;
-        if (stopSignal) {
-          std::printf("\nstopped by signal %d at step %lld; saved %s; "
-                      "continue with --resume\n",
-                      int(stopSignal), (long long)at.step,
-                      checkpointPath(s.dir, at.step).c_str());
-          return 130;
-        }
-        if (at.batch == 0)
-          break;    // the epoch ended
-        --at.batch; // the loop's increment moves to the next batch
+      // The position saved is the next batch's.
+      if (epochEnds) {
+        ++at.epoch;
+        at.batch = 0;
       }
-    }
-    if (at.batch >= batchesThisEpoch) {
-      ++at.epoch;
-      at.batch = 0;
+      if (!due && !last && !stopSignal)
+        continue;
+      if (llvm::Error err = checkpoint(/*validate=*/!stopSignal))
+        return fail(std::move(err));
+      lastSaved = at.step;
+      if (stopSignal) {
+        std::printf("\nstopped by signal %d at step %lld; saved %s; "
+                    "continue with --resume\n",
+                    int(stopSignal), (long long)at.step,
+                    checkpointPath(s.dir, at.step).c_str());
+        return 130;
+      }
     }
   }
   // The final parameters, for `loom translate --model DIR` as they are.
-  Metadata metadata = runMetadata;
-  TrainPosition now = at;
-  now.seconds = elapsed();
-  now.save(metadata);
-  if (llvm::Error err = saveState(model, s.dir + "/model.safetensors", metadata,
-                                  /*parametersOnly=*/true))
+  if (llvm::Error err = saveState(model, s.dir + "/model.safetensors",
+                                  savedMetadata(), /*parametersOnly=*/true))
     return fail(std::move(err));
   std::printf("done: %lld steps (through epoch %lld) in %s\n",
-              (long long)at.step, (long long)(at.epoch - (at.batch == 0)),
+              (long long)at.step, (long long)at.lastEpoch(),
               clockString(elapsed()).c_str());
   if (at.bestStep > 0)
     std::printf("best greedy BLEU %.2f at step %lld\n", at.bestBleu,

@@ -57,6 +57,9 @@ struct TrainPosition {
   int64_t bestStep = 0;
   double bestBleu = -1;
 
+  /// The epoch of the last batch run (the position is the next batch's).
+  int64_t lastEpoch() const { return batch == 0 ? epoch - 1 : epoch; }
+
   void save(Metadata &metadata) const;
   static llvm::Expected<TrainPosition> load(const Metadata &metadata);
 };
