@@ -61,9 +61,8 @@ NamedTensors loom::initialParameters(
   for (auto &[name, shape] : shapes) {
     std::vector<float> values(shapeNumel(shape));
     drawInitialParameter(name, shape, rng, values.data());
-    params[name] =
-        HostTensor(shape, ElementKind::F32,
-                   std::vector<double>(values.begin(), values.end()));
+    params[name] = HostTensor(
+        shape, DType::F32, std::vector<double>(values.begin(), values.end()));
   }
   return params;
 }
@@ -129,11 +128,10 @@ llvm::Expected<double> InterpretedModel::trainStep(const HostTensor &src,
       optState["exp_avg." + name] = zeros;
       optState["exp_avg_sq." + name] = zeros;
     }
-  NamedTensors inputs = {
-      {"src", src},
-      {"tgt", tgt},
-      {"seed", HostTensor::scalar(seed, ElementKind::I64)},
-      {"step", HostTensor::scalar(steps + 1, ElementKind::I64)}};
+  NamedTensors inputs = {{"src", src},
+                         {"tgt", tgt},
+                         {"seed", HostTensor::scalar(seed, DType::I64)},
+                         {"step", HostTensor::scalar(steps + 1, DType::I64)}};
   auto out = call("train_step", inputs);
   if (!out)
     return out.takeError();
@@ -174,11 +172,11 @@ InterpretedModel::greedy(const HostTensor &src, int64_t maxLen, int64_t bos,
   std::vector<bool> done(batch, false);
   std::vector<int64_t> last(batch, bos);
   for (int64_t t = 0; t < maxLen; ++t) {
-    HostTensor tokens({batch, 1}, ElementKind::I32);
+    HostTensor tokens({batch, 1}, DType::I32);
     for (int64_t b = 0; b < batch; ++b)
       tokens.data[b] = double(last[b]);
     state["tokens"] = tokens;
-    state["position"] = HostTensor::scalar(double(t), ElementKind::I64);
+    state["position"] = HostTensor::scalar(double(t), DType::I64);
     auto step = call("decode_step", state);
     if (!step)
       return step.takeError();
@@ -210,7 +208,7 @@ HostTensor loom::padBatch(const std::vector<std::vector<int64_t>> &rows) {
   size_t width = 0;
   for (const auto &r : rows)
     width = std::max(width, r.size());
-  HostTensor t({int64_t(rows.size()), int64_t(width)}, ElementKind::I32);
+  HostTensor t({int64_t(rows.size()), int64_t(width)}, DType::I32);
   for (size_t i = 0; i < rows.size(); ++i)
     for (size_t j = 0; j < rows[i].size(); ++j)
       t.data[i * width + j] = double(rows[i][j]);

@@ -19,44 +19,24 @@ using namespace mlir;
 using namespace loom;
 
 int64_t loom::elementByteWidth(Type type) {
-  if (type.isF16() || type.isBF16())
-    return 2;
-  if (type.isF32() || type.isSignlessInteger(32))
-    return 4;
-  if (type.isF64() || type.isSignlessInteger(64))
-    return 8;
-  if (type.isSignlessInteger(1))
-    return 1;
-  return 0;
-}
-
-static int64_t kindByteWidth(ElementKind kind) {
-  switch (kind) {
-  case ElementKind::F16:
-  case ElementKind::BF16:
-    return 2;
-  case ElementKind::F32:
-  case ElementKind::I32:
-    return 4;
-  case ElementKind::F64:
-  case ElementKind::I64:
-    return 8;
-  case ElementKind::I1:
-    return 1;
+  llvm::Expected<DType> dtype = dtypeOfType(type);
+  if (!dtype) {
+    llvm::consumeError(dtype.takeError());
+    return 0;
   }
-  return 0;
+  return dtypeSize(*dtype);
 }
 
-static const llvm::fltSemantics &halfSemantics(ElementKind kind) {
-  return kind == ElementKind::BF16 ? llvm::APFloat::BFloat()
-                                   : llvm::APFloat::IEEEhalf();
+static const llvm::fltSemantics &halfSemantics(DType kind) {
+  return kind == DType::BF16 ? llvm::APFloat::BFloat()
+                             : llvm::APFloat::IEEEhalf();
 }
 
 /// Writes `v` as one element of `kind` at `out`.
-static void encode(double v, ElementKind kind, uint8_t *out) {
+static void encode(double v, DType kind, uint8_t *out) {
   switch (kind) {
-  case ElementKind::F16:
-  case ElementKind::BF16: {
+  case DType::F16:
+  case DType::BF16: {
     llvm::APFloat f(v);
     bool lost;
     f.convert(halfSemantics(kind), llvm::APFloat::rmNearestTiesToEven, &lost);
@@ -64,23 +44,23 @@ static void encode(double v, ElementKind kind, uint8_t *out) {
     std::memcpy(out, &bits, 2);
     return;
   }
-  case ElementKind::F32: {
+  case DType::F32: {
     float f = static_cast<float>(v);
     std::memcpy(out, &f, 4);
     return;
   }
-  case ElementKind::F64:
+  case DType::F64:
     std::memcpy(out, &v, 8);
     return;
-  case ElementKind::I1:
+  case DType::I1:
     *out = v != 0.0;
     return;
-  case ElementKind::I32: {
+  case DType::I32: {
     int32_t i = static_cast<int32_t>(v);
     std::memcpy(out, &i, 4);
     return;
   }
-  case ElementKind::I64: {
+  case DType::I64: {
     int64_t i = static_cast<int64_t>(v);
     std::memcpy(out, &i, 8);
     return;
@@ -89,33 +69,33 @@ static void encode(double v, ElementKind kind, uint8_t *out) {
 }
 
 /// Reads one element of `kind` at `in`.
-static double decode(const uint8_t *in, ElementKind kind) {
+static double decode(const uint8_t *in, DType kind) {
   switch (kind) {
-  case ElementKind::F16:
-  case ElementKind::BF16: {
+  case DType::F16:
+  case DType::BF16: {
     uint16_t bits;
     std::memcpy(&bits, in, 2);
     return llvm::APFloat(halfSemantics(kind), llvm::APInt(16, bits))
         .convertToDouble();
   }
-  case ElementKind::F32: {
+  case DType::F32: {
     float f;
     std::memcpy(&f, in, 4);
     return f;
   }
-  case ElementKind::F64: {
+  case DType::F64: {
     double d;
     std::memcpy(&d, in, 8);
     return d;
   }
-  case ElementKind::I1:
+  case DType::I1:
     return *in ? 1.0 : 0.0;
-  case ElementKind::I32: {
+  case DType::I32: {
     int32_t i;
     std::memcpy(&i, in, 4);
     return i;
   }
-  case ElementKind::I64: {
+  case DType::I64: {
     int64_t i;
     std::memcpy(&i, in, 8);
     return static_cast<double>(i);
@@ -163,7 +143,7 @@ int64_t ByteArena::offsetOf(Value v) const {
 
 llvm::Expected<int64_t> ByteArena::placeOf(Value v, const HostTensor &t) const {
   int64_t offset = offsetOf(v);
-  int64_t width = kindByteWidth(t.kind);
+  int64_t width = dtypeSize(t.kind);
   int64_t size = t.numel() * width;
   if (offset < 0 || offset > static_cast<int64_t>(bytes.size()) ||
       size > static_cast<int64_t>(bytes.size()) - offset)
@@ -179,7 +159,7 @@ llvm::Error ByteArena::store(Value v, const HostTensor &t) {
   auto offset = placeOf(v, t);
   if (!offset)
     return offset.takeError();
-  int64_t width = kindByteWidth(t.kind);
+  int64_t width = dtypeSize(t.kind);
   uint8_t *out = bytes.data() + *offset;
   for (double x : t.data) {
     encode(x, t.kind, out);
@@ -192,7 +172,7 @@ llvm::Error ByteArena::load(Value v, HostTensor &t) const {
   auto offset = placeOf(v, t);
   if (!offset)
     return offset.takeError();
-  int64_t width = kindByteWidth(t.kind);
+  int64_t width = dtypeSize(t.kind);
   const uint8_t *in = bytes.data() + *offset;
   for (double &x : t.data) {
     x = decode(in, t.kind);

@@ -27,50 +27,25 @@ using namespace loom;
 // Element kinds and tensors
 //===----------------------------------------------------------------------===//
 
-llvm::Expected<ElementKind> loom::elementKindOf(Type type) {
+llvm::Expected<DType> loom::dtypeOfType(Type type) {
   if (type.isF16())
-    return ElementKind::F16;
+    return DType::F16;
   if (type.isBF16())
-    return ElementKind::BF16;
+    return DType::BF16;
   if (type.isF32())
-    return ElementKind::F32;
+    return DType::F32;
   if (type.isF64())
-    return ElementKind::F64;
+    return DType::F64;
   if (type.isSignlessInteger(1))
-    return ElementKind::I1;
+    return DType::I1;
   if (type.isSignlessInteger(32))
-    return ElementKind::I32;
+    return DType::I32;
   if (type.isSignlessInteger(64))
-    return ElementKind::I64;
+    return DType::I64;
   std::string s;
   llvm::raw_string_ostream os(s);
   os << "unsupported element type " << type;
   return llvm::createStringError(os.str());
-}
-
-const char *loom::elementKindName(ElementKind kind) {
-  switch (kind) {
-  case ElementKind::F16:
-    return "f16";
-  case ElementKind::BF16:
-    return "bf16";
-  case ElementKind::F32:
-    return "f32";
-  case ElementKind::F64:
-    return "f64";
-  case ElementKind::I1:
-    return "i1";
-  case ElementKind::I32:
-    return "i32";
-  case ElementKind::I64:
-    return "i64";
-  }
-  return "?";
-}
-
-bool loom::isFloatKind(ElementKind kind) {
-  return kind == ElementKind::F16 || kind == ElementKind::BF16 ||
-         kind == ElementKind::F32 || kind == ElementKind::F64;
 }
 
 int64_t loom::shapeNumel(const std::vector<int64_t> &shape) {
@@ -80,16 +55,16 @@ int64_t loom::shapeNumel(const std::vector<int64_t> &shape) {
   return n;
 }
 
-HostTensor::HostTensor(std::vector<int64_t> shape, ElementKind kind)
+HostTensor::HostTensor(std::vector<int64_t> shape, DType kind)
     : shape(std::move(shape)), kind(kind) {
   data.assign(shapeNumel(this->shape), 0.0);
 }
 
-HostTensor::HostTensor(std::vector<int64_t> shape, ElementKind kind,
+HostTensor::HostTensor(std::vector<int64_t> shape, DType kind,
                        std::vector<double> data)
     : shape(std::move(shape)), kind(kind), data(std::move(data)) {}
 
-HostTensor HostTensor::scalar(double value, ElementKind kind) {
+HostTensor HostTensor::scalar(double value, DType kind) {
   return HostTensor({}, kind, {value});
 }
 
@@ -112,13 +87,13 @@ static double roundToFormat(double x, int mantissaBits, int minExp,
   return r;
 }
 
-double loom::roundToKind(double value, ElementKind kind) {
+double loom::roundToKind(double value, DType kind) {
   switch (kind) {
-  case ElementKind::F32:
+  case DType::F32:
     return static_cast<double>(static_cast<float>(value));
-  case ElementKind::BF16:
+  case DType::BF16:
     return roundToFormat(value, 7, -126, 127);
-  case ElementKind::F16:
+  case DType::F16:
     return roundToFormat(value, 10, -14, 15);
   default:
     return value;
@@ -127,12 +102,12 @@ double loom::roundToKind(double value, ElementKind kind) {
 
 void interp::roundInPlace(HostTensor &t) {
   switch (t.kind) {
-  case ElementKind::F32:
+  case DType::F32:
     for (double &v : t.data)
       v = static_cast<double>(static_cast<float>(v));
     return;
-  case ElementKind::BF16:
-  case ElementKind::F16:
+  case DType::BF16:
+  case DType::F16:
     for (double &v : t.data)
       v = roundToKind(v, t.kind);
     return;
@@ -167,7 +142,7 @@ llvm::Error interp::checkFits(const HostTensor &t, Type type,
     return interp::kernelError(what + " has type " + s +
                                ", which the interpreter does not support");
   }
-  auto kind = elementKindOf(ranked.getElementType());
+  auto kind = dtypeOfType(ranked.getElementType());
   if (!kind)
     return interp::kernelError(what + ": " + llvm::toString(kind.takeError()));
   bool shapeFits = t.rank() == ranked.getRank();

@@ -12,6 +12,8 @@
 #ifndef LOOM_IR_INTERPRETER_H
 #define LOOM_IR_INTERPRETER_H
 
+#include "abi/DType.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -22,28 +24,23 @@
 
 namespace loom {
 
-enum class ElementKind { F16, BF16, F32, F64, I1, I32, I64 };
-
-/// The element kind of an MLIR element type; fails on anything else.
-llvm::Expected<ElementKind> elementKindOf(mlir::Type type);
-const char *elementKindName(ElementKind kind);
-bool isFloatKind(ElementKind kind);
+/// The element type of an MLIR element type; fails on anything else.
+llvm::Expected<DType> dtypeOfType(mlir::Type type);
 
 /// A dense row-major tensor on the host.
 struct HostTensor {
   std::vector<int64_t> shape;
-  ElementKind kind = ElementKind::F32;
+  DType kind = DType::F32;
   std::vector<double> data;
 
   HostTensor() = default;
-  HostTensor(std::vector<int64_t> shape, ElementKind kind);
-  HostTensor(std::vector<int64_t> shape, ElementKind kind,
-             std::vector<double> data);
+  HostTensor(std::vector<int64_t> shape, DType kind);
+  HostTensor(std::vector<int64_t> shape, DType kind, std::vector<double> data);
 
   int64_t numel() const { return static_cast<int64_t>(data.size()); }
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
   /// A rank-0 tensor holding `value`.
-  static HostTensor scalar(double value, ElementKind kind = ElementKind::F32);
+  static HostTensor scalar(double value, DType kind = DType::F32);
 };
 
 /// Number of elements of `shape`.
@@ -51,7 +48,7 @@ int64_t shapeNumel(const std::vector<int64_t> &shape);
 
 /// Rounds `value` to what an element of `kind` can hold (f32, bf16 and f16
 /// round to nearest even; integers are taken as they are).
-double roundToKind(double value, ElementKind kind);
+double roundToKind(double value, DType kind);
 
 struct InterpreterOptions {
   /// Evaluate in double precision: no rounding to the element types. The

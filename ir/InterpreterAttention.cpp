@@ -15,7 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ir/CounterRng.h"
+#include "abi/CounterRng.h"
 #include "ir/InterpreterFused.h"
 #include "ir/InterpreterKernels.h"
 
@@ -142,7 +142,7 @@ llvm::Expected<AttentionRows> prepare(OpTy op, Operands operands,
   a.scale = op.getScale().convertToDouble();
   a.causal = op.getCausal();
   // loom.causal_mask's value for this element type (f16 cannot hold -1e9).
-  if (q.kind == ElementKind::F16)
+  if (q.kind == DType::F16)
     a.masked = std::max(kMaskedScore, -65504.0);
   a.rate = op.getDropoutRate().convertToDouble();
   if (!(a.rate >= 0.0 && a.rate < 1.0))
@@ -168,7 +168,7 @@ llvm::Expected<Results> interp::evaluateAttention(AttentionOp op,
   if (!prepared)
     return prepared.takeError();
   const AttentionRows &a = *prepared;
-  ElementKind kind = a.q->kind;
+  DType kind = a.q->kind;
   Shape outShape = a.rowShape(), lseShape = a.rowShape();
   outShape.push_back(a.dv);
   HostTensor out(outShape, kind), lse(lseShape, kind);

@@ -37,7 +37,7 @@ std::string interp::typeString(const HostTensor &t) {
   std::string s = "tensor<";
   for (int64_t d : t.shape)
     s += std::to_string(d) + "x";
-  return s + elementKindName(t.kind) + ">";
+  return s + dtypeName(t.kind) + ">";
 }
 
 std::string interp::valueString(double value) {
@@ -126,9 +126,8 @@ void interp::stridedAccumulate(llvm::ArrayRef<int64_t> srcShape,
 
 /// out = f(lhs, rhs) with NumPy broadcasting.
 template <typename F>
-static llvm::Expected<HostTensor> broadcastBinary(const HostTensor &lhs,
-                                                  const HostTensor &rhs,
-                                                  ElementKind kind, F f) {
+static llvm::Expected<HostTensor>
+broadcastBinary(const HostTensor &lhs, const HostTensor &rhs, DType kind, F f) {
   auto shape = broadcastPair(lhs.shape, rhs.shape);
   if (!shape)
     return shape.takeError();
@@ -166,9 +165,8 @@ static double nanMin(double a, double b) {
 }
 
 llvm::Expected<HostTensor> interp::binary(BinaryFn fn, const HostTensor &lhs,
-                                          const HostTensor &rhs,
-                                          ElementKind kind) {
-  bool integer = !isFloatKind(kind);
+                                          const HostTensor &rhs, DType kind) {
+  bool integer = !isFloatDType(kind);
   switch (fn) {
   case BinaryFn::Add:
     return broadcastBinary(lhs, rhs, kind,
@@ -204,7 +202,7 @@ llvm::Expected<HostTensor> interp::binary(BinaryFn fn, const HostTensor &lhs,
 
 llvm::Expected<HostTensor> interp::compare(CompareFn fn, const HostTensor &lhs,
                                            const HostTensor &rhs) {
-  ElementKind k = ElementKind::I1;
+  DType k = DType::I1;
   switch (fn) {
   case CompareFn::Eq:
     return broadcastBinary(lhs, rhs, k,
@@ -231,7 +229,7 @@ llvm::Expected<HostTensor> interp::compare(CompareFn fn, const HostTensor &lhs,
 llvm::Expected<HostTensor> interp::select(const HostTensor &cond,
                                           const HostTensor &onTrue,
                                           const HostTensor &onFalse,
-                                          ElementKind kind) {
+                                          DType kind) {
   auto partial = broadcastPair(cond.shape, onTrue.shape);
   if (!partial)
     return partial.takeError();
@@ -264,7 +262,7 @@ llvm::Expected<HostTensor> interp::select(const HostTensor &cond,
 //===----------------------------------------------------------------------===//
 
 template <typename F>
-static HostTensor map(const HostTensor &in, ElementKind kind, F f) {
+static HostTensor map(const HostTensor &in, DType kind, F f) {
   HostTensor out(in.shape, kind);
   for (int64_t i = 0, n = in.numel(); i < n; ++i)
     out.data[i] = f(in.data[i]);
@@ -279,7 +277,7 @@ static double sigmoid(double x) {
   return e / (1.0 + e);
 }
 
-HostTensor interp::unary(UnaryFn fn, const HostTensor &in, ElementKind kind) {
+HostTensor interp::unary(UnaryFn fn, const HostTensor &in, DType kind) {
   switch (fn) {
   case UnaryFn::Neg:
     return map(in, kind, [](double x) { return -x; });
@@ -322,15 +320,15 @@ static double toInteger(double x, double lo, double hi) {
   return std::min(std::max(std::trunc(x), lo), hi);
 }
 
-HostTensor interp::cast(const HostTensor &in, ElementKind kind) {
+HostTensor interp::cast(const HostTensor &in, DType kind) {
   switch (kind) {
-  case ElementKind::I1:
+  case DType::I1:
     return map(in, kind, [](double x) { return x != 0 ? 1.0 : 0.0; });
-  case ElementKind::I32:
+  case DType::I32:
     return map(in, kind, [](double x) {
       return toInteger(x, -2147483648.0, 2147483647.0);
     });
-  case ElementKind::I64:
+  case DType::I64:
     // The largest double below 2^63, so the value stays a valid int64.
     return map(in, kind, [](double x) {
       return toInteger(x, -9223372036854775808.0, 9223372036854774784.0);

@@ -68,14 +68,14 @@ enum class UnaryFn {
 };
 
 llvm::Expected<HostTensor> binary(BinaryFn fn, const HostTensor &lhs,
-                                  const HostTensor &rhs, ElementKind kind);
+                                  const HostTensor &rhs, DType kind);
 llvm::Expected<HostTensor> compare(CompareFn fn, const HostTensor &lhs,
                                    const HostTensor &rhs);
 llvm::Expected<HostTensor> select(const HostTensor &cond,
                                   const HostTensor &onTrue,
-                                  const HostTensor &onFalse, ElementKind kind);
-HostTensor unary(UnaryFn fn, const HostTensor &input, ElementKind kind);
-HostTensor cast(const HostTensor &input, ElementKind kind);
+                                  const HostTensor &onFalse, DType kind);
+HostTensor unary(UnaryFn fn, const HostTensor &input, DType kind);
+HostTensor cast(const HostTensor &input, DType kind);
 
 //===----------------------------------------------------------------------===//
 // Contractions, reductions and NN ops (InterpreterNN.cpp)
@@ -83,41 +83,42 @@ HostTensor cast(const HostTensor &input, ElementKind kind);
 
 llvm::Expected<HostTensor> matmul(const HostTensor &lhs, const HostTensor &rhs,
                                   bool transposeLhs, bool transposeRhs,
-                                  ElementKind kind);
+                                  DType kind);
 
 enum class ReduceFn { Sum, Mean, Max };
 llvm::Expected<HostTensor> reduce(ReduceFn fn, const HostTensor &input,
                                   llvm::ArrayRef<int64_t> dims, bool keepDims,
-                                  ElementKind kind);
+                                  DType kind);
 
 llvm::Expected<HostTensor> softmax(const HostTensor &input, int64_t axis,
-                                   bool log, ElementKind kind);
+                                   bool log, DType kind);
 llvm::Expected<HostTensor> layerNorm(const HostTensor &input,
                                      const HostTensor &gamma,
                                      const HostTensor &beta, double epsilon,
-                                     ElementKind kind);
+                                     DType kind);
 llvm::Expected<HostTensor> dropout(const HostTensor &input,
                                    const HostTensor &seed, double rate,
-                                   int64_t offset, ElementKind kind);
+                                   int64_t offset, DType kind);
 llvm::Expected<HostTensor> causalMask(const HostTensor &like, int64_t dim,
-                                      ElementKind kind);
+                                      DType kind);
 llvm::Expected<HostTensor> paddingMask(const HostTensor &ids, int64_t pad,
-                                       ElementKind kind);
+                                       DType kind);
 llvm::Expected<HostTensor> crossEntropy(const HostTensor &logits,
                                         const HostTensor &targets,
                                         double smoothing, int64_t ignoreIndex,
-                                        ElementKind kind);
-llvm::Expected<HostTensor>
-crossEntropyGrad(const HostTensor &logits, const HostTensor &targets,
-                 const HostTensor &grad, double smoothing, int64_t ignoreIndex,
-                 ElementKind kind);
+                                        DType kind);
+llvm::Expected<HostTensor> crossEntropyGrad(const HostTensor &logits,
+                                            const HostTensor &targets,
+                                            const HostTensor &grad,
+                                            double smoothing,
+                                            int64_t ignoreIndex, DType kind);
 
 //===----------------------------------------------------------------------===//
 // Shape and data movement (InterpreterShapeKernels.cpp)
 //===----------------------------------------------------------------------===//
 
 llvm::Expected<HostTensor> iota(const HostTensor &like, int64_t dim,
-                                ElementKind kind);
+                                DType kind);
 llvm::Expected<HostTensor> reshape(HostTensor input,
                                    llvm::ArrayRef<int64_t> spec);
 llvm::Expected<HostTensor> reshapeTo(HostTensor input,
@@ -130,10 +131,9 @@ llvm::Expected<HostTensor> slice(const HostTensor &input, int64_t dim,
                                  int64_t start, int64_t end);
 llvm::Expected<HostTensor> sliceGrad(const HostTensor &input,
                                      const HostTensor &like, int64_t dim,
-                                     int64_t start, int64_t end,
-                                     ElementKind kind);
+                                     int64_t start, int64_t end, DType kind);
 llvm::Expected<HostTensor> concat(llvm::ArrayRef<const HostTensor *> inputs,
-                                  int64_t dim, ElementKind kind);
+                                  int64_t dim, DType kind);
 llvm::Expected<HostTensor> broadcastTo(const HostTensor &input,
                                        llvm::ArrayRef<int64_t> shape);
 llvm::Expected<HostTensor> sumTo(const HostTensor &input,
@@ -142,9 +142,9 @@ llvm::Expected<HostTensor> gather(const HostTensor &table,
                                   const HostTensor &ids);
 llvm::Expected<HostTensor> scatterAdd(const HostTensor &updates,
                                       const HostTensor &ids,
-                                      const HostTensor &like, ElementKind kind);
+                                      const HostTensor &like, DType kind);
 llvm::Expected<HostTensor> oneHot(const HostTensor &ids, int64_t depth,
-                                  ElementKind kind);
+                                  DType kind);
 
 //===----------------------------------------------------------------------===//
 // Strided loops shared by the kernels

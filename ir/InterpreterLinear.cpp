@@ -16,11 +16,10 @@ using namespace loom;
 using namespace loom::interp;
 
 /// The element kind of result `index` of `op`.
-static llvm::Expected<ElementKind> resultKind(mlir::Operation *op,
-                                              unsigned index) {
+static llvm::Expected<DType> resultKind(mlir::Operation *op, unsigned index) {
   auto type =
       llvm::cast<mlir::RankedTensorType>(op->getResult(index).getType());
-  return elementKindOf(type.getElementType());
+  return dtypeOfType(type.getElementType());
 }
 
 llvm::Expected<Results> interp::evaluateLinear(LinearOp op, Operands operands) {

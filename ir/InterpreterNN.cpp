@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ir/CounterRng.h"
+#include "abi/CounterRng.h"
 #include "ir/InterpreterKernels.h"
 #include "ir/LoomDialect.h"
 
@@ -46,7 +46,7 @@ static void transposeInto(const double *src, int64_t rows, int64_t cols,
 
 llvm::Expected<HostTensor> interp::matmul(const HostTensor &lhs,
                                           const HostTensor &rhs, bool ta,
-                                          bool tb, ElementKind kind) {
+                                          bool tb, DType kind) {
   int64_t ra = lhs.rank(), rb = rhs.rank();
   if (ra < 2 || rb < 2)
     return kernelError("needs operands of rank 2 or more, got " +
@@ -123,7 +123,7 @@ llvm::Expected<HostTensor> interp::matmul(const HostTensor &lhs,
 
 llvm::Expected<HostTensor> interp::reduce(ReduceFn fn, const HostTensor &input,
                                           llvm::ArrayRef<int64_t> dims,
-                                          bool keepDims, ElementKind kind) {
+                                          bool keepDims, DType kind) {
   int64_t rank = input.rank();
   std::vector<bool> reduced(rank, false);
   for (int64_t d : dims) {
@@ -180,8 +180,7 @@ llvm::Expected<HostTensor> interp::reduce(ReduceFn fn, const HostTensor &input,
 //===----------------------------------------------------------------------===//
 
 llvm::Expected<HostTensor> interp::softmax(const HostTensor &input,
-                                           int64_t axis, bool log,
-                                           ElementKind kind) {
+                                           int64_t axis, bool log, DType kind) {
   int64_t rank = input.rank();
   if (axis < 0)
     axis += rank;
@@ -219,7 +218,7 @@ llvm::Expected<HostTensor> interp::softmax(const HostTensor &input,
 llvm::Expected<HostTensor> interp::layerNorm(const HostTensor &input,
                                              const HostTensor &gamma,
                                              const HostTensor &beta,
-                                             double epsilon, ElementKind kind) {
+                                             double epsilon, DType kind) {
   if (input.rank() < 1)
     return kernelError("needs an input of rank 1 or more");
   int64_t d = input.shape.back();
@@ -254,7 +253,7 @@ llvm::Expected<HostTensor> interp::layerNorm(const HostTensor &input,
 
 llvm::Expected<HostTensor> interp::dropout(const HostTensor &input,
                                            const HostTensor &seed, double rate,
-                                           int64_t offset, ElementKind kind) {
+                                           int64_t offset, DType kind) {
   if (seed.numel() != 1)
     return kernelError("seed must hold one value, got " +
                        shapeString(seed.shape));
@@ -276,13 +275,12 @@ llvm::Expected<HostTensor> interp::dropout(const HostTensor &input,
 
 /// kMaskedScore, or the lowest finite value where the element type cannot
 /// hold it (f16), so a masked score stays finite as the mask ops promise.
-static double maskedScore(ElementKind kind) {
-  return kind == ElementKind::F16 ? std::max(kMaskedScore, -65504.0)
-                                  : kMaskedScore;
+static double maskedScore(DType kind) {
+  return kind == DType::F16 ? std::max(kMaskedScore, -65504.0) : kMaskedScore;
 }
 
 llvm::Expected<HostTensor> interp::causalMask(const HostTensor &like,
-                                              int64_t dim, ElementKind kind) {
+                                              int64_t dim, DType kind) {
   if (dim < 0 || dim >= like.rank())
     return kernelError("dim " + llvm::Twine(dim) + " is out of range for " +
                        shapeString(like.shape));
@@ -296,7 +294,7 @@ llvm::Expected<HostTensor> interp::causalMask(const HostTensor &like,
 }
 
 llvm::Expected<HostTensor> interp::paddingMask(const HostTensor &ids,
-                                               int64_t pad, ElementKind kind) {
+                                               int64_t pad, DType kind) {
   if (ids.rank() != 2)
     return kernelError("ids must be [batch, length], got " +
                        shapeString(ids.shape));
@@ -347,7 +345,7 @@ static double logSumExp(const double *x, int64_t c) {
 llvm::Expected<HostTensor> interp::crossEntropy(const HostTensor &logits,
                                                 const HostTensor &targets,
                                                 double eps, int64_t ignoreIndex,
-                                                ElementKind kind) {
+                                                DType kind) {
   auto c = checkTargets(logits, targets, nullptr, ignoreIndex);
   if (!c)
     return c.takeError();
@@ -370,7 +368,7 @@ llvm::Expected<HostTensor> interp::crossEntropy(const HostTensor &logits,
 llvm::Expected<HostTensor>
 interp::crossEntropyGrad(const HostTensor &logits, const HostTensor &targets,
                          const HostTensor &grad, double eps,
-                         int64_t ignoreIndex, ElementKind kind) {
+                         int64_t ignoreIndex, DType kind) {
   auto c = checkTargets(logits, targets, &grad, ignoreIndex);
   if (!c)
     return c.takeError();

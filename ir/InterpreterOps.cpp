@@ -39,7 +39,7 @@ llvm::Expected<HostTensor> constant(ConstantOp op) {
   auto shape = staticShape(dense.getType());
   if (!shape)
     return shape.takeError();
-  auto kind = elementKindOf(dense.getElementType());
+  auto kind = dtypeOfType(dense.getElementType());
   if (!kind)
     return kind.takeError();
   HostTensor out(*shape, *kind);
@@ -54,23 +54,23 @@ llvm::Expected<HostTensor> constant(ConstantOp op) {
       out.data[i++] = static_cast<double>(v);
   };
   switch (*kind) {
-  case ElementKind::F32:
+  case DType::F32:
     fill(dense.getValues<float>());
     break;
-  case ElementKind::F64:
+  case DType::F64:
     fill(dense.getValues<double>());
     break;
-  case ElementKind::I1:
+  case DType::I1:
     fill(dense.getValues<bool>());
     break;
-  case ElementKind::I32:
+  case DType::I32:
     fill(dense.getValues<int32_t>());
     break;
-  case ElementKind::I64:
+  case DType::I64:
     fill(dense.getValues<int64_t>());
     break;
-  case ElementKind::F16:
-  case ElementKind::BF16: {
+  case DType::F16:
+  case DType::BF16: {
     int64_t i = 0;
     for (APFloat v : dense.getValues<APFloat>()) {
       bool lost;
@@ -87,13 +87,13 @@ llvm::Expected<HostTensor> constant(ConstantOp op) {
   return out;
 }
 
-llvm::Expected<ElementKind> resultKind(Operation *op) {
+llvm::Expected<DType> resultKind(Operation *op) {
   if (op->getNumResults() != 1)
     return kernelError("expected one result");
   auto ranked = dyn_cast<RankedTensorType>(op->getResult(0).getType());
   if (!ranked)
     return kernelError("the result is not a ranked tensor");
-  return elementKindOf(ranked.getElementType());
+  return dtypeOfType(ranked.getElementType());
 }
 
 CompareFn compareFn(ComparePredicate p) {
@@ -156,7 +156,7 @@ namespace {
 /// prefix (added by the caller).
 llvm::Expected<HostTensor> evaluateSingle(Operation *op,
                                           llvm::ArrayRef<const HostTensor *> in,
-                                          ElementKind kind) {
+                                          DType kind) {
   auto unaryOp = [&](UnaryFn fn) -> llvm::Expected<HostTensor> {
     return unary(fn, *in[0], kind);
   };

@@ -16,7 +16,7 @@ using namespace loom;
 using namespace loom::interp;
 
 llvm::Expected<HostTensor> interp::iota(const HostTensor &like, int64_t dim,
-                                        ElementKind kind) {
+                                        DType kind) {
   if (dim < 0 || dim >= like.rank())
     return kernelError("dim " + llvm::Twine(dim) + " is out of range for " +
                        shapeString(like.shape));
@@ -156,7 +156,7 @@ llvm::Expected<HostTensor> interp::slice(const HostTensor &input, int64_t dim,
 llvm::Expected<HostTensor> interp::sliceGrad(const HostTensor &input,
                                              const HostTensor &like,
                                              int64_t dim, int64_t start,
-                                             int64_t end, ElementKind kind) {
+                                             int64_t end, DType kind) {
   auto range = sliceRange(like.shape, dim, start, end);
   if (!range)
     return range.takeError();
@@ -178,7 +178,7 @@ llvm::Expected<HostTensor> interp::sliceGrad(const HostTensor &input,
 
 llvm::Expected<HostTensor>
 interp::concat(llvm::ArrayRef<const HostTensor *> inputs, int64_t dim,
-               ElementKind kind) {
+               DType kind) {
   if (inputs.empty())
     return kernelError("needs at least one input");
   const Shape &first = inputs[0]->shape;
@@ -280,7 +280,7 @@ llvm::Expected<HostTensor> interp::gather(const HostTensor &table,
 llvm::Expected<HostTensor> interp::scatterAdd(const HostTensor &updates,
                                               const HostTensor &ids,
                                               const HostTensor &like,
-                                              ElementKind kind) {
+                                              DType kind) {
   if (like.rank() < 1)
     return kernelError("like must have rank 1 or more");
   Shape expected = ids.shape;
@@ -305,7 +305,7 @@ llvm::Expected<HostTensor> interp::scatterAdd(const HostTensor &updates,
 }
 
 llvm::Expected<HostTensor> interp::oneHot(const HostTensor &ids, int64_t depth,
-                                          ElementKind kind) {
+                                          DType kind) {
   if (depth <= 0)
     return kernelError("depth must be positive, got " + llvm::Twine(depth));
   Shape shape = ids.shape;

@@ -15,6 +15,14 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace loom::OpTrait {
+/// Loom_ElementwiseMap in LoomOps.td: a marker, checked with
+/// `op->hasTrait<loom::OpTrait::ElementwiseMap>()`.
+template <typename ConcreteType>
+class ElementwiseMap
+    : public mlir::OpTrait::TraitBase<ConcreteType, ElementwiseMap> {};
+} // namespace loom::OpTrait
+
 #include "ir/LoomDialect.h.inc"
 #include "ir/LoomEnums.h.inc"
 #include "ir/LoomInterfaces.h.inc"

@@ -15,6 +15,14 @@ include "ir/LoomInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
+// Each result element is a function of the operand elements at its own
+// (broadcast) index. Fusion may put such an op in a loop nest with its
+// neighbours, and the memory plan may write its result over an operand of
+// the same shape. Ops carry it here instead of being listed in each pass.
+def Loom_ElementwiseMap : NativeOpTrait<"ElementwiseMap"> {
+  let cppNamespace = "::loom::OpTrait";
+}
+
 class Loom_Op<string mnemonic, list<Trait> traits = []>
     : Op<Loom_Dialect, mnemonic, traits>;
 
@@ -32,7 +40,7 @@ class Loom_DiffOp<string mnemonic, list<Trait> traits = []>
 //===----------------------------------------------------------------------===//
 
 class Loom_BinaryOp<string mnemonic, string what>
-    : Loom_DiffOp<mnemonic> {
+    : Loom_DiffOp<mnemonic, [Loom_ElementwiseMap]> {
   let summary = what # ", with NumPy broadcasting";
   let arguments = (ins Loom_AnyTensor:$lhs, Loom_AnyTensor:$rhs);
   let results = (outs Loom_AnyTensor:$result);
@@ -49,7 +57,7 @@ def Loom_MinimumOp : Loom_BinaryOp<"minimum", "Elementwise minimum">;
 def Loom_PowOp : Loom_BinaryOp<"pow", "Elementwise power lhs^rhs">;
 
 class Loom_UnaryOp<string mnemonic, string what>
-    : Loom_DiffOp<mnemonic> {
+    : Loom_DiffOp<mnemonic, [Loom_ElementwiseMap]> {
   let summary = what;
   let arguments = (ins Loom_FloatTensor:$input);
   let results = (outs Loom_FloatTensor:$result);
@@ -71,7 +79,7 @@ def Loom_ErfOp : Loom_UnaryOp<"erf", "Error function">;
 def Loom_SinOp : Loom_UnaryOp<"sin", "Sine">;
 def Loom_CosOp : Loom_UnaryOp<"cos", "Cosine">;
 
-def Loom_CompareOp : Loom_InferredOp<"compare"> {
+def Loom_CompareOp : Loom_InferredOp<"compare", [Loom_ElementwiseMap]> {
   let summary = "Elementwise comparison to i1, with NumPy broadcasting";
   let arguments = (ins Loom_ComparePredicate:$predicate,
                        Loom_AnyTensor:$lhs, Loom_AnyTensor:$rhs);
@@ -80,7 +88,7 @@ def Loom_CompareOp : Loom_InferredOp<"compare"> {
                        "functional-type(operands, results)";
 }
 
-def Loom_SelectOp : Loom_DiffOp<"select"> {
+def Loom_SelectOp : Loom_DiffOp<"select", [Loom_ElementwiseMap]> {
   let summary = "cond ? on_true : on_false, with NumPy broadcasting";
   let arguments = (ins Loom_BoolTensor:$cond, Loom_AnyTensor:$on_true,
                        Loom_AnyTensor:$on_false);
@@ -89,7 +97,7 @@ def Loom_SelectOp : Loom_DiffOp<"select"> {
                        "functional-type(operands, results)";
 }
 
-def Loom_CastOp : Loom_Op<"cast", [Pure,
+def Loom_CastOp : Loom_Op<"cast", [Pure, Loom_ElementwiseMap,
     DeclareOpInterfaceMethods<Loom_GradientOpInterface>]> {
   let summary = "Element type conversion (same shape)";
   let description = [{
@@ -188,7 +196,7 @@ def Loom_LayerNormOp : Loom_DiffOp<"layer_norm"> {
                        "functional-type(operands, results)";
 }
 
-def Loom_DropoutOp : Loom_DiffOp<"dropout"> {
+def Loom_DropoutOp : Loom_DiffOp<"dropout", [Loom_ElementwiseMap]> {
   let summary = "Inverted dropout with a counter-based random stream";
   let description = [{
     Element i is kept with probability 1 - rate and scaled by 1/(1 - rate).

@@ -101,10 +101,7 @@ struct Decline {
 } // namespace
 
 static bool isElementwise(Operation *op) {
-  return isa<AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp, PowOp, NegOp,
-             AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp, ReluOp,
-             GeluOp, ErfOp, SinOp, CosOp, CompareOp, SelectOp, CastOp,
-             DropoutOp>(op);
+  return op->hasTrait<loom::OpTrait::ElementwiseMap>();
 }
 
 static int64_t rankOf(Value v) {

@@ -75,10 +75,8 @@ bool writesInPlace(Operation *op) {
   if (auto logSoftmax = dyn_cast<LogSoftmaxOp>(op))
     return logSoftmax.getAxis() ==
            uint64_t(cast<ShapedType>(logSoftmax.getType()).getRank() - 1);
-  return isa<AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp, PowOp, NegOp,
-             AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp, ReluOp,
-             GeluOp, ErfOp, SinOp, CosOp, CompareOp, SelectOp, CastOp,
-             DropoutOp, FusionOp, LayerNormOp, CrossEntropyGradOp>(op);
+  return op->hasTrait<loom::OpTrait::ElementwiseMap>() ||
+         isa<FusionOp, LayerNormOp, CrossEntropyGradOp>(op);
 }
 
 /// Bytes of one element of `v`. Padding makes a bf16 value and an f32 value

@@ -36,7 +36,7 @@ namespace {
 HostTensor randomTensor(std::mt19937 &rng, std::vector<int64_t> shape,
                         double lo = -1.0, double hi = 1.0) {
   std::uniform_real_distribution<double> dist(lo, hi);
-  HostTensor t(std::move(shape), ElementKind::F32);
+  HostTensor t(std::move(shape), DType::F32);
   for (double &x : t.data)
     x = dist(rng);
   return t;
@@ -119,14 +119,13 @@ TEST(AttentionInterpreter, SelfAttentionMatchesUnfusedGraph) {
   ASSERT_TRUE(module);
   std::mt19937 rng(1);
   // Batch 2, length 6; the second sentence is padded after 4 tokens.
-  HostTensor ids({2, 6}, ElementKind::I32,
-                 {5, 7, 9, 4, 8, 6, 3, 5, 6, 2, 0, 0});
+  HostTensor ids({2, 6}, DType::I32, {5, 7, 9, 4, 8, 6, 3, 5, 6, 2, 0, 0});
   std::vector<HostTensor> args = {randomTensor(rng, {2, 2, 6, 4}, -2, 2),
                                   randomTensor(rng, {2, 2, 6, 4}, -2, 2),
                                   randomTensor(rng, {2, 2, 6, 3}),
                                   ids,
                                   randomTensor(rng, {6, 6}),
-                                  HostTensor::scalar(1234, ElementKind::I64)};
+                                  HostTensor::scalar(1234, DType::I64)};
   auto unfused = run(*module, "unfused", args);
   auto fused = run(*module, "fused", args);
   ASSERT_EQ(unfused.size(), 2u);
@@ -134,7 +133,7 @@ TEST(AttentionInterpreter, SelfAttentionMatchesUnfusedGraph) {
   expectClose(fused[0], unfused[0], 1e-12, "out");
   expectClose(fused[1], unfused[1], 1e-12, "lse");
   // Dropout 0.3 really dropped something: the output differs without it.
-  args[5] = HostTensor::scalar(99, ElementKind::I64);
+  args[5] = HostTensor::scalar(99, DType::I64);
   auto reseeded = run(*module, "fused", args);
   ASSERT_EQ(reseeded.size(), 2u);
   EXPECT_NE(reseeded[0].data, fused[0].data);
@@ -172,12 +171,12 @@ TEST(AttentionInterpreter, CrossAttentionMatchesUnfusedGraph) {
   auto module = test::parse(*ctx, kCrossAttention);
   ASSERT_TRUE(module);
   std::mt19937 rng(2);
-  HostTensor src({3, 5}, ElementKind::I32,
+  HostTensor src({3, 5}, DType::I32,
                  {4, 5, 6, 7, 8, 9, 10, 0, 0, 0, 0, 0, 0, 0, 0});
   std::vector<HostTensor> args = {randomTensor(rng, {3, 2, 3, 4}, -2, 2),
                                   randomTensor(rng, {3, 2, 5, 4}, -2, 2),
                                   randomTensor(rng, {3, 2, 5, 6}), src,
-                                  HostTensor::scalar(77, ElementKind::I64)};
+                                  HostTensor::scalar(77, DType::I64)};
   auto unfused = run(*module, "unfused", args);
   auto fused = run(*module, "fused", args);
   ASSERT_EQ(unfused.size(), 1u);
@@ -197,9 +196,8 @@ func.func @f(%q: tensor<1x3x4xf32>, %m: tensor<?x?xf32>) -> tensor<1x3x4xf32> {
   auto ctx = test::makeContext();
   auto module = test::parse(*ctx, text);
   ASSERT_TRUE(module);
-  auto results =
-      Interpreter(*module).run("f", {HostTensor({1, 3, 4}, ElementKind::F32),
-                                     HostTensor({3, 7}, ElementKind::F32)});
+  auto results = Interpreter(*module).run(
+      "f", {HostTensor({1, 3, 4}, DType::F32), HostTensor({3, 7}, DType::F32)});
   ASSERT_FALSE(static_cast<bool>(results));
   std::string message = llvm::toString(results.takeError());
   EXPECT_NE(message.find("'loom.attention'"), std::string::npos) << message;
@@ -218,7 +216,7 @@ TEST(AttentionGradient, MaskCausalDropout) {
       .uniform("q", {2, 2, 3, 4})
       .uniform("k", {2, 2, 3, 4})
       .uniform("v", {2, 2, 3, 5})
-      .values("seed", {}, {5}, ElementKind::I64)
+      .values("seed", {}, {5}, DType::I64)
       .op("%mask = loom.constant dense<[[0.0, -0.5, 0.25], [0.3, 0.0, -1.0], "
           "[-0.2, 0.4, 0.0]]> : tensor<3x3xf32>")
       .op("%y, %lse = loom.attention %q, %k, %v mask(%mask : tensor<3x3xf32>) "
@@ -235,7 +233,7 @@ TEST(AttentionGradient, CrossAttentionDynamicShapes) {
   HostTensor k = randomTensor(rng, {3, 5, 4}, -2, 2);
   test::GradientCheck(32)
       .uniform("q", {3, 2, 4}, -2, 2)
-      .values("k", k.shape, k.data, ElementKind::F32, {-1, -1, 4})
+      .values("k", k.shape, k.data, DType::F32, {-1, -1, 4})
       .uniform("v", {3, 5, 3})
       .op("%y, %lse = loom.attention %q, %k, %v {scale = 0.5 : f64} : "
           "tensor<3x2x4xf32>, tensor<?x?x4xf32>, tensor<3x5x3xf32> -> "
@@ -328,7 +326,7 @@ TEST(FuseAttentionModel, TinyWithDropoutKeepsLossAndGradients) {
   auto batch = makeSyntheticPairs(task, 4, 5);
   NamedTensors inputs = {{"src", padBatch(sourcesOf(batch))},
                          {"tgt", padBatch(targetsOf(batch))},
-                         {"seed", HostTensor::scalar(42, ElementKind::I64)}};
+                         {"seed", HostTensor::scalar(42, DType::I64)}};
   for (const char *name : {"loss", "loss_grad", "token_log_probs"}) {
     auto want = reference.call(name, inputs);
     auto got = candidate.call(name, inputs);
@@ -339,13 +337,13 @@ TEST(FuseAttentionModel, TinyWithDropoutKeepsLossAndGradients) {
       expectClose((*got)[key], value, 1e-9, std::string(name) + " " + key);
   }
   // Dropout is on in @loss: another seed changes the loss.
-  inputs["seed"] = HostTensor::scalar(43, ElementKind::I64);
+  inputs["seed"] = HostTensor::scalar(43, DType::I64);
   auto other = candidate.call("loss", inputs);
   ASSERT_TRUE(static_cast<bool>(other)) << llvm::toString(other.takeError());
-  auto first = reference.call(
-      "loss", {{"src", inputs["src"]},
-               {"tgt", inputs["tgt"]},
-               {"seed", HostTensor::scalar(42, ElementKind::I64)}});
+  auto first =
+      reference.call("loss", {{"src", inputs["src"]},
+                              {"tgt", inputs["tgt"]},
+                              {"seed", HostTensor::scalar(42, DType::I64)}});
   ASSERT_TRUE(static_cast<bool>(first)) << llvm::toString(first.takeError());
   EXPECT_NE((*other)["loss"].data, (*first)["loss"].data);
 }

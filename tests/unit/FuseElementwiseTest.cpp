@@ -59,17 +59,17 @@ size_t topLevelOps(ModuleOp module, StringRef name) {
 
 HostTensor uniform(std::vector<int64_t> shape, double lo, double hi,
                    std::mt19937_64 &rng) {
-  HostTensor t(std::move(shape), ElementKind::F32);
+  HostTensor t(std::move(shape), DType::F32);
   std::uniform_real_distribution<double> dist(lo, hi);
   for (double &x : t.data)
-    x = roundToKind(dist(rng), ElementKind::F32);
+    x = roundToKind(dist(rng), DType::F32);
   return t;
 }
 
 /// Token ids in [1, vocab) with the last `pad` positions of odd rows 0.
 HostTensor ids(int64_t batch, int64_t len, int64_t vocab, int64_t pad,
                std::mt19937_64 &rng) {
-  HostTensor t({batch, len}, ElementKind::I32);
+  HostTensor t({batch, len}, DType::I32);
   std::uniform_int_distribution<int64_t> dist(1, vocab - 1);
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t i = 0; i < len; ++i)
@@ -163,10 +163,10 @@ TEST(FuseElementwise, TinyModelComputesTheSameWithFarFewerOps) {
   int64_t heads = config->heads(), dHead = config->d_model() / heads;
   inputs["src"] = ids(batch, srcLen, config->src_vocab(), 2, rng);
   inputs["tgt"] = ids(batch, tgtLen, config->tgt_vocab(), 1, rng);
-  inputs["seed"] = HostTensor::scalar(5, ElementKind::I64);
-  inputs["step"] = HostTensor::scalar(3, ElementKind::I64);
+  inputs["seed"] = HostTensor::scalar(5, DType::I64);
+  inputs["step"] = HostTensor::scalar(3, DType::I64);
   inputs["tokens"] = ids(batch, 1, config->tgt_vocab(), 0, rng);
-  inputs["position"] = HostTensor::scalar(cacheLen, ElementKind::I64);
+  inputs["position"] = HostTensor::scalar(cacheLen, DType::I64);
   for (int64_t i = 0; i < config->decoder_layers(); ++i) {
     for (const char *kv : {"k.", "v."}) {
       std::string suffix = kv + std::to_string(i);
@@ -239,7 +239,7 @@ TEST(FuseElementwise, RegionRoundsLikeTheFunction) {
   std::vector<HostTensor> args = {
       test::f32({6}, {0.1, 0.7, 1.3, 2.9, 1e-3, 5})};
   for (double &x : args[0].data)
-    x = roundToKind(x, ElementKind::F32);
+    x = roundToKind(x, DType::F32);
   auto want = Interpreter(*module).run("main", args);
   ASSERT_TRUE(bool(want)) << llvm::toString(want.takeError());
   ASSERT_TRUE(succeeded(fuse(*module)));

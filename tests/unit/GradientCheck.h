@@ -45,7 +45,7 @@ public:
   /// A float argument with elements uniform in [lo, hi].
   GradientCheck &uniform(const std::string &name, std::vector<int64_t> shape,
                          double lo = -1.0, double hi = 1.0,
-                         ElementKind kind = ElementKind::F32) {
+                         DType kind = DType::F32) {
     std::uniform_real_distribution<double> dist(lo, hi);
     std::vector<double> data(shapeNumel(shape));
     for (double &v : data)
@@ -69,8 +69,7 @@ public:
   /// An argument with the given elements. `typeShape` overrides the shape
   /// written in the signature (to declare dynamic dims).
   GradientCheck &values(const std::string &name, std::vector<int64_t> shape,
-                        std::vector<double> data,
-                        ElementKind kind = ElementKind::F32,
+                        std::vector<double> data, DType kind = DType::F32,
                         std::vector<int64_t> typeShape = {}) {
     Arg arg{name, HostTensor(shape, kind, std::move(data)),
             typeShape.empty() ? shape : typeShape};
@@ -146,7 +145,7 @@ inline std::string GradientCheck::moduleText(const std::vector<int64_t> &shape,
   std::string text = "func.func @loss(";
   for (size_t i = 0; i < args.size(); ++i)
     text += (i ? ", %" : "%") + args[i].name + ": " +
-            tensorType(args[i].typeShape, elementKindName(args[i].value.kind));
+            tensorType(args[i].typeShape, dtypeName(args[i].value.kind));
   text += ") -> " + loss + " attributes {loom.differentiable} {\n" + body;
   text += "  %check_w = loom.constant dense<" + denseLiteral(shape, weights) +
           "> : " + w + "\n";
@@ -207,7 +206,7 @@ inline void GradientCheck::check(const std::vector<int64_t> &shape,
 
   size_t next = 1;
   for (size_t i = 0; i < args.size(); ++i) {
-    if (!isFloatKind(args[i].value.kind))
+    if (!isFloatDType(args[i].value.kind))
       continue;
     ASSERT_LT(next, grads->size()) << "no gradient for %" << args[i].name;
     const HostTensor &grad = (*grads)[next++];

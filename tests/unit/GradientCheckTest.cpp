@@ -121,7 +121,7 @@ TEST(GradientCheck, Cos) { checkUnary(22, "cos", -3, 3); }
 
 TEST(GradientCheck, Select) {
   GradientCheck(30)
-      .values("c", {2, 3}, {1, 0, 0, 1, 1, 0}, ElementKind::I1)
+      .values("c", {2, 3}, {1, 0, 0, 1, 1, 0}, DType::I1)
       .uniform("a", {2, 3})
       .uniform("b", {3})
       .op("%y = loom.select %c, %a, %b : (tensor<2x3xi1>, tensor<2x3xf32>, "
@@ -138,7 +138,7 @@ TEST(GradientCheck, CastToF64) {
 
 TEST(GradientCheck, CastFromF64) {
   GradientCheck(32)
-      .uniform("x", {2, 3}, -1, 1, ElementKind::F64)
+      .uniform("x", {2, 3}, -1, 1, DType::F64)
       .op("%y = loom.cast %x : tensor<2x3xf64> to tensor<2x3xf32>")
       .check({2, 3});
 }
@@ -243,7 +243,7 @@ TEST(GradientCheck, ReduceMeanOverDynamicDim) {
   GradientCheck(54)
       .values("x", {4, 3},
               {0.1, -0.4, 0.7, 1.2, -0.9, 0.3, 0.5, 0.8, -0.2, -1.1, 0.6, 0.4},
-              ElementKind::F32, {-1, 3})
+              DType::F32, {-1, 3})
       .op("%y = loom.reduce_mean %x [0] : (tensor<?x3xf32>) -> tensor<3xf32>")
       .check({3});
 }
@@ -300,7 +300,7 @@ TEST(GradientCheck, Dropout) {
   // evaluation and the loss is smooth in x.
   GradientCheck(63)
       .uniform("x", {4, 5})
-      .values("seed", {}, {42}, ElementKind::I64)
+      .values("seed", {}, {42}, DType::I64)
       .op("%y = loom.dropout %x, %seed {rate = 3.0e-01 : f64, offset = 7 : "
           "i64} : (tensor<4x5xf32>, tensor<i64>) -> tensor<4x5xf32>")
       .check({4, 5});
@@ -309,7 +309,7 @@ TEST(GradientCheck, Dropout) {
 TEST(GradientCheck, CrossEntropyWithSmoothingAndIgnoredTarget) {
   GradientCheck(64)
       .uniform("logits", {4, 5}, -2, 2)
-      .values("targets", {4}, {1, -100, 4, 0}, ElementKind::I64)
+      .values("targets", {4}, {1, -100, 4, 0}, DType::I64)
       .op("%y = loom.cross_entropy %logits, %targets {label_smoothing = "
           "1.0e-01 : f64, ignore_index = -100 : i64} : (tensor<4x5xf32>, "
           "tensor<4xi64>) -> tensor<4xf32>")
@@ -394,7 +394,7 @@ TEST(GradientCheck, ConcatWithDynamicSize) {
   // The first input's extent is dynamic: its slice ends where the static
   // size of the inputs after it begins, counted from the end.
   GradientCheck(78)
-      .values("a", {3, 2}, {0.5, -0.3, 0.8, 0.1, -0.7, 0.4}, ElementKind::F32,
+      .values("a", {3, 2}, {0.5, -0.3, 0.8, 0.1, -0.7, 0.4}, DType::F32,
               {-1, 2})
       .uniform("b", {2, 2})
       .op("%y = loom.concat %a, %b {dim = 0 : i64} : (tensor<?x2xf32>, "
@@ -423,7 +423,7 @@ TEST(GradientCheck, SumTo) {
 TEST(GradientCheck, GatherWithRepeatedIds) {
   GradientCheck(81)
       .uniform("table", {5, 3})
-      .values("ids", {2, 3}, {4, 0, 4, 2, 4, 1}, ElementKind::I32)
+      .values("ids", {2, 3}, {4, 0, 4, 2, 4, 1}, DType::I32)
       .op("%y = loom.gather %table, %ids : (tensor<5x3xf32>, tensor<2x3xi32>) "
           "-> tensor<2x3x3xf32>")
       .check({2, 3, 3});
@@ -432,7 +432,7 @@ TEST(GradientCheck, GatherWithRepeatedIds) {
 TEST(GradientCheck, ScatterAdd) {
   GradientCheck(82)
       .uniform("updates", {4, 3})
-      .values("ids", {4}, {3, 0, 3, 1}, ElementKind::I64)
+      .values("ids", {4}, {3, 0, 3, 1}, DType::I64)
       .uniform("like", {5, 3})
       .op("%y = loom.scatter_add %updates, %ids, %like : (tensor<4x3xf32>, "
           "tensor<4xi64>, tensor<5x3xf32>) -> tensor<5x3xf32>")
@@ -467,7 +467,7 @@ TEST(GradientCheck, SmallNetwork) {
       .uniform("gamma", {5}, 0.8, 1.2)
       .uniform("beta", {5}, -0.1, 0.1)
       .uniform("w2", {5, 6}, -0.7, 0.7)
-      .values("targets", {2, 3}, {1, 5, 0, 2, 0, 3}, ElementKind::I32)
+      .values("targets", {2, 3}, {1, 5, 0, 2, 0, 3}, DType::I32)
       .op("%h = loom.matmul %x, %w1 {transpose_rhs} : (tensor<2x3x4xf32>, "
           "tensor<5x4xf32>) -> tensor<2x3x5xf32>")
       .op("%hb = loom.add %h, %b1 : (tensor<2x3x5xf32>, tensor<5xf32>) -> "
@@ -491,9 +491,9 @@ TEST(GradientCheck, CausalAttentionWithDynamicShapes) {
                            0.7,  0.6,  -0.2, -0.8, 0.5,  -0.1, 0.9, -0.6,
                            -0.4, 0.2,  0.3,  0.8,  -0.7, 0.1,  0.6, -0.5};
   GradientCheck(92)
-      .values("x", {2, 3, 4}, x, ElementKind::F32, {-1, -1, 4})
+      .values("x", {2, 3, 4}, x, DType::F32, {-1, -1, 4})
       .uniform("wq", {4, 4})
-      .values("seed", {}, {5}, ElementKind::I64)
+      .values("seed", {}, {5}, DType::I64)
       .op("%q = loom.matmul %x, %wq {transpose_rhs} : (tensor<?x?x4xf32>, "
           "tensor<4x4xf32>) -> tensor<?x?x4xf32>")
       .op("%s = loom.matmul %q, %x {transpose_rhs} : (tensor<?x?x4xf32>, "

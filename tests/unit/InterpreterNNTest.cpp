@@ -7,7 +7,7 @@
 
 #include "InterpreterTestUtil.h"
 
-#include "ir/CounterRng.h"
+#include "abi/CounterRng.h"
 
 #include "mlir/IR/MLIRContext.h"
 
@@ -294,7 +294,7 @@ func.func @main(%x: tensor<2xf16>) -> tensor<2x2xf16> {
   return %0 : tensor<2x2xf16>
 }
 )";
-  HostTensor x({2}, ElementKind::F16, {0, 0});
+  HostTensor x({2}, DType::F16, {0, 0});
   expectValues(runOne(half, {x}), {2, 2}, {0, -65504, 0, 0}, 0);
 }
 

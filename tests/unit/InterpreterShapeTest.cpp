@@ -63,7 +63,7 @@ func.func @main(%x: tensor<6xf64>, %like: tensor<3x2xi64>) -> (tensor<3x2xf64>, 
   ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
   expectValues((*r)[0], {3, 2}, x, 0);
   expectValues((*r)[1], {1, 6, 1}, x, 0);
-  EXPECT_EQ((*r)[0].kind, ElementKind::F64);
+  EXPECT_EQ((*r)[0].kind, DType::F64);
 }
 
 TEST(InterpreterShape, Transpose) {

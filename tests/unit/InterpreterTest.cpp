@@ -28,7 +28,7 @@ TEST(Interpreter, DynamicDimTakesAnySize) {
         expected[i * 3 + j] = a[i * 3 + j] + b[j];
     HostTensor r = runOne(kAdd, {f32({rows, 3}, a), f32({3}, b)});
     expectValues(r, {rows, 3}, expected, 1e-5);
-    EXPECT_EQ(r.kind, ElementKind::F32);
+    EXPECT_EQ(r.kind, DType::F32);
   }
 }
 
@@ -99,25 +99,25 @@ func.func @main(%a: tensor<2xf32>, %b: tensor<2xf32>) -> tensor<2xf32> {
 
 TEST(Interpreter, RoundToKindForHalfFormats) {
   // bf16 keeps 7 fraction bits: ulp(1) = 2^-7; ties go to even.
-  EXPECT_EQ(roundToKind(1.0 + std::ldexp(1, -8), ElementKind::BF16), 1.0);
-  EXPECT_EQ(roundToKind(1.0 + 3 * std::ldexp(1, -8), ElementKind::BF16),
+  EXPECT_EQ(roundToKind(1.0 + std::ldexp(1, -8), DType::BF16), 1.0);
+  EXPECT_EQ(roundToKind(1.0 + 3 * std::ldexp(1, -8), DType::BF16),
             1.0 + std::ldexp(1, -6));
-  EXPECT_EQ(roundToKind(1.0 + std::ldexp(1, -8) + 1e-6, ElementKind::BF16),
+  EXPECT_EQ(roundToKind(1.0 + std::ldexp(1, -8) + 1e-6, DType::BF16),
             1.0 + std::ldexp(1, -7));
   // 3e38 = 1.763... * 2^127 rounds to 226/128 * 2^127.
-  EXPECT_EQ(roundToKind(3.0e38, ElementKind::BF16), std::ldexp(226.0, 120));
-  EXPECT_TRUE(std::isinf(roundToKind(3.5e38, ElementKind::BF16)));
+  EXPECT_EQ(roundToKind(3.0e38, DType::BF16), std::ldexp(226.0, 120));
+  EXPECT_TRUE(std::isinf(roundToKind(3.5e38, DType::BF16)));
   // f16: 10 fraction bits, largest finite 65504, subnormal quantum 2^-24.
-  EXPECT_EQ(roundToKind(1.0 + std::ldexp(1, -11), ElementKind::F16), 1.0);
-  EXPECT_EQ(roundToKind(65519.0, ElementKind::F16), 65504.0);
-  EXPECT_TRUE(std::isinf(roundToKind(65520.0, ElementKind::F16)));
-  EXPECT_EQ(roundToKind(std::ldexp(1, -25), ElementKind::F16), 0.0);
-  EXPECT_EQ(roundToKind(3 * std::ldexp(1, -26), ElementKind::F16),
+  EXPECT_EQ(roundToKind(1.0 + std::ldexp(1, -11), DType::F16), 1.0);
+  EXPECT_EQ(roundToKind(65519.0, DType::F16), 65504.0);
+  EXPECT_TRUE(std::isinf(roundToKind(65520.0, DType::F16)));
+  EXPECT_EQ(roundToKind(std::ldexp(1, -25), DType::F16), 0.0);
+  EXPECT_EQ(roundToKind(3 * std::ldexp(1, -26), DType::F16),
             std::ldexp(1, -24));
-  EXPECT_EQ(roundToKind(-0.1, ElementKind::F16), -0.0999755859375);
-  EXPECT_EQ(roundToKind(0.1, ElementKind::F32), double(0.1f));
-  EXPECT_EQ(roundToKind(0.1, ElementKind::F64), 0.1);
-  EXPECT_EQ(roundToKind(7.0, ElementKind::I32), 7.0);
+  EXPECT_EQ(roundToKind(-0.1, DType::F16), -0.0999755859375);
+  EXPECT_EQ(roundToKind(0.1, DType::F32), double(0.1f));
+  EXPECT_EQ(roundToKind(0.1, DType::F64), 0.1);
+  EXPECT_EQ(roundToKind(7.0, DType::I32), 7.0);
 }
 
 TEST(Interpreter, RoundsBf16Results) {
@@ -127,8 +127,8 @@ func.func @main(%a: tensor<2xbf16>, %b: tensor<2xbf16>) -> tensor<2xbf16> {
   return %0 : tensor<2xbf16>
 }
 )";
-  HostTensor a({2}, ElementKind::BF16, {1.0 + std::ldexp(1, -7), 3.0});
-  HostTensor b({2}, ElementKind::BF16, {1.0 + std::ldexp(1, -7), 1.0});
+  HostTensor a({2}, DType::BF16, {1.0 + std::ldexp(1, -7), 3.0});
+  HostTensor b({2}, DType::BF16, {1.0 + std::ldexp(1, -7), 1.0});
   HostTensor r = runOne(text, {a, b});
   // (1 + 2^-7)^2 = 1 + 2^-6 + 2^-14 rounds to 1 + 2^-6.
   EXPECT_EQ(r.data[0], 1.0 + std::ldexp(1, -6));
@@ -256,7 +256,7 @@ func.func @main(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %c: tensor<f32>) -> (ten
       mask.push_back(gt);
       sel.push_back(gt ? a[i * 3 + j] : -9);
     }
-  EXPECT_EQ((*results)[0].kind, ElementKind::I1);
+  EXPECT_EQ((*results)[0].kind, DType::I1);
   expectValues((*results)[0], {2, 3}, mask);
   expectValues((*results)[1], {2, 3}, sel);
 
@@ -315,7 +315,7 @@ func.func @main() -> (tensor<2x2xf32>, tensor<3xf32>, tensor<2xi32>, tensor<3xi1
   expectValues((*r)[2], {2}, {3, -4});
   expectValues((*r)[3], {3}, {1, 0, 1});
   expectValues((*r)[4], {2}, {0.5, -3.0});
-  EXPECT_EQ((*r)[4].kind, ElementKind::F16);
+  EXPECT_EQ((*r)[4].kind, DType::F16);
 }
 
 TEST(Interpreter, Iota) {

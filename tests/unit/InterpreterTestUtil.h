@@ -18,16 +18,16 @@ namespace loom::test {
 using Values = std::vector<double>;
 
 inline HostTensor f32(std::vector<int64_t> shape, Values data) {
-  return HostTensor(std::move(shape), ElementKind::F32, std::move(data));
+  return HostTensor(std::move(shape), DType::F32, std::move(data));
 }
 inline HostTensor f64(std::vector<int64_t> shape, Values data) {
-  return HostTensor(std::move(shape), ElementKind::F64, std::move(data));
+  return HostTensor(std::move(shape), DType::F64, std::move(data));
 }
 inline HostTensor i64(std::vector<int64_t> shape, Values data) {
-  return HostTensor(std::move(shape), ElementKind::I64, std::move(data));
+  return HostTensor(std::move(shape), DType::I64, std::move(data));
 }
 inline HostTensor i32(std::vector<int64_t> shape, Values data) {
-  return HostTensor(std::move(shape), ElementKind::I32, std::move(data));
+  return HostTensor(std::move(shape), DType::I32, std::move(data));
 }
 
 /// Parses `text` and runs `@main` on `args`.

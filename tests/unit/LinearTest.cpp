@@ -35,7 +35,7 @@ HostTensor randomF64(std::vector<int64_t> shape, unsigned seed) {
   std::vector<double> data(shapeNumel(shape));
   for (double &v : data)
     v = dist(rng);
-  return HostTensor(std::move(shape), ElementKind::F64, std::move(data));
+  return HostTensor(std::move(shape), DType::F64, std::move(data));
 }
 
 /// Runs `@name` of `module` in f64.
@@ -221,28 +221,28 @@ TEST(LinearGradient, EveryEpilogue) {
   for (const Epilogue &e : kEpilogues) {
     SCOPED_TRACE(describe(e));
     GradientCheck check(seed++);
-    check.uniform("x", {2, 3, 4}, -1, 1, ElementKind::F64)
-        .uniform("w", {5, 4}, -1, 1, ElementKind::F64);
+    check.uniform("x", {2, 3, 4}, -1, 1, DType::F64)
+        .uniform("w", {5, 4}, -1, 1, DType::F64);
     if (e.bias)
-      check.uniform("b", {5}, -1, 1, ElementKind::F64);
+      check.uniform("b", {5}, -1, 1, DType::F64);
     if (e.residual)
-      check.uniform("r", {2, 3, 5}, -1, 1, ElementKind::F64);
+      check.uniform("r", {2, 3, 5}, -1, 1, DType::F64);
     check.op(linearOp(e, x, y, w, b)).check({2, 3, 5}, "f64");
   }
 }
 
 TEST(LinearGradient, InputsOfRankOneAndTwo) {
   GradientCheck(30)
-      .uniform("x", {4}, -1, 1, ElementKind::F64)
-      .uniform("w", {3, 4}, -1, 1, ElementKind::F64)
-      .uniform("b", {3}, -1, 1, ElementKind::F64)
+      .uniform("x", {4}, -1, 1, DType::F64)
+      .uniform("w", {3, 4}, -1, 1, DType::F64)
+      .uniform("b", {3}, -1, 1, DType::F64)
       .op("%y = loom.linear %x, %w bias(%b : tensor<3xf64>) activation gelu "
           ": tensor<4xf64>, tensor<3x4xf64> -> tensor<3xf64>")
       .check({3}, "f64");
   GradientCheck(31)
-      .uniform("x", {6, 4}, -1, 1, ElementKind::F64)
-      .uniform("w", {3, 4}, -1, 1, ElementKind::F64)
-      .uniform("r", {6, 3}, -1, 1, ElementKind::F64)
+      .uniform("x", {6, 4}, -1, 1, DType::F64)
+      .uniform("w", {3, 4}, -1, 1, DType::F64)
+      .uniform("r", {6, 3}, -1, 1, DType::F64)
       .op("%y = loom.linear %x, %w residual(%r : tensor<6x3xf64>) activation "
           "relu : tensor<6x4xf64>, tensor<3x4xf64> -> tensor<6x3xf64>")
       .check({6, 3}, "f64");
@@ -252,18 +252,17 @@ TEST(LinearGradient, DynamicDims) {
   // Dynamic rows flatten with -1; a dynamic weight takes the batched
   // product summed over the batch instead.
   GradientCheck(32)
-      .values("x", {2, 3, 4}, randomF64({2, 3, 4}, 33).data, ElementKind::F64,
+      .values("x", {2, 3, 4}, randomF64({2, 3, 4}, 33).data, DType::F64,
               {-1, -1, 4})
-      .uniform("w", {5, 4}, -1, 1, ElementKind::F64)
-      .uniform("b", {5}, -1, 1, ElementKind::F64)
+      .uniform("w", {5, 4}, -1, 1, DType::F64)
+      .uniform("b", {5}, -1, 1, DType::F64)
       .op("%y = loom.linear %x, %w bias(%b : tensor<5xf64>) activation gelu "
           ": tensor<?x?x4xf64>, tensor<5x4xf64> -> tensor<?x?x5xf64>")
       .check({2, 3, 5}, "f64", "tensor<?x?x5xf64>");
   GradientCheck(34)
-      .uniform("x", {2, 3, 4}, -1, 1, ElementKind::F64)
-      .values("w", {5, 4}, randomF64({5, 4}, 35).data, ElementKind::F64,
-              {-1, -1})
-      .uniform("r", {2, 3, 5}, -1, 1, ElementKind::F64)
+      .uniform("x", {2, 3, 4}, -1, 1, DType::F64)
+      .values("w", {5, 4}, randomF64({5, 4}, 35).data, DType::F64, {-1, -1})
+      .uniform("r", {2, 3, 5}, -1, 1, DType::F64)
       .op("%y = loom.linear %x, %w residual(%r : tensor<2x3x5xf64>) "
           ": tensor<2x3x4xf64>, tensor<?x?xf64> -> tensor<2x3x5xf64>")
       .check({2, 3, 5}, "f64");
@@ -273,10 +272,10 @@ TEST(AddLayerNormGradient, BothResults) {
   // The sum is used again (as the residual stream of a pre-norm layer), so
   // both results carry gradient to both addends.
   GradientCheck(40)
-      .uniform("x", {2, 3, 6}, -1, 1, ElementKind::F64)
-      .uniform("r", {2, 3, 6}, -1, 1, ElementKind::F64)
-      .uniform("g", {6}, 0.5, 1.5, ElementKind::F64)
-      .uniform("b", {6}, -1, 1, ElementKind::F64)
+      .uniform("x", {2, 3, 6}, -1, 1, DType::F64)
+      .uniform("r", {2, 3, 6}, -1, 1, DType::F64)
+      .uniform("g", {6}, 0.5, 1.5, DType::F64)
+      .uniform("b", {6}, -1, 1, DType::F64)
       .op("%s, %n = loom.add_layer_norm %x, %r, %g, %b {epsilon = 1.0e-5 : "
           "f64} : (tensor<2x3x6xf64>, tensor<2x3x6xf64>, tensor<6xf64>, "
           "tensor<6xf64>) -> (tensor<2x3x6xf64>, tensor<2x3x6xf64>)")
@@ -289,10 +288,10 @@ TEST(AddLayerNormGradient, BothResults) {
 
 TEST(AddLayerNormGradient, NormalizedResultOnly) {
   GradientCheck(41)
-      .uniform("x", {4, 5}, -1, 1, ElementKind::F64)
-      .uniform("r", {4, 5}, -1, 1, ElementKind::F64)
-      .uniform("g", {5}, 0.5, 1.5, ElementKind::F64)
-      .uniform("b", {5}, -1, 1, ElementKind::F64)
+      .uniform("x", {4, 5}, -1, 1, DType::F64)
+      .uniform("r", {4, 5}, -1, 1, DType::F64)
+      .uniform("g", {5}, 0.5, 1.5, DType::F64)
+      .uniform("b", {5}, -1, 1, DType::F64)
       .op("%s, %y = loom.add_layer_norm %x, %r, %g, %b {epsilon = 1.0e-3 : "
           "f64} : (tensor<4x5xf64>, tensor<4x5xf64>, tensor<5xf64>, "
           "tensor<5xf64>) -> (tensor<4x5xf64>, tensor<4x5xf64>)")
@@ -411,7 +410,7 @@ void expectSameLossAndGradients(const TransformerConfig &config) {
   candidate.parameters() = reference.parameters();
   NamedTensors inputs = {{"src", padBatch({{3, 4, 5, 6, 7}, {8, 9, 10}})},
                          {"tgt", padBatch({{1, 11, 12, 13, 2}, {1, 14, 2}})},
-                         {"seed", HostTensor::scalar(1234, ElementKind::I64)}};
+                         {"seed", HostTensor::scalar(1234, DType::I64)}};
   for (const char *fn : {"loss", "loss_grad"}) {
     auto want = reference.call(fn, inputs);
     auto got = candidate.call(fn, inputs);

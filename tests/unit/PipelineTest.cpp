@@ -36,7 +36,7 @@ double relativeError(const HostTensor &a, const HostTensor &b) {
 }
 
 HostTensor randomFloats(std::mt19937_64 &rng, std::vector<int64_t> shape) {
-  HostTensor t(std::move(shape), ElementKind::F32);
+  HostTensor t(std::move(shape), DType::F32);
   std::normal_distribution<double> normal(0.0, 1.0);
   for (double &x : t.data)
     x = normal(rng);
@@ -96,8 +96,8 @@ TEST_P(PipelineTest, EveryEntryPointKeepsItsMeaning) {
   HostTensor tgt = test::randomIds(rng, vocab, {6, 4, 2}, 6, true);
   NamedTensors inputs = {{"src", src},
                          {"tgt", tgt},
-                         {"seed", HostTensor::scalar(1234, ElementKind::I64)},
-                         {"step", HostTensor::scalar(3, ElementKind::I64)}};
+                         {"seed", HostTensor::scalar(1234, DType::I64)},
+                         {"step", HostTensor::scalar(3, DType::I64)}};
   // Adam's moments as a few steps in would hold them.
   for (auto &[name, value] : plain.parameters()) {
     inputs["exp_avg." + name] = randomFloats(rng, value.shape);
@@ -122,7 +122,7 @@ TEST_P(PipelineTest, EveryEntryPointKeepsItsMeaning) {
         randomFloats(rng, shape);
   }
   step["tokens"] = test::randomIds(rng, vocab, {1, 1, 1}, 1, false);
-  step["position"] = HostTensor::scalar(2, ElementKind::I64);
+  step["position"] = HostTensor::scalar(2, DType::I64);
   expectSameResults(plain, compiled, "decode_step", step);
 }
 

@@ -132,7 +132,7 @@ TEST(ArenaRun, EveryElementTypeComesBackExactly) {
   ASSERT_TRUE(module);
   ASSERT_TRUE(succeeded(planMemory(*module, 16, 16, 4)));
   std::mt19937_64 rng(3);
-  HostTensor x({3, 4}, ElementKind::F32);
+  HostTensor x({3, 4}, DType::F32);
   std::normal_distribution<double> normal(0.0, 30.0);
   for (double &v : x.data)
     v = static_cast<float>(normal(rng));
@@ -161,7 +161,7 @@ TEST(ArenaRun, AMalformedPlanIsAnErrorNotACrash) {
     }
   )mlir");
   ASSERT_TRUE(module);
-  HostTensor x({4}, ElementKind::F32, {1, 2, 3, 4});
+  HostTensor x({4}, DType::F32, {1, 2, 3, 4});
   InterpreterOptions arenaOptions;
   arenaOptions.useArenaPlan = true;
   Interpreter arena(*module, arenaOptions);
@@ -190,7 +190,7 @@ TEST(ArenaRun, AMalformedPlanIsAnErrorNotACrash) {
 //===----------------------------------------------------------------------===//
 
 HostTensor ids(std::mt19937_64 &rng, std::vector<int64_t> shape) {
-  HostTensor t(std::move(shape), ElementKind::I32);
+  HostTensor t(std::move(shape), DType::I32);
   std::uniform_int_distribution<int64_t> id(3, 31);
   for (double &x : t.data)
     x = double(id(rng));
@@ -199,7 +199,7 @@ HostTensor ids(std::mt19937_64 &rng, std::vector<int64_t> shape) {
 
 HostTensor floats(std::mt19937_64 &rng, std::vector<int64_t> shape,
                   double scale = 1.0) {
-  HostTensor t(std::move(shape), ElementKind::F32);
+  HostTensor t(std::move(shape), DType::F32);
   std::normal_distribution<double> normal(0.0, scale);
   for (double &x : t.data)
     x = static_cast<float>(normal(rng));
@@ -229,10 +229,10 @@ NamedTensors tinyInputs(const InterpretedModel &model) {
   std::mt19937_64 rng(5);
   NamedTensors inputs = {{"src", ids(rng, {3, 5})},
                          {"tgt", ids(rng, {3, 6})},
-                         {"seed", HostTensor::scalar(7, ElementKind::I64)},
-                         {"step", HostTensor::scalar(3, ElementKind::I64)},
+                         {"seed", HostTensor::scalar(7, DType::I64)},
+                         {"step", HostTensor::scalar(3, DType::I64)},
                          {"tokens", ids(rng, {3, 1})},
-                         {"position", HostTensor::scalar(2, ElementKind::I64)}};
+                         {"position", HostTensor::scalar(2, DType::I64)}};
   for (auto &[name, value] : model.parameters()) {
     inputs["exp_avg." + name] = floats(rng, value.shape, 1e-2);
     HostTensor v = floats(rng, value.shape, 1e-2);

@@ -157,13 +157,13 @@ TEST_P(ModelRegions, EveryRegionMatchesTheInterpreter) {
   HostTensor tgt = test::randomIds(rng, vocab, {6, 4, 2}, 6, true);
   NamedTensors inputs = {{"src", src},
                          {"tgt", tgt},
-                         {"seed", HostTensor::scalar(1234, ElementKind::I64)},
-                         {"step", HostTensor::scalar(3, ElementKind::I64)}};
+                         {"seed", HostTensor::scalar(1234, DType::I64)},
+                         {"step", HostTensor::scalar(3, DType::I64)}};
   for (auto &[name, value] : model.parameters()) {
     inputs["exp_avg." + name] = randomTensor(rng, value.shape);
     HostTensor v = randomTensor(rng, value.shape);
     for (double &x : v.data)
-      x = roundToKind(x * x * 1e-3, ElementKind::F32);
+      x = roundToKind(x * x * 1e-3, DType::F32);
     inputs["exp_avg_sq." + name] = v;
   }
   Recorder recorder(*module);
@@ -184,7 +184,7 @@ TEST_P(ModelRegions, EveryRegionMatchesTheInterpreter) {
     }
   }
   step["tokens"] = test::randomIds(rng, vocab, {1, 1, 1}, 1, false);
-  step["position"] = HostTensor::scalar(2, ElementKind::I64);
+  step["position"] = HostTensor::scalar(2, DType::I64);
   auto decoded = recorder.run("decode_step", model.parameters(), step);
   ASSERT_TRUE(bool(decoded)) << llvm::toString(decoded.takeError());
 

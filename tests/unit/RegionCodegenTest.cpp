@@ -27,8 +27,8 @@ TEST(RegionCodegen, MaskedSoftmaxBroadcastsTheMask) {
   // masked, one batch entry fully masked), softmax over S = 37 (a vector
   // loop and a remainder), and the probabilities times 2 as a second result.
   std::mt19937_64 rng(1);
-  HostTensor scores = randomTensor(rng, {2, 3, 5, 37}, ElementKind::F32, 3.0);
-  HostTensor mask({2, 1, 1, 37}, ElementKind::F32);
+  HostTensor scores = randomTensor(rng, {2, 3, 5, 37}, DType::F32, 3.0);
+  HostTensor mask({2, 1, 1, 37}, DType::F32);
   for (int64_t s = 0; s < 37; ++s) {
     mask.data[s] = s % 5 == 0 ? -1e9 : 0.0;
     mask.data[37 + s] = -1e9;
@@ -50,7 +50,7 @@ TEST(RegionCodegen, MaskedSoftmaxBroadcastsTheMask) {
 
 TEST(RegionCodegen, LayerNormsAndLogSoftmax) {
   std::mt19937_64 rng(2);
-  HostTensor x = randomTensor(rng, {4, 7, 45}, ElementKind::F32, 2.0);
+  HostTensor x = randomTensor(rng, {4, 7, 45}, DType::F32, 2.0);
   HostTensor r = randomTensor(rng, {4, 7, 45});
   HostTensor g = randomTensor(rng, {45}), b = randomTensor(rng, {45});
   for (double &v : x.data)
@@ -82,7 +82,7 @@ TEST(RegionCodegen, ReductionsOverEveryElementRunInStages) {
   // over the rows), and a masked sum as the loss regions compute it.
   std::mt19937_64 rng(3);
   HostTensor x = randomTensor(rng, {3, 5, 11});
-  HostTensor ids({3, 7}, ElementKind::I32);
+  HostTensor ids({3, 7}, DType::I32);
   for (double &v : ids.data)
     v = double(rng() % 4);
   HostTensor loss = randomTensor(rng, {3, 7});
@@ -120,7 +120,7 @@ TEST(RegionCodegen, DropoutMatchesTheInterpreterBitForBit) {
   std::mt19937_64 rng(4);
   HostTensor x = randomTensor(rng, {6, 4, 19});
   HostTensor y = randomTensor(rng, {6, 4, 1});
-  HostTensor seed = HostTensor::scalar(-123456789, ElementKind::I64);
+  HostTensor seed = HostTensor::scalar(-123456789, DType::I64);
   auto ctx = test::makeContext();
   auto module = test::parse(*ctx, R"mlir(
     func.func @f(%x: tensor<?x4x19xf32>, %y: tensor<?x4x1xf32>, %seed: tensor<i64>) {
@@ -160,7 +160,7 @@ TEST(RegionCodegen, DropoutMatchesTheInterpreterBitForBit) {
 TEST(RegionCodegen, CompareSelectCastAndIntegers) {
   std::mt19937_64 rng(5);
   HostTensor x = randomTensor(rng, {5, 23}), y = randomTensor(rng, {23});
-  HostTensor ids({5, 23}, ElementKind::I64);
+  HostTensor ids({5, 23}, DType::I64);
   for (double &v : ids.data)
     v = double(int64_t(rng() % 9) - 4);
   checkText(R"mlir(
@@ -188,7 +188,7 @@ TEST(RegionCodegen, MathMatchesTheInterpreter) {
   // Every unary op over a wide range, including what sits near the edges
   // of the polynomial approximations.
   std::mt19937_64 rng(6);
-  HostTensor x = randomTensor(rng, {9, 29}, ElementKind::F32, 4.0);
+  HostTensor x = randomTensor(rng, {9, 29}, DType::F32, 4.0);
   HostTensor pos = x;
   for (double &v : pos.data)
     v = std::fabs(v) + 1e-3;
@@ -231,7 +231,7 @@ TEST(RegionCodegen, DoublePrecisionMath) {
   // f64 has no polynomial approximations: exp and log become LLVM's
   // intrinsics, tanh and erf libm calls.
   std::mt19937_64 rng(10);
-  HostTensor x = randomTensor(rng, {3, 11}, ElementKind::F64, 2.0);
+  HostTensor x = randomTensor(rng, {3, 11}, DType::F64, 2.0);
   HostTensor pos = x;
   for (double &v : pos.data)
     v = std::fabs(v) + 0.1;
@@ -311,7 +311,7 @@ TEST(RegionCodegen, ResultsSmallerThanTheDomainMayBeWrittenInPlace) {
 
 TEST(RegionCodegen, HalfPrecisionRoundsLikeTheInterpreter) {
   std::mt19937_64 rng(9);
-  HostTensor x = randomTensor(rng, {5, 12}, ElementKind::F16);
+  HostTensor x = randomTensor(rng, {5, 12}, DType::F16);
   checkText(R"mlir(
     func.func @f(%x: tensor<?x12xf16>) {
       %0:2 = loom.fusion(%x) : (tensor<?x12xf16>) -> (tensor<?x12xf16>, tensor<?x1xf32>) {

@@ -69,18 +69,18 @@ public:
   std::string error, path;
 };
 
-inline size_t elementBytes(ElementKind kind) {
+inline size_t elementBytes(DType kind) {
   switch (kind) {
-  case ElementKind::F64:
-  case ElementKind::I64:
+  case DType::F64:
+  case DType::I64:
     return 8;
-  case ElementKind::F32:
-  case ElementKind::I32:
+  case DType::F32:
+  case DType::I32:
     return 4;
-  case ElementKind::F16:
-  case ElementKind::BF16:
+  case DType::F16:
+  case DType::BF16:
     return 2;
-  case ElementKind::I1:
+  case DType::I1:
     return 1;
   }
   return 4;
@@ -92,33 +92,33 @@ inline std::vector<uint8_t> toBytes(const HostTensor &t) {
     double v = t.data[i];
     uint8_t *p = bytes.data() + i * elementBytes(t.kind);
     switch (t.kind) {
-    case ElementKind::F32: {
+    case DType::F32: {
       float f = float(v);
       std::memcpy(p, &f, 4);
       break;
     }
-    case ElementKind::F64:
+    case DType::F64:
       std::memcpy(p, &v, 8);
       break;
-    case ElementKind::I32: {
+    case DType::I32: {
       int32_t x = int32_t(v);
       std::memcpy(p, &x, 4);
       break;
     }
-    case ElementKind::I64: {
+    case DType::I64: {
       int64_t x = int64_t(v);
       std::memcpy(p, &x, 8);
       break;
     }
-    case ElementKind::I1:
+    case DType::I1:
       *p = v != 0;
       break;
-    case ElementKind::F16:
-    case ElementKind::BF16: {
+    case DType::F16:
+    case DType::BF16: {
       llvm::APFloat f(v);
       bool lost;
-      f.convert(t.kind == ElementKind::F16 ? llvm::APFloat::IEEEhalf()
-                                           : llvm::APFloat::BFloat(),
+      f.convert(t.kind == DType::F16 ? llvm::APFloat::IEEEhalf()
+                                     : llvm::APFloat::BFloat(),
                 llvm::APFloat::rmNearestTiesToEven, &lost);
       uint16_t bits = f.bitcastToAPInt().getZExtValue();
       std::memcpy(p, &bits, 2);
@@ -130,41 +130,41 @@ inline std::vector<uint8_t> toBytes(const HostTensor &t) {
 }
 
 inline HostTensor fromBytes(const std::vector<uint8_t> &bytes,
-                            std::vector<int64_t> shape, ElementKind kind) {
+                            std::vector<int64_t> shape, DType kind) {
   HostTensor t(std::move(shape), kind);
   for (int64_t i = 0; i < t.numel(); ++i) {
     const uint8_t *p = bytes.data() + i * elementBytes(kind);
     switch (kind) {
-    case ElementKind::F32: {
+    case DType::F32: {
       float f;
       std::memcpy(&f, p, 4);
       t.data[i] = f;
       break;
     }
-    case ElementKind::F64:
+    case DType::F64:
       std::memcpy(&t.data[i], p, 8);
       break;
-    case ElementKind::I32: {
+    case DType::I32: {
       int32_t x;
       std::memcpy(&x, p, 4);
       t.data[i] = x;
       break;
     }
-    case ElementKind::I64: {
+    case DType::I64: {
       int64_t x;
       std::memcpy(&x, p, 8);
       t.data[i] = double(x);
       break;
     }
-    case ElementKind::I1:
+    case DType::I1:
       t.data[i] = *p;
       break;
-    case ElementKind::F16:
-    case ElementKind::BF16: {
+    case DType::F16:
+    case DType::BF16: {
       uint16_t bits;
       std::memcpy(&bits, p, 2);
-      llvm::APFloat f(kind == ElementKind::F16 ? llvm::APFloat::IEEEhalf()
-                                               : llvm::APFloat::BFloat(),
+      llvm::APFloat f(kind == DType::F16 ? llvm::APFloat::IEEEhalf()
+                                         : llvm::APFloat::BFloat(),
                       llvm::APInt(16, bits));
       bool lost;
       f.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven,
@@ -264,7 +264,7 @@ inline ::testing::AssertionResult close(const HostTensor &actual,
       ++finite;
     }
   double rms = finite ? std::sqrt(sum / finite) : 0;
-  bool exact = !isFloatKind(expected.kind);
+  bool exact = !isFloatDType(expected.kind);
   int64_t bad = 0;
   std::string first;
   for (int64_t i = 0; i < expected.numel(); ++i) {
@@ -375,13 +375,11 @@ inline void checkRegion(FusionOp op, const RegionKernel &kernel,
 }
 
 inline HostTensor randomTensor(std::mt19937_64 &rng, std::vector<int64_t> shape,
-                               ElementKind kind = ElementKind::F32,
-                               double scale = 1.0) {
+                               DType kind = DType::F32, double scale = 1.0) {
   HostTensor t(std::move(shape), kind);
   std::normal_distribution<double> normal(0.0, scale);
   for (double &x : t.data)
-    x = kind == ElementKind::I1 ? double(rng() & 1)
-                                : roundToKind(normal(rng), kind);
+    x = kind == DType::I1 ? double(rng() & 1) : roundToKind(normal(rng), kind);
   return t;
 }
 

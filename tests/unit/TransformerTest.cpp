@@ -350,15 +350,15 @@ void checkIncrementalDecoding(const TransformerConfig &c) {
   for (int64_t i = 0; i < c.decoder_layers(); ++i)
     for (const char *kind : {"self_k.", "self_v."})
       state[kind + std::to_string(i)] =
-          HostTensor({2, heads, 0, headDim}, ElementKind::F32);
+          HostTensor({2, heads, 0, headDim}, DType::F32);
 
   int64_t length = tgt.shape[1];
   for (int64_t t = 0; t + 1 < length; ++t) {
-    HostTensor tokens({2, 1}, ElementKind::I32);
+    HostTensor tokens({2, 1}, DType::I32);
     for (int64_t b = 0; b < 2; ++b)
       tokens.data[b] = at(tgt, b, t);
     state["tokens"] = tokens;
-    state["position"] = HostTensor::scalar(t, ElementKind::I64);
+    state["position"] = HostTensor::scalar(t, DType::I64);
     auto step = model.call("decode_step", state);
     ASSERT_TRUE(static_cast<bool>(step)) << llvm::toString(step.takeError());
     const HostTensor &logProbs = (*step)["log_probs"];
@@ -407,10 +407,9 @@ TEST(Transformer, LossIsTheMeanNegativeLogProbabilityOfRealTargets) {
   double sum = 0;
   for (double v : (*logProbs)["log_probs"].data)
     sum += v; // Padding contributes 0.
-  auto loss =
-      model.call("loss", {{"src", src},
-                          {"tgt", tgt},
-                          {"seed", HostTensor::scalar(0, ElementKind::I64)}});
+  auto loss = model.call("loss", {{"src", src},
+                                  {"tgt", tgt},
+                                  {"seed", HostTensor::scalar(0, DType::I64)}});
   ASSERT_TRUE(static_cast<bool>(loss)) << llvm::toString(loss.takeError());
   // 2 + 4 real targets.
   EXPECT_NEAR((*loss)["loss"].data.at(0), -sum / 6.0, 1e-12);

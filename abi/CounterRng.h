@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LOOM_IR_COUNTERRNG_H
-#define LOOM_IR_COUNTERRNG_H
+#ifndef LOOM_ABI_COUNTERRNG_H
+#define LOOM_ABI_COUNTERRNG_H
 
 #include <cstdint>
 
@@ -45,4 +45,4 @@ inline bool dropoutKeep(uint64_t key, uint64_t index, double rate) {
 
 } // namespace loom
 
-#endif // LOOM_IR_COUNTERRNG_H
+#endif // LOOM_ABI_COUNTERRNG_H

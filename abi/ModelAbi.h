@@ -1,0 +1,76 @@
+//===- ModelAbi.h - The names a compiled model is called by -----*- C++ -*-===//
+//
+// The frontend names a model's functions, their inputs and outputs; the
+// optimizer and the memory plan name the state they update; the runtime's
+// drivers (decoding, the training step) find what they bind by those names.
+// They meet here, so a renamed input is a compile error on both sides rather
+// than an executable that the runtime cannot drive.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_ABI_MODELABI_H
+#define LOOM_ABI_MODELABI_H
+
+#include <cstdint>
+#include <string>
+
+namespace loom::abi {
+
+// Entry points.
+inline constexpr const char kLoss[] = "loss";
+inline constexpr const char kLossGrad[] = "loss_grad";
+inline constexpr const char kTrainStep[] = "train_step";
+inline constexpr const char kTokenLogProbs[] = "token_log_probs";
+inline constexpr const char kEncode[] = "encode";
+inline constexpr const char kDecodeStep[] = "decode_step";
+
+// Inputs.
+inline constexpr const char kSrc[] = "src";       // [batch, src_len] i32
+inline constexpr const char kTgt[] = "tgt";       // [batch, tgt_len] i32
+inline constexpr const char kSeed[] = "seed";     // i64: dropout's seed
+inline constexpr const char kStep[] = "step";     // i64: Adam's step, from 1
+inline constexpr const char kTokens[] = "tokens"; // [batch, 1] i32
+inline constexpr const char kPosition[] = "position"; // i64
+
+// Outputs.
+inline constexpr const char kLossOutput[] = "loss";    // f32 scalar
+inline constexpr const char kLogProbs[] = "log_probs"; // f32
+inline constexpr const char kGradPrefix[] = "grad.";   // grad.<param>
+
+// Decoder caches, one per decoder layer `i`: the cross-attention keys and
+// values of the source (from @encode) and the self-attention keys and values
+// of the positions decoded so far (in and out of @decode_step), each
+// [batch, heads, length, head_dim].
+inline constexpr const char kCrossKeyPrefix[] = "cross_k.";
+inline constexpr const char kCrossValuePrefix[] = "cross_v.";
+inline constexpr const char kSelfKeyPrefix[] = "self_k.";
+inline constexpr const char kSelfValuePrefix[] = "self_v.";
+inline constexpr const char kCrossPrefix[] = "cross_";
+inline constexpr const char kSelfPrefix[] = "self_";
+
+// Optimizer state and the updated parameters @train_step returns, each
+// written over the state it replaces: param.<p> over parameter <p>,
+// exp_avg.<p> and exp_avg_sq.<p> over themselves.
+inline constexpr const char kUpdatedParamPrefix[] = "param.";
+inline constexpr const char kFirstMomentPrefix[] = "exp_avg.";
+inline constexpr const char kSecondMomentPrefix[] = "exp_avg_sq.";
+
+/// The cache of decoder layer `layer` named by `prefix`.
+inline std::string cacheName(const char *prefix, int64_t layer) {
+  return prefix + std::to_string(layer);
+}
+
+/// Whether `name` starts with `prefix`.
+inline bool hasPrefix(const std::string &name, const char *prefix) {
+  return name.compare(0, std::char_traits<char>::length(prefix), prefix) == 0;
+}
+
+// Special token ids every Loom vocabulary reserves.
+inline constexpr int32_t kPadId = 0;
+inline constexpr int32_t kUnkId = 1;
+inline constexpr int32_t kBosId = 2;
+inline constexpr int32_t kEosId = 3;
+
+} // namespace loom::abi
+
+#endif // LOOM_ABI_MODELABI_H
