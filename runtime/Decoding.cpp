@@ -1,6 +1,6 @@
 //===- Decoding.cpp - Decoding with a compiled model ----------------------===//
 
-#include "runtime/cpu/Decoding.h"
+#include "runtime/Decoding.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,20 +9,19 @@
 #include <map>
 #include <optional>
 
-namespace loom::cpu {
+namespace loom::runtime {
 
 namespace {
 
-/// Rows `rows` of `t` along its first dim, in that order.
-Tensor gatherRows(const TensorRef &t, const std::vector<int64_t> &rows) {
-  std::vector<int64_t> shape = t.shape;
-  int64_t rowBytes = shape[0] ? t.bytes() / shape[0] : 0;
+/// Rows `rows` of device tensor `t` along its first dim, in that order.
+ErrorOr<Tensor> gatherRows(Device &device, const Tensor &t,
+                           const std::vector<int64_t> &rows) {
+  std::vector<int64_t> shape = t.shape();
   shape[0] = static_cast<int64_t>(rows.size());
-  Tensor out(t.dtype, shape);
-  for (size_t i = 0; i < rows.size(); ++i)
-    std::memcpy(static_cast<char *>(out.data()) + i * rowBytes,
-                static_cast<const char *>(t.data) + rows[i] * rowBytes,
-                rowBytes);
+  ErrorOr<Tensor> out = Tensor::onDevice(device, t.dtype(), shape);
+  if (!out)
+    return out;
+  LOOM_RETURN_IF_ERROR(device.gatherRows(t.ref(), rows, out->ref()));
   return out;
 }
 
@@ -47,109 +46,140 @@ struct Candidate {
 };
 
 /// What @decode_step reads besides the tokens and the position, one row per
-/// hypothesis: the source ids, the encoder's cross-attention K/V and the
-/// self-attention caches.
+/// hypothesis, in the device's memory: the source ids, the encoder's
+/// cross-attention K/V and the self-attention caches.
 struct DecoderState {
   Tensor src;
   std::map<std::string, Tensor> caches; // "cross_*" and "self_*"
 
-  /// Runs @encode on `src`; each sentence's row is repeated `copies` times,
-  /// and the self-attention caches start empty.
-  static ErrorOr<DecoderState> start(CpuModel &model, const TensorRef &src,
+  /// Runs @encode on host `src`; each sentence's row is repeated `copies`
+  /// times, and the self-attention caches start empty.
+  static ErrorOr<DecoderState> start(Session &session, const TensorRef &src,
                                      int64_t copies);
   /// One @decode_step: keeps the new self-attention caches (one row per
-  /// row of `tokens`) and returns the log-probabilities.
-  ErrorOr<Tensor> step(CpuModel &model, const std::vector<int32_t> &tokens,
+  /// row of `tokens`) and returns the log-probabilities [rows, vocab].
+  ErrorOr<Tensor> step(Session &session, const std::vector<int32_t> &tokens,
                        int64_t position);
 };
 
-ErrorOr<DecoderState> DecoderState::start(CpuModel &model, const TensorRef &src,
-                                          int64_t copies) {
-  using Result = ErrorOr<DecoderState>;
-  auto encoded = model.run("encode", {src});
+ErrorOr<DecoderState>
+DecoderState::start(Session &session, const TensorRef &src, int64_t copies) {
+  Device &device = session.device();
+  ErrorOr<Tensor> deviceSrc = toDevice(device, src);
+  if (!deviceSrc)
+    return deviceSrc.status();
+  auto encoded = session.run(abi::kEncode, {deviceSrc->ref()});
   if (!encoded)
-    return Result::failure(encoded.error());
+    return encoded.status();
   std::vector<int64_t> rows;
   for (int64_t s = 0; s < src.shape[0]; ++s)
     for (int64_t j = 0; j < copies; ++j)
       rows.push_back(s);
   DecoderState state;
-  state.src = gatherRows(src, rows);
+  ErrorOr<Tensor> repeated = gatherRows(device, *deviceSrc, rows);
+  if (!repeated)
+    return repeated.status();
+  state.src = std::move(*repeated);
   for (NamedTensor &t : *encoded) {
-    if (t.name.rfind("cross_", 0) != 0 || t.tensor.shape().size() != 4)
-      return Result::failure("@encode returns '" + t.name +
-                             "', not a [batch, heads, len, dim] cross cache");
+    if (!abi::hasPrefix(t.name, abi::kCrossPrefix) ||
+        t.tensor.shape().size() != 4)
+      return Status::failure("@encode returns '" + t.name +
+                                 "', not a [batch, heads, len, dim] cross "
+                                 "cache",
+                             ErrorCode::Corrupt);
     // Empty self-attention caches, shaped like the cross ones.
     std::vector<int64_t> shape = t.tensor.shape();
     shape[0] = static_cast<int64_t>(rows.size());
     shape[2] = 0;
-    state.caches["self_" + t.name.substr(6)] = Tensor(t.tensor.dtype(), shape);
-    state.caches[t.name] =
-        copies == 1 ? std::move(t.tensor) : gatherRows(t.tensor.ref(), rows);
+    ErrorOr<Tensor> empty = Tensor::onDevice(device, t.tensor.dtype(), shape);
+    if (!empty)
+      return empty.status();
+    std::string layer =
+        t.name.substr(std::char_traits<char>::length(abi::kCrossPrefix));
+    state.caches[abi::kSelfPrefix + layer] = std::move(*empty);
+    if (copies == 1) {
+      state.caches[t.name] = std::move(t.tensor);
+    } else {
+      ErrorOr<Tensor> gathered = gatherRows(device, t.tensor, rows);
+      if (!gathered)
+        return gathered.status();
+      state.caches[t.name] = std::move(*gathered);
+    }
   }
   return state;
 }
 
-ErrorOr<Tensor> DecoderState::step(CpuModel &model,
+ErrorOr<Tensor> DecoderState::step(Session &session,
                                    const std::vector<int32_t> &tokens,
                                    int64_t position) {
-  Tensor ids(runtime::Buffer::I32, {static_cast<int64_t>(tokens.size()), 1});
-  std::copy(tokens.begin(), tokens.end(), static_cast<int32_t *>(ids.data()));
-  Tensor at(runtime::Buffer::I64, {});
-  *static_cast<int64_t *>(at.data()) = position;
+  ErrorOr<Tensor> ids =
+      Tensor::host(DType::I32, {static_cast<int64_t>(tokens.size()), 1});
+  ErrorOr<Tensor> at = Tensor::host(DType::I64, {});
+  if (!ids || !at)
+    return !ids ? ids.status() : at.status();
+  std::copy(tokens.begin(), tokens.end(), static_cast<int32_t *>(ids->data()));
+  *static_cast<int64_t *>(at->data()) = position;
+  std::vector<Tensor> staging;
   std::vector<TensorRef> inputs;
-  for (const std::string &name : model.inputNames("decode_step")) {
-    if (name == "src")
+  for (const std::string &name : session.inputNames(abi::kDecodeStep)) {
+    if (name == abi::kSrc) {
       inputs.push_back(src.ref());
-    else if (name == "tokens")
-      inputs.push_back(ids.ref());
-    else if (name == "position")
-      inputs.push_back(at.ref());
-    else if (auto it = caches.find(name); it != caches.end())
+    } else if (name == abi::kTokens || name == abi::kPosition) {
+      ErrorOr<TensorRef> input =
+          deviceInput(session.device(),
+                      name == abi::kTokens ? ids->ref() : at->ref(), staging);
+      if (!input)
+        return input.status();
+      inputs.push_back(*input);
+    } else if (auto it = caches.find(name); it != caches.end()) {
       inputs.push_back(it->second.ref());
-    else
-      return ErrorOr<Tensor>::failure("@decode_step takes an input '" + name +
-                                      "' that decoding does not know");
+    } else {
+      return Status::failure("@decode_step takes an input '" + name +
+                                 "' that decoding does not know",
+                             ErrorCode::Unsupported);
+    }
   }
-  auto outputs = model.run("decode_step", inputs);
+  auto outputs = session.run(abi::kDecodeStep, inputs);
   if (!outputs)
-    return ErrorOr<Tensor>::failure(outputs.error());
+    return outputs.status();
   std::optional<Tensor> logProbs;
   for (NamedTensor &r : *outputs) {
-    if (r.name == "log_probs")
+    if (r.name == abi::kLogProbs)
       logProbs = std::move(r.tensor);
     else
       caches[r.name] = std::move(r.tensor);
   }
-  if (!logProbs)
-    return ErrorOr<Tensor>::failure("@decode_step returns no log_probs");
+  if (!logProbs || logProbs->shape().size() != 2)
+    return Status::failure("@decode_step returns no [rows, vocab] log_probs",
+                           ErrorCode::Corrupt);
   return std::move(*logProbs);
 }
 
 } // namespace
 
 ErrorOr<std::vector<std::vector<int32_t>>>
-greedyDecode(CpuModel &model, const TensorRef &src,
+greedyDecode(Session &session, const TensorRef &src,
              const GreedyOptions &options) {
-  using Result = ErrorOr<std::vector<std::vector<int32_t>>>;
-  if (src.rank() != 2 || src.dtype != runtime::Buffer::I32)
-    return Result::failure("greedy decoding takes [batch, len] i32 ids");
+  if (src.rank() != 2 || src.dtype != DType::I32)
+    return Status::failure("greedy decoding takes [batch, len] i32 ids");
   int64_t batch = src.shape[0];
-  auto state = DecoderState::start(model, src, 1);
+  auto state = DecoderState::start(session, src, 1);
   if (!state)
-    return Result::failure(state.error());
+    return state.status();
   std::vector<int32_t> last(batch, options.bos);
   std::vector<std::vector<int32_t>> out(batch);
   std::vector<bool> done(batch, false);
   for (int64_t t = 0; t < options.maxLen; ++t) {
-    auto logProbs = state->step(model, last, t);
+    auto logProbs = state->step(session, last, t);
     if (!logProbs)
-      return Result::failure(logProbs.error());
-    int64_t vocab = logProbs->shape().back();
+      return logProbs.status();
+    ErrorOr<std::vector<int32_t>> best =
+        session.device().argmax(logProbs->ref());
+    if (!best)
+      return best.status();
+    last = std::move(*best);
     bool all = true;
     for (int64_t b = 0; b < batch; ++b) {
-      const float *row = logProbs->f32() + b * vocab;
-      last[b] = static_cast<int32_t>(std::max_element(row, row + vocab) - row);
       if (!done[b]) {
         if (last[b] == options.eos)
           done[b] = true;
@@ -165,17 +195,16 @@ greedyDecode(CpuModel &model, const TensorRef &src,
 }
 
 ErrorOr<std::vector<std::vector<Hypothesis>>>
-beamSearch(CpuModel &model, const TensorRef &src, const BeamOptions &options) {
-  using Result = ErrorOr<std::vector<std::vector<Hypothesis>>>;
-  if (src.rank() != 2 || src.dtype != runtime::Buffer::I32)
-    return Result::failure("beam search takes [batch, len] i32 ids");
+beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
+  if (src.rank() != 2 || src.dtype != DType::I32)
+    return Status::failure("beam search takes [batch, len] i32 ids");
   if (options.beam < 1 || options.nbest < 1 || options.nbest > options.beam ||
       options.maxLen < 1)
-    return Result::failure("beam search needs beam >= 1, 1 <= nbest <= "
+    return Status::failure("beam search needs beam >= 1, 1 <= nbest <= "
                            "beam and maxLen >= 1");
   const int64_t batch = src.shape[0], k = options.beam;
   if (!options.maxLens.empty() && int64_t(options.maxLens.size()) != batch)
-    return Result::failure(
+    return Status::failure(
         "beam search got " + std::to_string(options.maxLens.size()) +
         " maximum lengths for " + std::to_string(batch) + " sentences");
   auto maxLenOf = [&](int64_t sentence) {
@@ -190,11 +219,12 @@ beamSearch(CpuModel &model, const TensorRef &src, const BeamOptions &options) {
   std::vector<std::vector<Hypothesis>> results(batch);
   if (batch == 0)
     return results;
+  Device &device = session.device();
 
   // Every sentence's rows repeat its source and encoder K/V `k` times.
-  auto state = DecoderState::start(model, src, k);
+  auto state = DecoderState::start(session, src, k);
   if (!state)
-    return Result::failure(state.error());
+    return state.status();
 
   std::vector<Beam> beams(batch);
   for (int64_t s = 0; s < batch; ++s) {
@@ -207,10 +237,17 @@ beamSearch(CpuModel &model, const TensorRef &src, const BeamOptions &options) {
   std::vector<int32_t> last(batch * k, options.bos);
 
   for (int64_t t = 0; t < steps && !beams.empty(); ++t) {
-    auto logProbs = state->step(model, last, t);
+    auto logProbs = state->step(session, last, t);
     if (!logProbs)
-      return Result::failure(logProbs.error());
-    int64_t vocab = logProbs->shape().back();
+      return logProbs.status();
+    // The 2k best extensions of a beam hold k that do not end the sentence,
+    // and they are among the 2k best of each row: the device ranks each row,
+    // and only 2k tokens a row come to the host.
+    int64_t vocab = logProbs->shape()[1];
+    int64_t perRow = std::min<int64_t>(2 * k, vocab);
+    ErrorOr<Device::TopK> top = device.topK(logProbs->ref(), perRow);
+    if (!top)
+      return top.status();
 
     std::vector<Beam> next;
     std::vector<int64_t> parents; // rows of this step each next row follows
@@ -219,18 +256,18 @@ beamSearch(CpuModel &model, const TensorRef &src, const BeamOptions &options) {
     for (size_t i = 0; i < beams.size(); ++i) {
       Beam &beam = beams[i];
       bool lastStep = t + 1 >= maxLenOf(beam.sentence);
-      // The 2k best extensions hold k that do not end the sentence.
       std::vector<Candidate> candidates;
       for (int64_t j = 0; j < k; ++j) {
         if (beam.logProbs[j] == minusInf)
           continue;
-        const float *row = logProbs->f32() + (i * k + j) * vocab;
-        for (int64_t v = 0; v < vocab; ++v)
+        int64_t row = int64_t(i) * k + j;
+        for (int64_t c = 0; c < perRow; ++c)
           candidates.push_back(
-              {beam.logProbs[j] + row[v], j, static_cast<int32_t>(v)});
+              {beam.logProbs[j] + top->values[row * perRow + c], j,
+               top->indices[row * perRow + c]});
       }
-      size_t top = std::min<size_t>(candidates.size(), 2 * k);
-      std::partial_sort(candidates.begin(), candidates.begin() + top,
+      size_t best = std::min<size_t>(candidates.size(), 2 * k);
+      std::partial_sort(candidates.begin(), candidates.begin() + best,
                         candidates.end(),
                         [](const Candidate &a, const Candidate &b) {
                           return a.logProb > b.logProb ||
@@ -239,7 +276,7 @@ beamSearch(CpuModel &model, const TensorRef &src, const BeamOptions &options) {
       Beam grown;
       grown.sentence = beam.sentence;
       grown.finished = std::move(beam.finished);
-      for (size_t c = 0; c < top && int64_t(grown.tokens.size()) < k; ++c) {
+      for (size_t c = 0; c < best && int64_t(grown.tokens.size()) < k; ++c) {
         const Candidate &cand = candidates[c];
         std::vector<int32_t> tokens = beam.tokens[cand.parent];
         if (cand.token == options.eos) {
@@ -297,17 +334,27 @@ beamSearch(CpuModel &model, const TensorRef &src, const BeamOptions &options) {
     for (int64_t i : kept)
       for (int64_t j = 0; j < k; ++j)
         sentenceRows.push_back(i * k + j);
-    for (auto &[name, tensor] : state->caches) {
-      if (name.rfind("self_", 0) == 0)
-        tensor = gatherRows(tensor.ref(), parents);
-      else if (shrank)
-        tensor = gatherRows(tensor.ref(), sentenceRows);
+    if (!next.empty()) {
+      for (auto &[name, tensor] : state->caches) {
+        bool self = abi::hasPrefix(name, abi::kSelfPrefix);
+        if (!self && !shrank)
+          continue;
+        ErrorOr<Tensor> gathered =
+            gatherRows(device, tensor, self ? parents : sentenceRows);
+        if (!gathered)
+          return gathered.status();
+        tensor = std::move(*gathered);
+      }
+      if (shrank) {
+        ErrorOr<Tensor> gathered = gatherRows(device, state->src, sentenceRows);
+        if (!gathered)
+          return gathered.status();
+        state->src = std::move(*gathered);
+      }
     }
-    if (shrank)
-      state->src = gatherRows(state->src.ref(), sentenceRows);
     beams = std::move(next);
   }
   return results;
 }
 
-} // namespace loom::cpu
+} // namespace loom::runtime

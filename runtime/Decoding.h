@@ -1,33 +1,38 @@
 //===- Decoding.h - Decoding with a compiled model --------------*- C++ -*-===//
 //
-// Greedy decoding on a CpuModel's @encode and @decode_step: the encoder and
-// the cross-attention K/V once per batch, then one position per step with
-// the self-attention K/V cached and appended.
+// Greedy decoding and beam search on a session's @encode and @decode_step:
+// the encoder and the cross-attention K/V once per batch, then one position
+// per step with the self-attention K/V cached and appended. Written against
+// the Session and the Device's primitives (row gathers, per-row top-k and
+// argmax), so the scores and the caches stay in the device's memory and
+// only the chosen tokens come to the host.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LOOM_RUNTIME_CPU_DECODING_H
-#define LOOM_RUNTIME_CPU_DECODING_H
+#ifndef LOOM_RUNTIME_DECODING_H
+#define LOOM_RUNTIME_DECODING_H
 
-#include "runtime/cpu/CpuModel.h"
+#include "runtime/Session.h"
+
+#include "abi/ModelAbi.h"
 
 #include <cstdint>
 #include <vector>
 
-namespace loom::cpu {
+namespace loom::runtime {
 
 struct GreedyOptions {
   int64_t maxLen = 64; // tokens generated at most, eos included
-  int32_t bos = 2;
-  int32_t eos = 3;
+  int32_t bos = abi::kBosId;
+  int32_t eos = abi::kEosId;
   /// Stop once every sentence has produced eos; off, decode maxLen steps.
   bool stopAtEos = true;
 };
 
-/// The tokens of each sentence of `src` ([batch, len] i32, 0-padded), eos
-/// and what follows it left out.
+/// The tokens of each sentence of `src` ([batch, len] i32 on the host,
+/// 0-padded), eos and what follows it left out.
 ErrorOr<std::vector<std::vector<int32_t>>>
-greedyDecode(CpuModel &model, const TensorRef &src,
+greedyDecode(Session &session, const TensorRef &src,
              const GreedyOptions &options);
 
 struct BeamOptions {
@@ -37,8 +42,8 @@ struct BeamOptions {
   /// Per sentence, when given: its own maxLen (e.g. from its length).
   std::vector<int64_t> maxLens;
   int64_t nbest = 1; // hypotheses returned per sentence, best first
-  int32_t bos = 2;
-  int32_t eos = 3;
+  int32_t bos = abi::kBosId;
+  int32_t eos = abi::kEosId;
 };
 
 struct Hypothesis {
@@ -47,16 +52,16 @@ struct Hypothesis {
   double score = 0;            // logProb / length penalty
 };
 
-/// Beam search over `src` ([batch, len] i32, 0-padded): per sentence the
-/// `nbest` best hypotheses by score. Every hypothesis of every sentence is
-/// one row of @decode_step; after each step the caches are gathered to
-/// follow the surviving hypotheses, and a sentence whose beam has finished
+/// Beam search over `src` ([batch, len] i32 on the host, 0-padded): per
+/// sentence the `nbest` best hypotheses by score. Every hypothesis of every
+/// sentence is one row of @decode_step; after each step the caches are gathered
+/// to follow the surviving hypotheses, and a sentence whose beam has finished
 /// (`beam` hypotheses ended in eos, or maxLen reached) leaves the batch,
 /// its rows dropped from the caches and the encoder's K/V. With beam 1 this
 /// is greedy decoding.
 ErrorOr<std::vector<std::vector<Hypothesis>>>
-beamSearch(CpuModel &model, const TensorRef &src, const BeamOptions &options);
+beamSearch(Session &session, const TensorRef &src, const BeamOptions &options);
 
-} // namespace loom::cpu
+} // namespace loom::runtime
 
-#endif // LOOM_RUNTIME_CPU_DECODING_H
+#endif // LOOM_RUNTIME_DECODING_H

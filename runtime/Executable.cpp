@@ -2,6 +2,7 @@
 
 #include "runtime/Executable.h"
 
+#include "abi/CpuFeatures.h"
 #include "runtime/AtomicFile.h"
 
 #include <cerrno>
@@ -45,21 +46,8 @@ std::string hex(uint64_t value) {
 }
 
 int64_t elementSize(Buffer::DType dtype) {
-  switch (dtype) {
-  case Buffer::F64:
-  case Buffer::I64:
-    return 8;
-  case Buffer::F32:
-  case Buffer::I32:
-    return 4;
-  case Buffer::F16:
-  case Buffer::BF16:
-    return 2;
-  case Buffer::I1:
-    return 1;
-  default:
-    return 0;
-  }
+  std::optional<DType> known = dtypeOfWire(dtype);
+  return known ? dtypeSize(*known) : 0;
 }
 
 /// The bytes a fully static shape of `dtype` needs, or nothing when a dim is
@@ -113,8 +101,6 @@ std::string validateBuffer(const Executable &exe, int b) {
     std::string dimWhere = where + ": dim " + std::to_string(d);
     if (dim.has_size() && dim.size() < 0)
       return dimWhere + " has negative size " + std::to_string(dim.size());
-    if (dim.has_symbol() && dim.symbol().empty())
-      return dimWhere + " has an empty symbol";
     if (dim.has_poly()) {
       if (dim.poly().terms_size() == 0)
         return dimWhere + " is an empty polynomial";
@@ -125,8 +111,8 @@ std::string validateBuffer(const Executable &exe, int b) {
                    ", but " + std::to_string(exe.symbols_size()) +
                    " symbols exist";
     }
-    if (!dim.has_size() && !dim.has_symbol() && !dim.has_poly())
-      return dimWhere + " has neither a size nor a symbol";
+    if (!dim.has_size() && !dim.has_poly())
+      return dimWhere + " has neither a size nor a polynomial";
   }
 
   bool isTemporary = buffer.role() == Buffer::TEMPORARY;
@@ -137,6 +123,13 @@ std::string validateBuffer(const Executable &exe, int b) {
     if (buffer.arena_offset() < 0)
       return where + " has negative arena_offset " +
              std::to_string(buffer.arena_offset());
+    // The arena itself is aligned; the kernels may assume its slices are.
+    int64_t alignment = exe.cpu_target().alignment();
+    if (alignment > 0 && buffer.arena_offset() % alignment != 0)
+      return where + " starts at arena byte " +
+             std::to_string(buffer.arena_offset()) +
+             ", not a multiple of the cpu_target alignment " +
+             std::to_string(alignment);
     if (buffer.max_bytes() < 0)
       return where + " has negative max_bytes " +
              std::to_string(buffer.max_bytes());
@@ -177,6 +170,39 @@ std::string validateBuffer(const Executable &exe, int b) {
   } else if (!buffer.data().empty()) {
     return where + " carries data but is not a constant";
   }
+  return "";
+}
+
+/// What a CPU executable records of the target its code was compiled for.
+/// Whether this machine has the target's features is not asked here: that
+/// is the CPU device's check when it loads the code (checkCpuTarget in
+/// runtime/cpu/CpuFeatures.h), and validation needs no device.
+std::string validateCpuTarget(const Executable &exe) {
+  if (exe.target() != Executable::CPU)
+    return "";
+  if (!exe.has_cpu_target())
+    return "a CPU executable without a cpu_target: the CPU its code was "
+           "compiled for is unknown";
+  const runtime::CpuTarget &target = exe.cpu_target();
+  if (target.triple().empty())
+    return "cpu_target has no triple";
+  if (target.cpu().empty())
+    return "cpu_target has no cpu";
+  for (int f = 0; f < target.features_size(); ++f) {
+    const std::string &feature = target.features(f);
+    // An unknown name would be a feature no loader can check.
+    if (!abi::isKnownCpuFeature(feature))
+      return "cpu_target records CPU feature " + quoted(feature) +
+             ", which this runtime does not know";
+    if (f > 0 && !(target.features(f - 1) < feature))
+      return "cpu_target's features are not sorted and unique (" +
+             quoted(target.features(f - 1)) + " before " + quoted(feature) +
+             ")";
+  }
+  int32_t alignment = target.alignment();
+  if (alignment <= 0 || (alignment & (alignment - 1)) != 0)
+    return "cpu_target alignment " + std::to_string(alignment) +
+           " is not a positive power of two";
   return "";
 }
 
@@ -283,8 +309,11 @@ std::string validateExecutable(const Executable &exe) {
   if (!Executable::Target_IsValid(exe.target()) ||
       exe.target() == Executable::TARGET_UNSPECIFIED)
     return "unknown target " + std::to_string(exe.target());
+  if (std::string error = validateCpuTarget(exe); !error.empty())
+    return error;
   if (std::string error = validateKernels(exe); !error.empty())
     return error;
+  // After the CPU target, whose alignment the temporaries are checked for.
   if (std::string error = validateBuffers(exe); !error.empty())
     return error;
   std::set<std::string> names;
@@ -328,15 +357,18 @@ std::string executableFileBytes(const std::string &payload) {
 ErrorOr<Executable> loadExecutable(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    return ErrorOr<Executable>::failure("cannot open '" + path +
-                                        "': " + std::strerror(errno));
+    return ErrorOr<Executable>::failure(
+        "cannot open '" + path + "': " + std::strerror(errno),
+        errno == ENOENT ? ErrorCode::NotFound : ErrorCode::Io);
   std::ostringstream contents;
   contents << in.rdbuf();
   if (in.bad())
-    return ErrorOr<Executable>::failure("cannot read '" + path + "'");
+    return ErrorOr<Executable>::failure("cannot read '" + path + "'",
+                                        ErrorCode::Io);
   std::string bytes = contents.str();
   auto refuse = [&](const std::string &why) {
-    return ErrorOr<Executable>::failure("'" + path + "': " + why);
+    return ErrorOr<Executable>::failure("'" + path + "': " + why,
+                                        ErrorCode::Corrupt);
   };
   if (bytes.size() < kHeaderBytes ||
       std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
@@ -356,10 +388,12 @@ ErrorOr<Executable> loadExecutable(const std::string &path) {
   if (!exe.ParseFromString(payload))
     return ErrorOr<Executable>::failure(
         "'" + path +
-        "': not a Loom executable: it does not parse as a "
-        "loom.runtime.Executable (truncated or not an executable)");
+            "': not a Loom executable: it does not parse as a "
+            "loom.runtime.Executable (truncated or not an executable)",
+        ErrorCode::Corrupt);
   if (std::string error = validateExecutable(exe); !error.empty())
-    return ErrorOr<Executable>::failure("'" + path + "': " + error);
+    return ErrorOr<Executable>::failure("'" + path + "': " + error,
+                                        ErrorCode::Corrupt);
   return exe;
 }
 

@@ -13,19 +13,65 @@
 #ifndef LOOM_RUNTIME_EXECUTABLE_H
 #define LOOM_RUNTIME_EXECUTABLE_H
 
-#include "runtime/Safetensors.h" // ErrorOr
+#include "abi/DType.h"
+#include "abi/Error.h"
 #include "runtime/executable.pb.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace loom {
 
 using runtime::Executable;
 
+/// The element type a buffer's wire enum stands for; nothing for
+/// DTYPE_UNSPECIFIED or a value this runtime does not know.
+inline std::optional<DType> dtypeOfWire(int wire) {
+  switch (wire) {
+  case runtime::Buffer::F32:
+    return DType::F32;
+  case runtime::Buffer::F16:
+    return DType::F16;
+  case runtime::Buffer::BF16:
+    return DType::BF16;
+  case runtime::Buffer::F64:
+    return DType::F64;
+  case runtime::Buffer::I32:
+    return DType::I32;
+  case runtime::Buffer::I64:
+    return DType::I64;
+  case runtime::Buffer::I1:
+    return DType::I1;
+  default:
+    return std::nullopt;
+  }
+}
+
+/// The wire enum of `dtype`.
+inline runtime::Buffer::DType wireOfDType(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return runtime::Buffer::F32;
+  case DType::F16:
+    return runtime::Buffer::F16;
+  case DType::BF16:
+    return runtime::Buffer::BF16;
+  case DType::F64:
+    return runtime::Buffer::F64;
+  case DType::I32:
+    return runtime::Buffer::I32;
+  case DType::I64:
+    return runtime::Buffer::I64;
+  case DType::I1:
+    return runtime::Buffer::I1;
+  }
+  return runtime::Buffer::DTYPE_UNSPECIFIED;
+}
+
 /// The only format version this runtime reads. Bump it whenever a change to
 /// executable.proto changes what an existing field means.
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2;
 
 /// FNV-1a 64 of `bytes`, the checksum stored in Executable.code_checksum.
 uint64_t fnv1a64(const std::string &bytes);

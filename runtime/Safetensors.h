@@ -18,6 +18,8 @@
 #ifndef LOOM_RUNTIME_SAFETENSORS_H
 #define LOOM_RUNTIME_SAFETENSORS_H
 
+#include "abi/Error.h"
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -26,31 +28,6 @@
 #include <vector>
 
 namespace loom {
-
-/// A value or the message that says why there is none. The runtime links no
-/// LLVM, so this stands in for llvm::Expected.
-template <typename T> class ErrorOr {
-public:
-  ErrorOr(T value) : value(std::move(value)) {}
-  static ErrorOr failure(std::string message) {
-    ErrorOr result;
-    result.message = std::move(message);
-    return result;
-  }
-
-  explicit operator bool() const { return value.has_value(); }
-  T &operator*() { return *value; }
-  const T &operator*() const { return *value; }
-  T *operator->() { return &*value; }
-  const T *operator->() const { return &*value; }
-  /// The reason for the failure; empty on success.
-  const std::string &error() const { return message; }
-
-private:
-  ErrorOr() = default;
-  std::optional<T> value;
-  std::string message;
-};
 
 /// One tensor: its safetensors dtype name ("F32", "BF16", "I64", ...), its
 /// shape, and its data as little-endian bytes in row-major order.

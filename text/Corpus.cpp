@@ -129,8 +129,14 @@ ErrorOr<Corpus> readCorpus(const std::string &srcPath,
     }
     CorpusPair pair;
     pair.line = static_cast<int64_t>(i) + 1;
-    pair.src = encodeSrc(srcText);
-    pair.tgt = encodeTgt(tgtText);
+    ErrorOr<std::vector<int32_t>> srcIds = encodeSrc(srcText);
+    ErrorOr<std::vector<int32_t>> tgtIds = encodeTgt(tgtText);
+    if (!srcIds || !tgtIds)
+      return (!srcIds ? srcIds.status() : tgtIds.status())
+          .withContext((!srcIds ? srcPath : tgtPath) + ":" +
+                       std::to_string(pair.line));
+    pair.src = std::move(*srcIds);
+    pair.tgt = std::move(*tgtIds);
     if (options.maxLen > 0 &&
         (static_cast<int64_t>(pair.src.size()) > options.maxLen ||
          static_cast<int64_t>(pair.tgt.size()) > options.maxLen)) {

@@ -20,7 +20,7 @@
 #ifndef LOOM_TEXT_CORPUS_H
 #define LOOM_TEXT_CORPUS_H
 
-#include "runtime/Safetensors.h" // ErrorOr (header-only)
+#include "abi/Error.h"
 
 #include <cstdint>
 #include <functional>
@@ -41,7 +41,8 @@ ErrorOr<std::vector<std::string>> readLines(const std::string &path);
 
 /// Turns a sentence into the token ids the model sees; the length limit
 /// applies to what it returns (so bos/eos count when it adds them).
-using Encoder = std::function<std::vector<int32_t>(const std::string &)>;
+using Encoder =
+    std::function<ErrorOr<std::vector<int32_t>>(const std::string &)>;
 
 struct CorpusOptions {
   /// Pairs with a side of more tokens than this are skipped; 0: no limit.

@@ -54,6 +54,18 @@ std::string executableDir() {
   return slash == std::string::npos ? "" : path.substr(0, slash);
 }
 
+/// The directory of the binary this code was linked into (libloom.so when
+/// a program embeds the translator), or empty when unknown.
+std::string thisObjectDir() {
+  Dl_info info;
+  if (!::dladdr(reinterpret_cast<void *>(&executableDir), &info) ||
+      !info.dli_fname)
+    return "";
+  std::string path = info.dli_fname;
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash);
+}
+
 /// Opens the module at `path` and resolves every entry point; returns an
 /// empty string or why it could not.
 std::string tryOpen(const std::string &path, Library &lib) {
@@ -100,6 +112,7 @@ std::string tryOpen(const std::string &path, Library &lib) {
 struct LoadedLibrary {
   Library lib;
   std::string error;
+  std::string path; // where it was loaded from
 };
 
 const LoadedLibrary &library() {
@@ -108,16 +121,25 @@ const LoadedLibrary &library() {
     std::vector<std::string> candidates;
     if (const char *env = std::getenv("LOOM_SENTENCEPIECE_SHIM"); env && *env)
       candidates.push_back(env);
-    if (std::string dir = executableDir(); !dir.empty())
+    // A translator folder keeps the module in lib/ beside the binary; an
+    // installed prefix in lib/ beside bin/; a program that embeds libloom
+    // finds it beside that library.
+    if (std::string dir = executableDir(); !dir.empty()) {
+      candidates.push_back(dir + "/lib/" LOOM_SENTENCEPIECE_SHIM_NAME);
       candidates.push_back(dir + "/../lib/" LOOM_SENTENCEPIECE_SHIM_NAME);
+    }
+    if (std::string dir = thisObjectDir(); !dir.empty())
+      candidates.push_back(dir + "/" LOOM_SENTENCEPIECE_SHIM_NAME);
 #ifdef LOOM_SENTENCEPIECE_SHIM_BUILD_PATH
     candidates.push_back(LOOM_SENTENCEPIECE_SHIM_BUILD_PATH);
 #endif
     std::ostringstream tried;
     for (const std::string &path : candidates) {
       std::string why = tryOpen(path, result.lib);
-      if (why.empty())
+      if (why.empty()) {
+        result.path = path;
         return result;
+      }
       tried << "\n  " << path << ": " << why;
     }
     result.error =
@@ -142,6 +164,13 @@ struct Tokenizer::Model {
 };
 
 std::string loadSentencePiece() { return library().error; }
+
+ErrorOr<std::string> sentencePieceModulePath() {
+  const LoadedLibrary &loaded = library();
+  if (!loaded.error.empty())
+    return Status::failure(loaded.error, ErrorCode::NotFound);
+  return loaded.path;
+}
 
 ErrorOr<Tokenizer> Tokenizer::train(const std::vector<std::string> &files,
                                     const TokenizerTrainOptions &options) {
@@ -243,20 +272,20 @@ std::string Tokenizer::saveFile(const std::string &path) const {
   return "";
 }
 
-std::vector<int32_t> Tokenizer::encode(const std::string &text) const {
+ErrorOr<std::vector<int32_t>> Tokenizer::encode(const std::string &text) const {
   int32_t *ids = nullptr;
   size_t count = 0;
   if (char *error = model->lib->encode(model->handle, text.data(), text.size(),
-                                       &ids, &count)) {
-    std::fprintf(stderr, "loom: %s\n", model->lib->takeError(error).c_str());
-    std::abort();
-  }
+                                       &ids, &count))
+    return Status::failure("SentencePiece cannot encode: " +
+                               model->lib->takeError(error),
+                           ErrorCode::Internal);
   std::vector<int32_t> result(ids, ids + count);
   model->lib->freeBuffer(ids);
   return result;
 }
 
-std::string Tokenizer::decode(const std::vector<int32_t> &ids) const {
+ErrorOr<std::string> Tokenizer::decode(const std::vector<int32_t> &ids) const {
   std::vector<int32_t> valid(ids);
   for (int32_t &id : valid)
     if (id < 0 || id >= size)
@@ -264,10 +293,10 @@ std::string Tokenizer::decode(const std::vector<int32_t> &ids) const {
   char *text = nullptr;
   size_t length = 0;
   if (char *error = model->lib->decode(model->handle, valid.data(),
-                                       valid.size(), &text, &length)) {
-    std::fprintf(stderr, "loom: %s\n", model->lib->takeError(error).c_str());
-    std::abort();
-  }
+                                       valid.size(), &text, &length))
+    return Status::failure("SentencePiece cannot decode: " +
+                               model->lib->takeError(error),
+                           ErrorCode::Internal);
   std::string result(text, length);
   model->lib->freeBuffer(text);
   return result;

@@ -7,8 +7,10 @@
 //
 // SentencePiece is reached through a separately built module opened at run
 // time (see SentencePieceShim.h for why). It is looked for, in order, at
-// $LOOM_SENTENCEPIECE_SHIM, at <dir of the executable>/../lib/, and where the
-// build put it; when none loads, the error lists every place tried.
+// $LOOM_SENTENCEPIECE_SHIM, in lib/ and ../lib/ beside the executable (a
+// translator folder, an installed prefix), beside the library this code is
+// part of (a program embedding libloom), and where the build put it; when
+// none loads, the error lists every place tried.
 //
 // A Tokenizer is cheap to copy (copies share the model) and its const
 // methods may be called from several threads at once.
@@ -18,7 +20,8 @@
 #ifndef LOOM_TEXT_TOKENIZER_H
 #define LOOM_TEXT_TOKENIZER_H
 
-#include "runtime/Safetensors.h" // ErrorOr (header-only)
+#include "abi/Error.h"
+#include "abi/ModelAbi.h"
 
 #include <cstdint>
 #include <memory>
@@ -48,10 +51,10 @@ struct TokenizerTrainOptions {
 
 class Tokenizer {
 public:
-  static constexpr int32_t kPad = 0;
-  static constexpr int32_t kUnk = 1;
-  static constexpr int32_t kBos = 2;
-  static constexpr int32_t kEos = 3;
+  static constexpr int32_t kPad = abi::kPadId;
+  static constexpr int32_t kUnk = abi::kUnkId;
+  static constexpr int32_t kBos = abi::kBosId;
+  static constexpr int32_t kEos = abi::kEosId;
 
   /// Trains a model on the lines of `files` together (a joint vocabulary
   /// when they are both sides of a corpus).
@@ -63,14 +66,13 @@ public:
   static ErrorOr<Tokenizer> loadFile(const std::string &path);
 
   /// The ids of `text`, without bos or eos. SentencePiece fails only
-  /// without a model, which a Tokenizer always has, so a failure here (out
-  /// of memory) ends the process with a message.
-  std::vector<int32_t> encode(const std::string &text) const;
+  /// without a model, which a Tokenizer always has, or out of memory.
+  ErrorOr<std::vector<int32_t>> encode(const std::string &text) const;
   /// The text of `ids`. Pad, bos and eos produce nothing; an id outside the
   /// vocabulary (a model whose output vocabulary is larger than this
   /// tokenizer's) decodes as unk rather than failing, so a translation is
   /// always printable.
-  std::string decode(const std::vector<int32_t> &ids) const;
+  ErrorOr<std::string> decode(const std::vector<int32_t> &ids) const;
   /// The piece of one id ("▁the", "<unk>", ...), for diagnostics; empty for
   /// an id outside the vocabulary.
   std::string piece(int32_t id) const;
@@ -95,6 +97,10 @@ private:
 /// Opens the SentencePiece module (once per process) and returns an empty
 /// string, or the reason it cannot be opened with every place tried.
 std::string loadSentencePiece();
+
+/// The file the SentencePiece module was loaded from, to ship beside a
+/// translator.
+ErrorOr<std::string> sentencePieceModulePath();
 
 } // namespace loom::text
 

@@ -1,18 +1,9 @@
 //===- AttentionCalls.cpp - loom.attention as a library call --------------===//
 //
-// loom.attention and loom.attention_grad run as the runtime kernels
-// "attention" and "attention_grad" (runtime/cpu/AttentionKernels.cpp, which
-// documents the same table):
-//
-//   kernel          args
-//   attention       q, k, v, [mask], [seed], out, lse
-//   attention_grad  q, k, v, out, lse, dout, [mask], [seed], dq, dk, dv
-//
-//   ints   = [hasMask, hasSeed, causal, dropout_offset]
-//   floats = [scale, dropout_rate]
-//
-// The flags say which optional operands are present, since the kernel sees
-// only a list of tensors. The kernels compute in f32 only.
+// loom.attention and loom.attention_grad run as the library kernels
+// "attention" and "attention_grad" (runtime/cpu/AttentionKernels.cpp) with
+// the attributes of abi::AttentionCall (abi/LibraryCalls.h has the layout).
+// The kernels compute in f32 only.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,11 +30,14 @@ FailureOr<LibraryCall> encode(OpTy op, const char *kernel) {
   call.kernel = kernel;
   call.args.assign(op->operand_begin(), op->operand_end());
   call.args.insert(call.args.end(), op->result_begin(), op->result_end());
-  call.ints = {op.getMask() ? 1 : 0, op.getSeed() ? 1 : 0,
-               op.getCausal() ? 1 : 0,
-               static_cast<int64_t>(op.getDropoutOffset())};
-  call.floats = {op.getScale().convertToDouble(),
-                 op.getDropoutRate().convertToDouble()};
+  loom::abi::AttentionCall attrs;
+  attrs.hasMask = bool(op.getMask());
+  attrs.hasSeed = bool(op.getSeed());
+  attrs.causal = op.getCausal();
+  attrs.dropoutOffset = op.getDropoutOffset();
+  attrs.scale = op.getScale().convertToDouble();
+  attrs.dropoutRate = op.getDropoutRate().convertToDouble();
+  call.attrs = attrs.encode();
   return call;
 }
 

@@ -2,7 +2,9 @@
 
 #include "codegen/cpu/ExecutableWriter.h"
 
+#include "abi/Version.h"
 #include "codegen/cpu/LibraryCalls.h"
+#include "codegen/cpu/ObjectEmitter.h"
 #include "codegen/cpu/RegionCodegen.h"
 #include "ir/ArenaPlan.h"
 #include "ir/LoomDialect.h"
@@ -50,8 +52,9 @@ bool isViewOp(Operation *op) {
 /// Writes the entry points of one module into one Executable.
 class Writer {
 public:
-  Writer(MLIRContext *context, const CpuExecutableOptions &options)
-      : options(options), codegen(context) {}
+  Writer(MLIRContext *context, const CpuExecutableOptions &options,
+         const cpu::CodegenTarget &target)
+      : options(options), target(target), codegen(context, target) {}
 
   FailureOr<Executable> run(ModuleOp module);
 
@@ -68,6 +71,7 @@ private:
   LogicalResult writeConstant(Buffer &buffer, ConstantOp op);
 
   const CpuExecutableOptions &options;
+  const cpu::CodegenTarget &target;
   CpuRegionCodegen codegen;
   Executable exe;
   llvm::StringMap<int> stateBuffers;  // parameters and optimizer state
@@ -412,9 +416,9 @@ LogicalResult Writer::writeFunction(func::FuncOp function) {
         return failure();
       step->add_args(*b);
     }
-    for (int64_t x : call->ints)
+    for (int64_t x : call->attrs.ints)
       step->add_int_attrs(x);
-    for (double x : call->floats)
+    for (double x : call->attrs.floats)
       step->add_float_attrs(x);
   }
 
@@ -438,6 +442,22 @@ FailureOr<Executable> Writer::run(ModuleOp module) {
   exe.set_max_tokens(options.bounds.maxTokens);
   exe.set_max_len(options.bounds.maxLen);
   exe.set_max_batch(options.bounds.maxBatch);
+  exe.set_loom_version(kLoomVersion);
+  llvm::Expected<std::vector<std::string>> features =
+      cpu::enabledCpuFeatures(target);
+  if (!features)
+    return module.emitError("CPU code generation failed: ")
+           << llvm::toString(features.takeError());
+  runtime::CpuTarget &cpuTarget = *exe.mutable_cpu_target();
+  cpuTarget.set_triple(target.triple);
+  cpuTarget.set_cpu(target.cpu);
+  cpuTarget.set_level(target.level);
+  for (const std::string &feature : *features)
+    cpuTarget.add_features(feature);
+  cpuTarget.set_vector_bits(target.vectorBits);
+  // The memory plan starts every temporary at a multiple of this; the
+  // loader checks that its memory is aligned at least as much.
+  cpuTarget.set_alignment(kArenaAlignment);
   for (auto function : module.getOps<func::FuncOp>())
     if (!function.isExternal() && failed(writeFunction(function)))
       return failure();
@@ -456,7 +476,10 @@ FailureOr<Executable> Writer::run(ModuleOp module) {
 
 FailureOr<runtime::Executable>
 writeCpuExecutable(ModuleOp planned, const CpuExecutableOptions &options) {
-  Writer writer(planned.getContext(), options);
+  llvm::Expected<cpu::CodegenTarget> target = cpu::codegenTarget(options.cpu);
+  if (!target)
+    return planned.emitError(llvm::toString(target.takeError()));
+  Writer writer(planned.getContext(), options, *target);
   return writer.run(planned);
 }
 

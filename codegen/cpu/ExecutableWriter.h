@@ -33,6 +33,10 @@ struct CpuExecutableOptions {
   SizeBounds bounds;
   /// The TransformerConfig the module was built from, as protobuf text.
   std::string configText;
+  /// The CPU the code is for: "native" (this machine) or a portable level
+  /// ("x86-64-v3") of abi/CpuFeatures.h. Recorded in the executable, whose
+  /// loader refuses it on a CPU that lacks one of the target's features.
+  std::string cpu = "native";
 };
 
 /// The executable for `planned`; failure after an error on the op or

@@ -312,7 +312,7 @@ Value KernelMath::cast(Value x, Type to) {
 }
 
 Value KernelMath::mix64(Value x) {
-  // SplitMix64's finalizer, as ir/CounterRng.h; i64 multiplication wraps.
+  // SplitMix64's finalizer, as abi/CounterRng.h; i64 multiplication wraps.
   unsigned lanes = lanesOf(x);
   Type i64 = b.getI64Type();
   auto shiftXor = [&](Value v, int64_t s) {

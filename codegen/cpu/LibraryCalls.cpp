@@ -1,42 +1,12 @@
 //===- LibraryCalls.cpp - Ops that run as runtime library kernels ---------===//
 //
 // Every top-level op of a planned function other than loom.fusion (generated
-// code) and loom.constant (data) becomes a call of a kernel of
-// runtime/cpu/Kernels.h. The tensor arguments are always the op's present
-// operands in order, then its results; what the kernel cannot see from the
-// tensors' shapes travels in `ints` and `floats`, laid out as follows (the
-// kernels read exactly this):
-//
-//   op                        kernel              ints                  floats
-//   ------------------------  ------------------  --------------------  ------
-//   linear                    linear              [hasBias, hasResidual,
-//                                                  activation]          -
-//   matmul                    matmul              [transposeLhs,
-//                                                  transposeRhs]        -
-//   reshape, reshape_as,      copy                -                     -
-//     expand_dims
-//   transpose                 transpose           perm                  -
-//   slice                     slice               [dim, start, end]     -
-//   slice_grad                slice_grad          [dim, start, end]     -
-//   concat                    concat              [dim]                 -
-//   broadcast_as              broadcast_as        -                     -
-//   sum_to                    sum_to              -                     -
-//   gather                    gather              -                     -
-//   scatter_add               scatter_add         -                     -
-//   one_hot                   one_hot             [depth]               -
-//   padding_mask              padding_mask        [pad]                 -
-//   causal_mask               causal_mask         [dim]                 -
-//   iota                      iota                [dim]                 -
-//   cross_entropy             cross_entropy       [ignoreIndex]         [eps]
-//   cross_entropy_grad        cross_entropy_grad  [ignoreIndex]         [eps]
-//   attention, attention_grad (AttentionCalls.cpp)
-//
-// activation is 0 none, 1 relu, 2 gelu (the values of loom::Activation);
-// flags are 0 or 1; eps is the label smoothing. slice's start and end are
-// the attributes as written (negative counts from the end, an end <= 0 from
-// the end), resolved by the kernel against the run-time dim. linear's
-// optional bias and residual are among the tensors only when present, so
-// its tensors are [x, weight, bias?, residual?, result].
+// code) and loom.constant (data) becomes a call of a library kernel. The
+// tensor arguments are always the op's present operands in order, then its
+// results; what the kernel cannot see from the tensors travels as the
+// attributes of the kernel's struct in abi/LibraryCalls.h, which documents
+// their layout. reshape, reshape_as and expand_dims run as "copy"; every
+// other op runs as the kernel of its own name.
 //
 // A view (reshape, reshape_as, expand_dims, a contiguous slice) that the
 // memory plan placed on its operand's bytes needs no call; the executable
@@ -50,6 +20,7 @@
 #include "ir/LoomDialect.h"
 
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/ErrorHandling.h"
 
 using namespace mlir;
 using namespace loom;
@@ -60,17 +31,30 @@ int64_t i64(uint64_t attr) { return static_cast<int64_t>(attr); }
 
 /// A call of `kernel` on the op's operands and results.
 LibraryCall callOf(Operation *op, const char *kernel,
-                   std::vector<int64_t> ints = {},
-                   std::vector<double> floats = {}) {
+                   loom::abi::CallAttrs attrs = {}) {
   LibraryCall call;
   call.kernel = kernel;
   for (Value v : op->getOperands())
     call.args.push_back(v);
   for (Value v : op->getResults())
     call.args.push_back(v);
-  call.ints = std::move(ints);
-  call.floats = std::move(floats);
+  call.attrs = std::move(attrs);
   return call;
+}
+
+/// The dialect's activation as the calling convention spells it. A switch
+/// rather than a cast, so that an activation added to the dialect is a
+/// compile warning here instead of a call every kernel refuses.
+loom::abi::Activation activationOf(Activation activation) {
+  switch (activation) {
+  case Activation::none:
+    return loom::abi::Activation::None;
+  case Activation::relu:
+    return loom::abi::Activation::Relu;
+  case Activation::gelu:
+    return loom::abi::Activation::Gelu;
+  }
+  llvm_unreachable("unknown activation");
 }
 
 } // namespace
@@ -81,31 +65,37 @@ FailureOr<LibraryCall> loom::encodeLibraryCall(Operation *op) {
       .Case<AttentionOp, AttentionGradOp>(
           [](Operation *op) { return encodeAttentionCall(op); })
       .Case<LinearOp>([](LinearOp o) -> R {
-        return callOf(o, "linear",
-                      {o.getBias() ? 1 : 0, o.getResidual() ? 1 : 0,
-                       static_cast<int64_t>(o.getActivation())});
+        abi::LinearCall linear;
+        linear.hasBias = bool(o.getBias());
+        linear.hasResidual = bool(o.getResidual());
+        linear.activation = activationOf(o.getActivation());
+        return callOf(o, "linear", linear.encode());
       })
       .Case<MatmulOp>([](MatmulOp o) -> R {
-        return callOf(
-            o, "matmul",
-            {o.getTransposeLhs() ? 1 : 0, o.getTransposeRhs() ? 1 : 0});
+        abi::MatmulCall matmul;
+        matmul.transposeLhs = o.getTransposeLhs();
+        matmul.transposeRhs = o.getTransposeRhs();
+        return callOf(o, "matmul", matmul.encode());
       })
       .Case<ReshapeOp, ReshapeAsOp, ExpandDimsOp>(
           [](Operation *op) -> R { return callOf(op, "copy"); })
       .Case<TransposeOp>([](TransposeOp o) -> R {
         ArrayRef<int64_t> perm = o.getPerm();
-        return callOf(o, "transpose", {perm.begin(), perm.end()});
+        return callOf(o, "transpose",
+                      abi::TransposeCall{{perm.begin(), perm.end()}}.encode());
       })
       .Case<SliceOp>([](SliceOp o) -> R {
-        return callOf(o, "slice",
-                      {i64(o.getDim()), i64(o.getStart()), i64(o.getEnd())});
+        abi::SliceCall slice{i64(o.getDim()), i64(o.getStart()),
+                             i64(o.getEnd())};
+        return callOf(o, "slice", slice.encode());
       })
       .Case<SliceGradOp>([](SliceGradOp o) -> R {
-        return callOf(o, "slice_grad",
-                      {i64(o.getDim()), i64(o.getStart()), i64(o.getEnd())});
+        abi::SliceCall slice{i64(o.getDim()), i64(o.getStart()),
+                             i64(o.getEnd())};
+        return callOf(o, "slice_grad", slice.encode());
       })
       .Case<ConcatOp>([](ConcatOp o) -> R {
-        return callOf(o, "concat", {i64(o.getDim())});
+        return callOf(o, "concat", abi::ConcatCall{i64(o.getDim())}.encode());
       })
       .Case<BroadcastAsOp>(
           [](BroadcastAsOp o) -> R { return callOf(o, "broadcast_as"); })
@@ -114,23 +104,29 @@ FailureOr<LibraryCall> loom::encodeLibraryCall(Operation *op) {
       .Case<ScatterAddOp>(
           [](ScatterAddOp o) -> R { return callOf(o, "scatter_add"); })
       .Case<OneHotOp>([](OneHotOp o) -> R {
-        return callOf(o, "one_hot", {i64(o.getDepth())});
+        return callOf(o, "one_hot",
+                      abi::OneHotCall{i64(o.getDepth())}.encode());
       })
       .Case<PaddingMaskOp>([](PaddingMaskOp o) -> R {
-        return callOf(o, "padding_mask", {i64(o.getPad())});
+        return callOf(o, "padding_mask",
+                      abi::PaddingMaskCall{i64(o.getPad())}.encode());
       })
       .Case<CausalMaskOp>([](CausalMaskOp o) -> R {
-        return callOf(o, "causal_mask", {i64(o.getDim())});
+        return callOf(o, "causal_mask",
+                      abi::AxisCall{i64(o.getDim())}.encode());
       })
-      .Case<IotaOp>(
-          [](IotaOp o) -> R { return callOf(o, "iota", {i64(o.getDim())}); })
+      .Case<IotaOp>([](IotaOp o) -> R {
+        return callOf(o, "iota", abi::AxisCall{i64(o.getDim())}.encode());
+      })
       .Case<CrossEntropyOp>([](CrossEntropyOp o) -> R {
-        return callOf(o, "cross_entropy", {i64(o.getIgnoreIndex())},
-                      {o.getLabelSmoothing().convertToDouble()});
+        abi::CrossEntropyCall loss{i64(o.getIgnoreIndex()),
+                                   o.getLabelSmoothing().convertToDouble()};
+        return callOf(o, "cross_entropy", loss.encode());
       })
       .Case<CrossEntropyGradOp>([](CrossEntropyGradOp o) -> R {
-        return callOf(o, "cross_entropy_grad", {i64(o.getIgnoreIndex())},
-                      {o.getLabelSmoothing().convertToDouble()});
+        abi::CrossEntropyCall loss{i64(o.getIgnoreIndex()),
+                                   o.getLabelSmoothing().convertToDouble()};
+        return callOf(o, "cross_entropy_grad", loss.encode());
       })
       .Default([](Operation *op) -> R {
         return op->emitError("no CPU library kernel for ")

@@ -1,28 +1,29 @@
 //===- LibraryCalls.h - Ops that run as runtime library kernels -*- C++ -*-===//
 //
-// The compiler side of runtime/cpu/Kernels.h: how a top-level op of a planned
-// function becomes a call of a library kernel. Each encoder documents the
-// `ints` and `floats` it writes; the kernel of the same name reads them.
+// The compiler side of the library-kernel calling convention
+// (abi/LibraryCalls.h): how a top-level op of a planned function becomes a
+// call of a library kernel. The attributes are built with the typed structs
+// of that header, which every device's kernel decodes again.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef LOOM_CODEGEN_CPU_LIBRARYCALLS_H
 #define LOOM_CODEGEN_CPU_LIBRARYCALLS_H
 
+#include "abi/LibraryCalls.h"
+
 #include "mlir/IR/Operation.h"
 #include "mlir/Support/LogicalResult.h"
 
-#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace loom {
 
 struct LibraryCall {
-  std::string kernel;            // a name runtime/cpu/Kernels.h registers
+  std::string kernel;            // one of abi::libraryKernelNames()
   std::vector<mlir::Value> args; // present operands, then results
-  std::vector<int64_t> ints;
-  std::vector<double> floats;
+  abi::CallAttrs attrs;
 };
 
 /// The library call that computes `op`, or failure with an error on `op`

@@ -1,4 +1,4 @@
-//===- ObjectEmitter.cpp - LLVM IR to a host shared object ----------------===//
+//===- ObjectEmitter.cpp - LLVM IR to a CPU shared object -----------------===//
 //
 // Kernels are vectorized explicitly when they are generated, so the -O3
 // pipeline runs without LLVM's loop and SLP vectorizers: they would only
@@ -9,11 +9,15 @@
 
 #include "codegen/cpu/ObjectEmitter.h"
 
+#include "abi/CpuFeatures.h"
+
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Analysis/CGSCCPassManager.h"
 #include "llvm/Analysis/LoopAnalysisManager.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PassManager.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
@@ -25,55 +29,118 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
 
 #include <memory>
 
 using namespace loom;
 using namespace loom::cpu;
 
-const HostTarget &cpu::hostTarget() {
-  static HostTarget host = [] {
+static void initializeNativeTarget() {
+  static bool initialized = [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
-    HostTarget h;
-    h.triple = llvm::sys::getProcessTriple();
-    h.cpu = llvm::sys::getHostCPUName().str();
-    std::string features;
-    for (const auto &f : llvm::sys::getHostCPUFeatures()) {
-      if (!features.empty())
-        features += ",";
-      features += (f.second ? "+" : "-") + f.first().str();
-      if (f.second && f.first() == "avx512f")
-        h.vectorBits = std::max(h.vectorBits, 512u);
-      else if (f.second && f.first() == "avx")
-        h.vectorBits = std::max(h.vectorBits, 256u);
-    }
-    h.features = std::move(features);
-    return h;
+    return true;
   }();
+  (void)initialized;
+}
+
+static CodegenTarget nativeTarget() {
+  CodegenTarget native;
+  native.level = std::string(abi::kNativeCpuLevel);
+  native.triple = llvm::sys::getProcessTriple();
+  native.cpu = llvm::sys::getHostCPUName().str();
+  // Every feature the host reports, enabled or not: a CPU name alone would
+  // also claim what a hypervisor or the operating system turned off.
+  std::string features;
+  for (const auto &f : llvm::sys::getHostCPUFeatures()) {
+    if (!features.empty())
+      features += ",";
+    features += (f.second ? "+" : "-") + f.first().str();
+    if (f.second && f.first() == "avx512f")
+      native.vectorBits = std::max(native.vectorBits, 512u);
+    else if (f.second && f.first() == "avx")
+      native.vectorBits = std::max(native.vectorBits, 256u);
+  }
+  native.features = std::move(features);
+  return native;
+}
+
+const CodegenTarget &cpu::hostTarget() {
+  static const CodegenTarget host = nativeTarget();
   return host;
 }
 
-static llvm::Expected<std::unique_ptr<llvm::TargetMachine>> hostMachine() {
-  const HostTarget &host = hostTarget();
+llvm::Expected<CodegenTarget> cpu::codegenTarget(llvm::StringRef level) {
+  if (level == abi::kNativeCpuLevel)
+    return hostTarget();
+  if (!abi::isCpuLevel(level))
+    return llvm::createStringError("unknown CPU level '" + level.str() +
+                                   "'; the levels are " + abi::cpuLevelList());
+  CodegenTarget target;
+  target.level = level.str();
+  target.triple = llvm::sys::getProcessTriple();
+  if (llvm::Triple(target.triple).getArch() != llvm::Triple::x86_64)
+    return llvm::createStringError(
+        "CPU level '" + level.str() + "' is an x86-64 level, but this " +
+        "compiler generates code for " + target.triple + "; use --cpu native");
+  // LLVM names a CPU after each level, with exactly the level's features.
+  // x86-64-v4 tunes LLVM's own vectorizers to 256 bits, but the kernels'
+  // explicit 512-bit vectors still compile to ZMM registers.
+  target.cpu = level.str();
+  target.vectorBits = abi::cpuLevelVectorBits(level);
+  return target;
+}
+
+static llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+createMachine(const CodegenTarget &target) {
+  initializeNativeTarget();
   std::string error;
-  const llvm::Target *target =
-      llvm::TargetRegistry::lookupTarget(host.triple, error);
-  if (!target)
-    return llvm::createStringError("no LLVM target for " + host.triple + ": " +
-                                   error);
+  const llvm::Target *llvmTarget =
+      llvm::TargetRegistry::lookupTarget(target.triple, error);
+  if (!llvmTarget)
+    return llvm::createStringError("no LLVM target for " + target.triple +
+                                   ": " + error);
   llvm::TargetOptions options;
-  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-      host.triple, host.cpu, host.features, options, llvm::Reloc::PIC_,
+  std::unique_ptr<llvm::TargetMachine> machine(llvmTarget->createTargetMachine(
+      target.triple, target.cpu, target.features, options, llvm::Reloc::PIC_,
       std::nullopt, llvm::CodeGenOptLevel::Aggressive));
   if (!machine)
     return llvm::createStringError("cannot create a target machine for " +
-                                   host.cpu);
+                                   target.cpu);
   return std::move(machine);
 }
 
-llvm::Expected<std::string> cpu::emitObject(llvm::Module &module) {
-  auto machine = hostMachine();
+llvm::Expected<std::vector<std::string>>
+cpu::enabledCpuFeatures(const CodegenTarget &target) {
+  auto machine = createMachine(target);
+  if (!machine)
+    return machine.takeError();
+  // The subtarget has the CPU's features and the feature string's, with
+  // everything they imply (avx2 brings avx), as code generation sees them.
+  const llvm::MCSubtargetInfo *subtarget = (*machine)->getMCSubtargetInfo();
+  llvm::StringMap<unsigned> bits;
+  for (const llvm::SubtargetFeatureKV &kv :
+       subtarget->getAllProcessorFeatures())
+    bits[kv.Key] = kv.Value;
+  std::vector<std::string> enabled;
+  for (const std::string &feature : abi::knownCpuFeatures()) {
+    auto it = bits.find(feature);
+    // A name LLVM does not know would never be recorded, and its check at
+    // load would be lost without a word.
+    if (it == bits.end())
+      return llvm::createStringError(
+          "LLVM knows no CPU feature '" + feature +
+          "' of abi/CpuFeatures.h; the two spell features differently");
+    if (subtarget->getFeatureBits().test(it->second))
+      enabled.push_back(feature);
+  }
+  return enabled; // knownCpuFeatures() is sorted
+}
+
+llvm::Expected<std::string> cpu::emitObject(llvm::Module &module,
+                                            const CodegenTarget &target) {
+  auto machine = createMachine(target);
   if (!machine)
     return machine.takeError();
   module.setTargetTriple((*machine)->getTargetTriple().str());

@@ -64,10 +64,12 @@ struct CpuRegionCodegen::Impl {
   /// For a kernel that calls a shared body: that body, so both are
   /// compiled together.
   llvm::StringMap<std::string> groupOf;
+  cpu::CodegenTarget target;
   unsigned lanes = 8;
 };
 
-CpuRegionCodegen::CpuRegionCodegen(MLIRContext *context)
+CpuRegionCodegen::CpuRegionCodegen(MLIRContext *context,
+                                   const cpu::CodegenTarget &target)
     : impl(std::make_unique<Impl>()) {
   DialectRegistry registry;
   registerBuiltinDialectTranslation(registry);
@@ -78,7 +80,8 @@ CpuRegionCodegen::CpuRegionCodegen(MLIRContext *context)
                        scf::SCFDialect, vector::VectorDialect>();
   impl->context = context;
   impl->module = ModuleOp::create(UnknownLoc::get(context));
-  impl->lanes = std::max(1u, cpu::hostTarget().vectorBits / 32);
+  impl->target = target;
+  impl->lanes = std::max(1u, target.vectorBits / 32);
 }
 
 CpuRegionCodegen::~CpuRegionCodegen() = default;
@@ -244,7 +247,7 @@ FailureOr<std::string> CpuRegionCodegen::emitSharedObject(std::string &error) {
   }
   std::vector<std::string> objects(modules.size()), errors(modules.size());
   auto compile = [&](size_t i) {
-    auto object = cpu::emitObject(*modules[i]);
+    auto object = cpu::emitObject(*modules[i], impl->target);
     if (object)
       objects[i] = std::move(*object);
     else

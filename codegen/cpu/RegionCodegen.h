@@ -24,6 +24,7 @@
 #ifndef LOOM_CODEGEN_CPU_REGIONCODEGEN_H
 #define LOOM_CODEGEN_CPU_REGIONCODEGEN_H
 
+#include "codegen/cpu/ObjectEmitter.h"
 #include "ir/LoomDialect.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -44,7 +45,10 @@ struct RegionKernel {
 /// Collects the kernels of one executable and compiles them together.
 class CpuRegionCodegen {
 public:
-  explicit CpuRegionCodegen(mlir::MLIRContext *context);
+  /// Kernels for `target`: its vector width, and its CPU when compiled.
+  explicit CpuRegionCodegen(
+      mlir::MLIRContext *context,
+      const cpu::CodegenTarget &target = cpu::hostTarget());
   ~CpuRegionCodegen();
 
   /// Adds the kernel for `fusion` (structurally identical regions with the
@@ -55,9 +59,9 @@ public:
   /// The kernels so far, lowered to the LLVM dialect, for dumps and tests.
   mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> lowerToLLVMDialect();
 
-  /// Compiles every added kernel for the host CPU (its vector width and
-  /// features) at -O3 and links them into one shared object; returns the
-  /// object's bytes, or failure with an error message in `error`.
+  /// Compiles every added kernel for the target at -O3 and links them into
+  /// one shared object; returns the object's bytes, or failure with an error
+  /// message in `error`.
   mlir::FailureOr<std::string> emitSharedObject(std::string &error);
 
 private:

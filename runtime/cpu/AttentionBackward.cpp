@@ -1,6 +1,6 @@
 //===- AttentionBackward.cpp - loom.attention_grad on the CPU -------------===//
 //
-// "attention_grad" (the encoding is in AttentionKernels.cpp). With P the
+// "attention_grad", whose call AttentionKernels.cpp checks. With P the
 // probabilities recomputed from the forward's lse, exp(S - lse), and Z the
 // dropout factors:
 //
@@ -29,6 +29,7 @@
 
 using namespace loom::cpu;
 using namespace loom::cpu::attention;
+using loom::Status;
 
 namespace {
 
@@ -169,12 +170,10 @@ void backwardEntry(const Problem &p, int64_t b, const Gradients &g) {
 
 } // namespace
 
-std::string loom::cpu::attentionBackward(const KernelCall &call) {
+Status loom::cpu::attentionBackward(const KernelCall &call) {
   Problem p;
   std::vector<const TensorRef *> rest;
-  std::string error = prepareAttention(call, /*backward=*/true, p, rest);
-  if (!error.empty())
-    return error;
+  LOOM_RETURN_IF_ERROR(prepareAttention(call, /*backward=*/true, p, rest));
   Gradients g{rest[1]->f32(), rest[2]->f32(), rest[3]->f32(), rest[4]->f32(),
               rest[5]->f32()};
   int64_t work = std::max<int64_t>(1, p.sq * p.sk * (p.d + p.dv));
@@ -187,5 +186,5 @@ std::string loom::cpu::attentionBackward(const KernelCall &call) {
                            body);
   else
     body(0, p.batch);
-  return "";
+  return Status::success();
 }

@@ -1,15 +1,8 @@
 //===- AttentionKernels.cpp - Fused attention on the CPU ------------------===//
 //
 // "attention" (loom.attention) and the checks that "attention_grad"
-// (AttentionBackward.cpp) shares. A call is encoded as
-// codegen/cpu/AttentionCalls.cpp writes it:
-//
-//   kernel          args
-//   attention       q, k, v, [mask], [seed], out, lse
-//   attention_grad  q, k, v, out, lse, dout, [mask], [seed], dq, dk, dv
-//
-//   ints   = [hasMask, hasSeed, causal, dropout_offset]
-//   floats = [scale, dropout_rate]
+// (AttentionBackward.cpp) shares. The tensors and attributes of both are
+// those of abi::AttentionCall (abi/LibraryCalls.h has the layout).
 //
 // Every tensor is f32 except the seed (one i64). The values are those of the
 // reference interpreter (ir/InterpreterAttention.cpp): the mask broadcasts
@@ -36,6 +29,11 @@
 
 using namespace loom::cpu;
 using namespace loom::cpu::attention;
+using loom::ErrorOr;
+using loom::Status;
+// "[2, 3]": attention names shapes as the runtime does, not as the
+// interpreter-style messages of KernelUtil.h ("2x3").
+using loom::runtime::shapeString;
 
 namespace {
 
@@ -48,55 +46,42 @@ constexpr int64_t kTransposeMinRows = 4;
 /// small for the tiny problems of a decode step.
 constexpr int64_t kMinTaskWork = 1 << 16;
 
-std::string shapeString(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-int64_t countOf(const std::vector<int64_t> &shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
-
-std::string checkTensor(const TensorRef &t, const char *name, DType dtype) {
+/// Checks that `t` can be the tensor `name` of element type `dtype`.
+Status checkTensor(const TensorRef &t, const char *name, loom::DType dtype) {
   if (t.dtype != dtype)
-    return std::string(name) + " must be " +
-           (dtype == loom::runtime::Buffer::I64 ? "i64" : "f32");
+    return Status::failure(std::string(name) + " must be " +
+                           loom::dtypeName(dtype));
   for (int64_t d : t.shape)
     if (d < 0)
-      return std::string(name) + " has a negative dim: " + shapeString(t.shape);
-  if (!t.data && countOf(t.shape) > 0)
-    return std::string(name) + " has no data";
-  return "";
+      return Status::failure(std::string(name) +
+                             " has a negative dim: " + shapeString(t.shape));
+  if (!t.data && t.numel() > 0)
+    return Status::failure(std::string(name) + " has no data");
+  return Status::success();
 }
 
-std::string expectShape(const TensorRef &t, const char *name,
-                        const std::vector<int64_t> &shape) {
+Status expectShape(const TensorRef &t, const char *name,
+                   const std::vector<int64_t> &shape) {
   if (t.shape == shape)
-    return "";
-  return std::string(name) + " is " + shapeString(t.shape) + ", expected " +
-         shapeString(shape);
+    return Status::success();
+  return Status::failure(std::string(name) + " is " + shapeString(t.shape) +
+                         ", expected " + shapeString(shape));
 }
 
 } // namespace
 
-std::string attention::prepareAttention(const KernelCall &call, bool backward,
-                                        Problem &p,
-                                        std::vector<const TensorRef *> &rest) {
-  const char *kernel = backward ? "attention_grad: " : "attention: ";
-  auto fail = [&](const std::string &why) { return kernel + why; };
-  if (call.ints.size() != 4 || call.floats.size() != 2)
-    return fail("expects 4 ints (hasMask, hasSeed, causal, dropout_offset) "
-                "and 2 floats (scale, dropout_rate)");
-  int64_t hasMask = call.ints[0], hasSeed = call.ints[1];
-  if ((hasMask != 0 && hasMask != 1) || (hasSeed != 0 && hasSeed != 1))
-    return fail("hasMask and hasSeed must be 0 or 1");
+Status attention::prepareAttention(const KernelCall &call, bool backward,
+                                   Problem &p,
+                                   std::vector<const TensorRef *> &rest) {
+  const char *kernel = backward ? "attention_grad" : "attention";
+  auto fail = [&](const std::string &why) {
+    return Status::failure(std::string(kernel) + ": " + why);
+  };
+  ErrorOr<abi::AttentionCall> attrs = abi::AttentionCall::decode(call.attrs);
+  if (!attrs)
+    return attrs.status().withContext(kernel);
   size_t fixed = backward ? 6 : 3, results = backward ? 3 : 2;
-  size_t expected = fixed + hasMask + hasSeed + results;
+  size_t expected = fixed + attrs->hasMask + attrs->hasSeed + results;
   if (call.args.size() != expected)
     return fail("expects " + std::to_string(expected) + " tensors, got " +
                 std::to_string(call.args.size()));
@@ -106,29 +91,24 @@ std::string attention::prepareAttention(const KernelCall &call, bool backward,
                                                "out", "lse", "dout"};
   const char *const *names = backward ? kBackwardNames : kForwardNames;
   for (size_t i = 0; i < fixed; ++i)
-    if (auto e =
-            checkTensor(call.args[i], names[i], loom::runtime::Buffer::F32);
-        !e.empty())
-      return fail(e);
+    LOOM_RETURN_IF_ERROR(checkTensor(call.args[i], names[i], loom::DType::F32)
+                             .withContext(kernel));
   const TensorRef &q = call.args[0], &k = call.args[1], &v = call.args[2];
   size_t next = fixed;
-  const TensorRef *mask = hasMask ? &call.args[next++] : nullptr;
-  const TensorRef *seed = hasSeed ? &call.args[next++] : nullptr;
+  const TensorRef *mask = attrs->hasMask ? &call.args[next++] : nullptr;
+  const TensorRef *seed = attrs->hasSeed ? &call.args[next++] : nullptr;
   if (mask)
-    if (auto e = checkTensor(*mask, "mask", loom::runtime::Buffer::F32);
-        !e.empty())
-      return fail(e);
+    LOOM_RETURN_IF_ERROR(
+        checkTensor(*mask, "mask", loom::DType::F32).withContext(kernel));
   if (seed)
-    if (auto e = checkTensor(*seed, "seed", loom::runtime::Buffer::I64);
-        !e.empty())
-      return fail(e);
+    LOOM_RETURN_IF_ERROR(
+        checkTensor(*seed, "seed", loom::DType::I64).withContext(kernel));
   static const char *const kResultNames[] = {"out", "lse", "dq", "dk", "dv"};
   for (size_t i = 0; i < results; ++i)
-    if (auto e = checkTensor(call.args[next + i],
-                             kResultNames[i + (backward ? 2 : 0)],
-                             loom::runtime::Buffer::F32);
-        !e.empty())
-      return fail(e);
+    LOOM_RETURN_IF_ERROR(checkTensor(call.args[next + i],
+                                     kResultNames[i + (backward ? 2 : 0)],
+                                     loom::DType::F32)
+                             .withContext(kernel));
 
   // q [lead..., Sq, D], k [lead..., Sk, D], v [lead..., Sk, Dv].
   int64_t r = q.rank();
@@ -148,7 +128,7 @@ std::string attention::prepareAttention(const KernelCall &call, bool backward,
   p.k = k.f32();
   p.v = v.f32();
   p.lead.assign(q.shape.begin(), q.shape.end() - 2);
-  p.batch = countOf(p.lead);
+  p.batch = loom::runtime::numelOf(p.lead);
   p.sq = q.shape[r - 2];
   p.d = q.shape[r - 1];
   p.sk = k.shape[r - 2];
@@ -181,17 +161,15 @@ std::string attention::prepareAttention(const KernelCall &call, bool backward,
     }
   }
 
-  p.scale = static_cast<float>(call.floats[0]);
-  p.causal = call.ints[2] != 0;
-  p.rate = call.floats[1];
-  if (!(p.rate >= 0.0 && p.rate < 1.0))
-    return fail("dropout_rate must be in [0, 1), got " +
-                std::to_string(p.rate));
+  p.scale = static_cast<float>(attrs->scale);
+  p.causal = attrs->causal;
+  // In [0, 1): AttentionCall::decode checked it.
+  p.rate = attrs->dropoutRate;
   if (p.rate > 0.0) {
-    if (!seed || countOf(seed->shape) != 1)
+    if (!seed || seed->numel() != 1)
       return fail("dropout needs a seed holding one value");
-    p.key = dropoutKey(static_cast<uint64_t>(seed->i64()[0]),
-                       static_cast<uint64_t>(call.ints[3]));
+    p.key =
+        dropoutKey(static_cast<uint64_t>(seed->i64()[0]), attrs->dropoutOffset);
     p.keepScale = static_cast<float>(1.0 / (1.0 - p.rate));
     p.keepThreshold = static_cast<uint64_t>(std::ceil(std::ldexp(p.rate, 53)));
   }
@@ -199,13 +177,13 @@ std::string attention::prepareAttention(const KernelCall &call, bool backward,
   if (backward) {
     const TensorRef &o = call.args[3], &lse = call.args[4],
                     &dout = call.args[5];
-    for (auto e : {expectShape(o, "out", out), expectShape(lse, "lse", rows),
-                   expectShape(dout, "dout", out),
-                   expectShape(call.args[next], "dq", q.shape),
-                   expectShape(call.args[next + 1], "dk", k.shape),
-                   expectShape(call.args[next + 2], "dv", v.shape)})
-      if (!e.empty())
-        return fail(e);
+    for (const Status &e :
+         {expectShape(o, "out", out), expectShape(lse, "lse", rows),
+          expectShape(dout, "dout", out),
+          expectShape(call.args[next], "dq", q.shape),
+          expectShape(call.args[next + 1], "dk", k.shape),
+          expectShape(call.args[next + 2], "dv", v.shape)})
+      LOOM_RETURN_IF_ERROR(e.withContext(kernel));
     rest = {&o,
             &lse,
             &dout,
@@ -213,13 +191,12 @@ std::string attention::prepareAttention(const KernelCall &call, bool backward,
             &call.args[next + 1],
             &call.args[next + 2]};
   } else {
-    for (auto e : {expectShape(call.args[next], "out", out),
-                   expectShape(call.args[next + 1], "lse", rows)})
-      if (!e.empty())
-        return fail(e);
+    for (const Status &e : {expectShape(call.args[next], "out", out),
+                            expectShape(call.args[next + 1], "lse", rows)})
+      LOOM_RETURN_IF_ERROR(e.withContext(kernel));
     rest = {&call.args[next], &call.args[next + 1]};
   }
-  return "";
+  return Status::success();
 }
 
 Scratch &attention::threadScratch() {
@@ -336,12 +313,10 @@ void forwardTile(const Problem &p, int64_t b, int64_t i0, int64_t rows,
 
 } // namespace
 
-std::string loom::cpu::attentionForward(const KernelCall &call) {
+Status loom::cpu::attentionForward(const KernelCall &call) {
   Problem p;
   std::vector<const TensorRef *> rest;
-  std::string error = prepareAttention(call, /*backward=*/false, p, rest);
-  if (!error.empty())
-    return error;
+  LOOM_RETURN_IF_ERROR(prepareAttention(call, /*backward=*/false, p, rest));
   float *out = rest[0]->f32(), *lse = rest[1]->f32();
   int64_t tiles = (p.sq + kQueryTile - 1) / kQueryTile;
   int64_t rowsPerTile = std::min(p.sq, kQueryTile);
@@ -358,5 +333,5 @@ std::string loom::cpu::attentionForward(const KernelCall &call) {
                            body);
   else
     body(0, items);
-  return "";
+  return Status::success();
 }

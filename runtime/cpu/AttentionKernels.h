@@ -3,7 +3,8 @@
 // loom.attention and loom.attention_grad as library kernels ("attention",
 // "attention_grad"). They tile over keys with an online softmax, so no
 // [queries, keys] score matrix of a whole sequence is ever stored; the
-// forward saves each query row's log-sum-exp for the backward.
+// forward saves each query row's log-sum-exp for the backward. Both decode
+// their attributes as abi::AttentionCall.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,8 +15,8 @@
 
 namespace loom::cpu {
 
-std::string attentionForward(const KernelCall &call);
-std::string attentionBackward(const KernelCall &call);
+Status attentionForward(const KernelCall &call);
+Status attentionBackward(const KernelCall &call);
 
 } // namespace loom::cpu
 

@@ -19,13 +19,13 @@
 
 #include "runtime/cpu/Kernels.h"
 
-#include "ir/CounterRng.h"
+#include "abi/CounterRng.h"
+#include "abi/Error.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <string>
 #include <vector>
 
 #ifndef LOOM_ATTENTION_CLONES
@@ -93,12 +93,12 @@ struct Problem {
   int64_t maskColStride() const { return maskStrides[lead.size() + 1]; }
 };
 
-/// Checks `call` as "attention" (`backward` false) or "attention_grad" and
-/// fills `p`; returns why it was refused, or "". `rest` receives the
-/// remaining tensor arguments in order: out, lse (forward) or out, lse,
-/// dout, dq, dk, dv (backward).
-std::string prepareAttention(const KernelCall &call, bool backward, Problem &p,
-                             std::vector<const TensorRef *> &rest);
+/// Checks `call` as "attention" (`backward` false) or "attention_grad",
+/// attributes included, and fills `p`; or says why it was refused. `rest`
+/// receives the remaining tensor arguments in order: out, lse (forward) or
+/// out, lse, dout, dq, dk, dv (backward).
+Status prepareAttention(const KernelCall &call, bool backward, Problem &p,
+                        std::vector<const TensorRef *> &rest);
 
 /// Per-thread scratch, reused across calls so that tasks do not allocate.
 struct Scratch {

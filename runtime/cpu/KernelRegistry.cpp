@@ -2,7 +2,8 @@
 //
 // A static table sorted by name, so that a lookup is a binary search and
 // the names come out sorted without a copy being sorted at each call. The
-// names are the `kernel` strings of codegen/cpu/LibraryCalls.cpp.
+// names are those of abi::libraryKernelNames(), which codegen emits; a test
+// checks that the two lists agree, so a kernel added on one side only fails.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +17,7 @@
 #include <iterator>
 
 using namespace loom::cpu;
+using loom::Status;
 
 namespace {
 
@@ -48,31 +50,6 @@ const Entry kKernels[] = {
 };
 
 } // namespace
-
-int64_t loom::cpu::dtypeSize(DType dtype) {
-  switch (dtype) {
-  case runtime::Buffer::F32:
-  case runtime::Buffer::I32:
-    return 4;
-  case runtime::Buffer::F16:
-  case runtime::Buffer::BF16:
-    return 2;
-  case runtime::Buffer::F64:
-  case runtime::Buffer::I64:
-    return 8;
-  case runtime::Buffer::I1:
-    return 1;
-  default:
-    return 0;
-  }
-}
-
-int64_t TensorRef::numel() const {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
 
 LibraryKernel loom::cpu::findLibraryKernel(const std::string &name) {
   const Entry *end = std::end(kKernels);
@@ -142,26 +119,26 @@ int64_t loom::cpu::product(const std::vector<int64_t> &shape, size_t begin,
   return p;
 }
 
-std::string loom::cpu::checkArgCount(const KernelCall &call, size_t count,
-                                     const char *kernel) {
+Status loom::cpu::checkArgCount(const KernelCall &call, size_t count,
+                                const char *kernel) {
   if (call.args.size() == count)
-    return "";
-  return std::string(kernel) + ": expected " + std::to_string(count) +
-         " tensor arguments, got " + std::to_string(call.args.size());
+    return Status::success();
+  return Status::failure(std::string(kernel) + ": expected " +
+                         std::to_string(count) + " tensor arguments, got " +
+                         std::to_string(call.args.size()));
 }
 
-std::string loom::cpu::checkDType(const TensorRef &t, DType dtype,
-                                  const char *what) {
+Status loom::cpu::checkDType(const TensorRef &t, DType dtype,
+                             const char *what) {
   if (t.dtype == dtype)
-    return "";
-  return std::string(what) + " has element type " +
-         runtime::Buffer::DType_Name(t.dtype) + ", expected " +
-         runtime::Buffer::DType_Name(dtype);
+    return Status::success();
+  return Status::failure(std::string(what) + " has element type " +
+                         dtypeName(t.dtype) + ", expected " + dtypeName(dtype));
 }
 
-std::string loom::cpu::checkIdType(const TensorRef &ids, const char *what) {
-  if (ids.dtype == runtime::Buffer::I32 || ids.dtype == runtime::Buffer::I64)
-    return "";
-  return std::string(what) + " must be i32 or i64, got " +
-         runtime::Buffer::DType_Name(ids.dtype);
+Status loom::cpu::checkIdType(const TensorRef &ids, const char *what) {
+  if (ids.dtype == DType::I32 || ids.dtype == DType::I64)
+    return Status::success();
+  return Status::failure(std::string(what) + " must be i32 or i64, got " +
+                         dtypeName(ids.dtype));
 }

@@ -1,8 +1,8 @@
 //===- KernelUtil.h - Helpers shared by the library kernels -----*- C++ -*-===//
 //
 // Private to runtime/cpu: the kernels the registry lists and the small
-// checks and messages they share. The attribute layout of each kernel is
-// documented once, in codegen/cpu/LibraryCalls.cpp.
+// checks and messages they share. Each kernel decodes its attributes with the
+// struct abi/LibraryCalls.h defines for it; that header documents the layout.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +12,9 @@
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/ThreadPool.h"
 
+#include "abi/DType.h"
+#include "abi/Error.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,32 +22,34 @@
 namespace loom::cpu {
 
 // LinearKernels.cpp
-std::string linearKernel(const KernelCall &call);
-std::string matmulKernel(const KernelCall &call);
+Status linearKernel(const KernelCall &call);
+Status matmulKernel(const KernelCall &call);
 // ShapeKernels.cpp
-std::string copyKernel(const KernelCall &call);
-std::string transposeKernel(const KernelCall &call);
-std::string sliceKernel(const KernelCall &call);
-std::string sliceGradKernel(const KernelCall &call);
-std::string concatKernel(const KernelCall &call);
-std::string broadcastAsKernel(const KernelCall &call);
-std::string sumToKernel(const KernelCall &call);
+Status copyKernel(const KernelCall &call);
+Status transposeKernel(const KernelCall &call);
+Status sliceKernel(const KernelCall &call);
+Status sliceGradKernel(const KernelCall &call);
+Status concatKernel(const KernelCall &call);
+Status broadcastAsKernel(const KernelCall &call);
+Status sumToKernel(const KernelCall &call);
 // IndexKernels.cpp
-std::string gatherKernel(const KernelCall &call);
-std::string scatterAddKernel(const KernelCall &call);
-std::string oneHotKernel(const KernelCall &call);
-std::string paddingMaskKernel(const KernelCall &call);
-std::string causalMaskKernel(const KernelCall &call);
-std::string iotaKernel(const KernelCall &call);
+Status gatherKernel(const KernelCall &call);
+Status scatterAddKernel(const KernelCall &call);
+Status oneHotKernel(const KernelCall &call);
+Status paddingMaskKernel(const KernelCall &call);
+Status causalMaskKernel(const KernelCall &call);
+Status iotaKernel(const KernelCall &call);
 // LossKernels.cpp
-std::string crossEntropyKernel(const KernelCall &call);
-std::string crossEntropyGradKernel(const KernelCall &call);
+Status crossEntropyKernel(const KernelCall &call);
+Status crossEntropyGradKernel(const KernelCall &call);
 
 /// Elements per parallel chunk of memory-bound work: large enough that
 /// waking a worker costs little beside the chunk.
 constexpr int64_t kElementGrain = 16 * 1024;
 
-/// "2x3x4" ("scalar" for rank 0), as the interpreter writes shapes.
+/// "2x3x4" ("scalar" for rank 0), as the interpreter writes shapes. The
+/// kernels' messages match the interpreter's, so this is not
+/// runtime::shapeString ("[2, 3, 4]").
 std::string shapeString(const std::vector<int64_t> &shape);
 
 /// Row-major strides of `shape`, in elements.
@@ -64,18 +69,17 @@ void parallelRange(ThreadPool *pool, int64_t n, int64_t grain, F &&body) {
   pool->parallelFor(n, grain, body);
 }
 
-/// "" when `call` has `count` tensors, else a message naming `kernel`.
-std::string checkArgCount(const KernelCall &call, size_t count,
-                          const char *kernel);
-/// "" when `t` holds `dtype`, else a message naming `what`.
-std::string checkDType(const TensorRef &t, DType dtype, const char *what);
+/// Success when `call` has `count` tensors, else a message naming `kernel`.
+Status checkArgCount(const KernelCall &call, size_t count, const char *kernel);
+/// Success when `t` holds `dtype`, else a message naming `what`.
+Status checkDType(const TensorRef &t, DType dtype, const char *what);
 
 /// The id at `i` of an i32 or i64 tensor.
 inline int64_t idAt(const TensorRef &ids, int64_t i) {
-  return ids.dtype == runtime::Buffer::I32 ? ids.i32()[i] : ids.i64()[i];
+  return ids.dtype == DType::I32 ? ids.i32()[i] : ids.i64()[i];
 }
-/// "" when `ids` is i32 or i64, else a message naming `what`.
-std::string checkIdType(const TensorRef &ids, const char *what);
+/// Success when `ids` is i32 or i64, else a message naming `what`.
+Status checkIdType(const TensorRef &ids, const char *what);
 
 } // namespace loom::cpu
 

@@ -1,12 +1,12 @@
 //===- Kernels.h - The CPU runtime's library kernels ------------*- C++ -*-===//
 //
 // Every op that is not a generated `loom.fusion` kernel runs as a library
-// kernel: GEMMs (BLAS), attention, gathers, transposes, losses. Codegen
-// (codegen/cpu/LibraryCalls) turns such an op into a call: the kernel's name,
-// its tensor arguments (the op's present operands, then its results) and
-// integer and float attributes; the executor resolves the shapes for the
-// current call and invokes the kernel by name. The encoding of each kernel's
-// attributes is documented beside the kernel and beside its encoder.
+// kernel: GEMMs (BLAS), attention, gathers, transposes, losses. Codegen turns
+// such an op into a call of the convention in abi/LibraryCalls.h: the
+// kernel's name, its tensor arguments (the op's present operands, then its
+// results) and its attributes, which each kernel decodes with the struct of
+// that header. The CPU device resolves the shapes for the current call and
+// invokes the kernel by name.
 //
 // Kernels run on the calling thread and may split their work over `pool`.
 // A result may alias an operand where the memory plan allows it (in-place
@@ -17,7 +17,8 @@
 #ifndef LOOM_RUNTIME_CPU_KERNELS_H
 #define LOOM_RUNTIME_CPU_KERNELS_H
 
-#include "runtime/executable.pb.h"
+#include "abi/LibraryCalls.h"
+#include "runtime/Tensor.h"
 
 #include <cstdint>
 #include <string>
@@ -26,36 +27,18 @@
 namespace loom::cpu {
 
 class ThreadPool;
-using DType = runtime::Buffer::DType;
-
-/// Bytes per element of `dtype` (I1 takes one byte).
-int64_t dtypeSize(DType dtype);
-
-/// A dense row-major tensor the kernel does not own.
-struct TensorRef {
-  void *data = nullptr;
-  DType dtype = runtime::Buffer::F32;
-  std::vector<int64_t> shape;
-
-  int64_t rank() const { return static_cast<int64_t>(shape.size()); }
-  int64_t numel() const;
-  int64_t bytes() const { return numel() * dtypeSize(dtype); }
-  float *f32() const { return static_cast<float *>(data); }
-  int32_t *i32() const { return static_cast<int32_t *>(data); }
-  int64_t *i64() const { return static_cast<int64_t *>(data); }
-};
+using runtime::TensorRef;
 
 struct KernelCall {
   std::vector<TensorRef> args; // present operands, then results
-  std::vector<int64_t> ints;
-  std::vector<double> floats;
+  abi::CallAttrs attrs;
   ThreadPool *pool = nullptr;
 };
 
-/// Runs one call; returns an empty string on success, otherwise why the
-/// inputs were refused (an id out of range, shapes that do not agree). A
-/// kernel never crashes on data it can check cheaply.
-using LibraryKernel = std::string (*)(const KernelCall &call);
+/// Runs one call, or says why the inputs were refused (an id out of range,
+/// shapes that do not agree, attributes that do not decode). A kernel never
+/// crashes on data it can check cheaply.
+using LibraryKernel = Status (*)(const KernelCall &call);
 
 /// The kernel registered under `name`, or nullptr.
 LibraryKernel findLibraryKernel(const std::string &name);

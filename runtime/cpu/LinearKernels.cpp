@@ -7,11 +7,8 @@
 // matmul primitive with post-ops would save that pass). A batched matmul
 // whose rhs is one matrix folds lhs's batch into M the same way; only a
 // truly batched product (per-head attention outside loom.attention) loops
-// over its matrices, each GEMM threaded by the BLAS itself.
-//
-// Attributes (codegen/cpu/LibraryCalls.cpp has the table):
-//   linear: ints = [hasBias, hasResidual, activation (0 none, 1 relu, 2 gelu)]
-//   matmul: ints = [transposeLhs, transposeRhs]
+// over its matrices, each GEMM threaded by the BLAS itself. Their attributes
+// are abi::LinearCall and abi::MatmulCall.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,10 +19,12 @@
 #include <algorithm>
 
 using namespace loom::cpu;
+using loom::DType;
+using loom::ErrorOr;
+using loom::Status;
+using loom::abi::Activation;
 
 namespace {
-
-enum Activation : int64_t { kNone = 0, kRelu = 1, kGelu = 2 };
 
 void geluRowBase(float *y, int64_t n) { vec::geluRow<vec::Vec4>(y, n); }
 #if LOOM_HAVE_AVX2_PATH
@@ -37,15 +36,15 @@ LOOM_TARGET_AVX2 void geluRowAvx2(float *y, int64_t n) {
 /// y = act(y + bias) + residual over one row of n; `gelu` is the row
 /// function for this CPU.
 void epilogueRow(float *y, const float *bias, const float *residual, int64_t n,
-                 int64_t activation, void (*gelu)(float *, int64_t)) {
+                 Activation activation, void (*gelu)(float *, int64_t)) {
   if (bias)
     for (int64_t j = 0; j < n; ++j)
       y[j] += bias[j];
-  if (activation == kRelu)
+  if (activation == Activation::Relu)
     // A NaN stays NaN, as the interpreter's (and torch's) relu keeps it.
     for (int64_t j = 0; j < n; ++j)
       y[j] = y[j] < 0.0f ? 0.0f : y[j];
-  else if (activation == kGelu)
+  else if (activation == Activation::Gelu)
     gelu(y, n);
   if (residual)
     for (int64_t j = 0; j < n; ++j)
@@ -54,45 +53,44 @@ void epilogueRow(float *y, const float *bias, const float *residual, int64_t n,
 
 } // namespace
 
-std::string loom::cpu::linearKernel(const KernelCall &call) {
-  if (call.ints.size() != 3)
-    return "linear: expected 3 int attributes, got " +
-           std::to_string(call.ints.size());
-  bool hasBias = call.ints[0] != 0, hasResidual = call.ints[1] != 0;
-  int64_t activation = call.ints[2];
-  if (activation < kNone || activation > kGelu)
-    return "linear: unknown activation " + std::to_string(activation);
+Status loom::cpu::linearKernel(const KernelCall &call) {
+  ErrorOr<abi::LinearCall> attrs = abi::LinearCall::decode(call.attrs);
+  if (!attrs)
+    return attrs.status().withContext("linear");
+  bool hasBias = attrs->hasBias, hasResidual = attrs->hasResidual;
+  Activation activation = attrs->activation;
   size_t count = 3 + hasBias + hasResidual;
-  if (std::string e = checkArgCount(call, count, "linear"); !e.empty())
-    return e;
+  LOOM_RETURN_IF_ERROR(checkArgCount(call, count, "linear"));
   const TensorRef &x = call.args[0], &w = call.args[1], &out = call.args.back();
   const TensorRef *bias = hasBias ? &call.args[2] : nullptr;
   const TensorRef *residual = hasResidual ? &call.args[2 + hasBias] : nullptr;
   for (const TensorRef *t : {&x, &w, bias, residual, &out})
-    if (t && t->dtype != runtime::Buffer::F32)
-      return "linear: only f32 is supported, got " +
-             runtime::Buffer::DType_Name(t->dtype);
+    if (t && t->dtype != DType::F32)
+      return Status::failure(
+          std::string("linear: only f32 is supported, got ") +
+          dtypeName(t->dtype));
 
   if (x.rank() < 1 || w.rank() != 2 || w.shape[1] != x.shape.back())
-    return "linear: needs input [..., K] and weight [N, K], got " +
-           shapeString(x.shape) + " and " + shapeString(w.shape);
+    return Status::failure(
+        "linear: needs input [..., K] and weight [N, K], got " +
+        shapeString(x.shape) + " and " + shapeString(w.shape));
   int64_t k = w.shape[1], n = w.shape[0];
   std::vector<int64_t> outShape(x.shape.begin(), x.shape.end() - 1);
   outShape.push_back(n);
   if (out.shape != outShape)
-    return "linear: result is " + shapeString(out.shape) + ", expected " +
-           shapeString(outShape);
+    return Status::failure("linear: result is " + shapeString(out.shape) +
+                           ", expected " + shapeString(outShape));
   if (bias && bias->shape != std::vector<int64_t>{n})
-    return "linear: bias must be " + std::to_string(n) + ", got " +
-           shapeString(bias->shape);
+    return Status::failure("linear: bias must be " + std::to_string(n) +
+                           ", got " + shapeString(bias->shape));
   if (residual && residual->shape != outShape)
-    return "linear: residual must be " + shapeString(outShape) + ", got " +
-           shapeString(residual->shape);
+    return Status::failure("linear: residual must be " + shapeString(outShape) +
+                           ", got " + shapeString(residual->shape));
 
   int64_t m = product(x.shape, 0, x.shape.size() - 1);
   sgemm(false, true, m, n, k, 1.0f, x.f32(), k, w.f32(), k, 0.0f, out.f32(), n);
-  if (!bias && !residual && activation == kNone)
-    return "";
+  if (!bias && !residual && activation == Activation::None)
+    return Status::success();
   const float *b = bias ? bias->f32() : nullptr;
   const float *r = residual ? residual->f32() : nullptr;
   float *y = out.f32();
@@ -106,31 +104,33 @@ std::string loom::cpu::linearKernel(const KernelCall &call) {
     for (int64_t i = begin; i < end; ++i)
       epilogueRow(y + i * n, b, r ? r + i * n : nullptr, n, activation, gelu);
   });
-  return "";
+  return Status::success();
 }
 
-std::string loom::cpu::matmulKernel(const KernelCall &call) {
-  if (std::string e = checkArgCount(call, 3, "matmul"); !e.empty())
-    return e;
-  if (call.ints.size() != 2)
-    return "matmul: expected 2 int attributes, got " +
-           std::to_string(call.ints.size());
-  bool ta = call.ints[0] != 0, tb = call.ints[1] != 0;
+Status loom::cpu::matmulKernel(const KernelCall &call) {
+  LOOM_RETURN_IF_ERROR(checkArgCount(call, 3, "matmul"));
+  ErrorOr<abi::MatmulCall> attrs = abi::MatmulCall::decode(call.attrs);
+  if (!attrs)
+    return attrs.status().withContext("matmul");
+  bool ta = attrs->transposeLhs, tb = attrs->transposeRhs;
   const TensorRef &a = call.args[0], &b = call.args[1], &out = call.args[2];
   for (const TensorRef *t : {&a, &b, &out})
-    if (t->dtype != runtime::Buffer::F32)
-      return "matmul: only f32 is supported, got " +
-             runtime::Buffer::DType_Name(t->dtype);
+    if (t->dtype != DType::F32)
+      return Status::failure(
+          std::string("matmul: only f32 is supported, got ") +
+          dtypeName(t->dtype));
   int64_t ra = a.rank(), rb = b.rank();
   if (ra < 2 || rb < 2)
-    return "matmul: needs operands of rank 2 or more, got " +
-           shapeString(a.shape) + " and " + shapeString(b.shape);
+    return Status::failure("matmul: needs operands of rank 2 or more, got " +
+                           shapeString(a.shape) + " and " +
+                           shapeString(b.shape));
   int64_t m = a.shape[ta ? ra - 1 : ra - 2], k = a.shape[ta ? ra - 2 : ra - 1];
   int64_t kb = b.shape[tb ? rb - 1 : rb - 2], n = b.shape[tb ? rb - 2 : rb - 1];
   if (k != kb)
-    return "matmul: contraction sizes differ: lhs " + shapeString(a.shape) +
-           " has K=" + std::to_string(k) + " but rhs " + shapeString(b.shape) +
-           " has K=" + std::to_string(kb);
+    return Status::failure(
+        "matmul: contraction sizes differ: lhs " + shapeString(a.shape) +
+        " has K=" + std::to_string(k) + " but rhs " + shapeString(b.shape) +
+        " has K=" + std::to_string(kb));
 
   // The broadcast batch shape, with per-operand matrix strides (0 where an
   // operand's batch dim is 1 or missing).
@@ -142,8 +142,9 @@ std::string loom::cpu::matmulKernel(const KernelCall &call) {
     int64_t da = fromEnd <= size_t(ra - 2) ? a.shape[ra - 2 - fromEnd] : 1;
     int64_t db = fromEnd <= size_t(rb - 2) ? b.shape[rb - 2 - fromEnd] : 1;
     if (da != db && da != 1 && db != 1)
-      return "matmul: batch dims do not broadcast: " + shapeString(a.shape) +
-             " and " + shapeString(b.shape);
+      return Status::failure(
+          "matmul: batch dims do not broadcast: " + shapeString(a.shape) +
+          " and " + shapeString(b.shape));
     batch[i] = std::max(da, db);
     if (da == 0 || db == 0)
       batch[i] = 0;
@@ -156,11 +157,11 @@ std::string loom::cpu::matmulKernel(const KernelCall &call) {
   outShape.push_back(m);
   outShape.push_back(n);
   if (out.shape != outShape)
-    return "matmul: result is " + shapeString(out.shape) + ", expected " +
-           shapeString(outShape);
+    return Status::failure("matmul: result is " + shapeString(out.shape) +
+                           ", expected " + shapeString(outShape));
   int64_t batches = product(batch, 0, rank);
   if (batches == 0 || m == 0 || n == 0)
-    return "";
+    return Status::success();
 
   int64_t lda = ta ? m : k, ldb = tb ? k : n;
   int64_t batchesB = product(b.shape, 0, rb - 2);
@@ -168,7 +169,7 @@ std::string loom::cpu::matmulKernel(const KernelCall &call) {
     // One rhs matrix: every lhs row is a row of one [batches * m, k] GEMM.
     sgemm(false, tb, batches * m, n, k, 1.0f, a.f32(), lda, b.f32(), ldb, 0.0f,
           out.f32(), n);
-    return "";
+    return Status::success();
   }
   // Walk the batch index like an odometer, moving each operand by its
   // stride: no division per matrix.
@@ -188,5 +189,5 @@ std::string loom::cpu::matmulKernel(const KernelCall &call) {
       index[d] = 0;
     }
   }
-  return "";
+  return Status::success();
 }

@@ -14,10 +14,8 @@
 // rounded to float. It may overwrite the logits
 // (the memory plan does that for the largest buffer of a training step), so
 // a row is read whole for its statistics before any of it is written, and
-// each element is then read before it is written.
-//
-// Attributes (codegen/cpu/LibraryCalls.cpp has the table):
-//   ints = [ignoreIndex], floats = [labelSmoothing]
+// each element is then read before it is written. Both kernels take
+// abi::CrossEntropyCall.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +27,9 @@
 #include <cstring>
 
 using namespace loom::cpu;
+using loom::DType;
+using loom::ErrorOr;
+using loom::Status;
 
 namespace {
 
@@ -37,47 +38,47 @@ struct LossShape {
   double eps = 0;
 };
 
-/// Checks logits [..., C] against targets [...] (and grad, if given), and
-/// every target id, before anything is written.
-std::string checkLoss(const KernelCall &call, const char *kernel,
-                      const TensorRef *grad, const TensorRef &out,
-                      const std::vector<int64_t> &outShape, LossShape &s) {
+/// Decodes the attributes and checks logits [..., C] against targets [...]
+/// (and grad, if given), and every target id, before anything is written.
+Status checkLoss(const KernelCall &call, const char *kernel,
+                 const TensorRef *grad, const TensorRef &out,
+                 const std::vector<int64_t> &outShape, LossShape &s) {
+  ErrorOr<loom::abi::CrossEntropyCall> attrs =
+      loom::abi::CrossEntropyCall::decode(call.attrs);
+  if (!attrs)
+    return attrs.status().withContext(kernel);
   const TensorRef &logits = call.args[0], &targets = call.args[1];
-  if (call.ints.size() != 1 || call.floats.size() != 1)
-    return std::string(kernel) +
-           ": expected 1 int and 1 float attribute, got " +
-           std::to_string(call.ints.size()) + " and " +
-           std::to_string(call.floats.size());
   for (const TensorRef *t : {&logits, grad, &out})
     if (t)
-      if (std::string e = checkDType(*t, loom::runtime::Buffer::F32, kernel);
-          !e.empty())
-        return e;
-  if (std::string e = checkIdType(targets, kernel); !e.empty())
-    return e;
+      LOOM_RETURN_IF_ERROR(checkDType(*t, DType::F32, kernel));
+  LOOM_RETURN_IF_ERROR(checkIdType(targets, kernel));
   std::vector<int64_t> lead = logits.shape;
   if (!lead.empty())
     lead.pop_back();
   if (logits.shape.empty() || lead != targets.shape)
-    return std::string(kernel) + ": logits " + shapeString(logits.shape) +
-           " do not match targets " + shapeString(targets.shape);
+    return Status::failure(
+        std::string(kernel) + ": logits " + shapeString(logits.shape) +
+        " do not match targets " + shapeString(targets.shape));
   if (grad && grad->shape != targets.shape)
-    return std::string(kernel) + ": grad " + shapeString(grad->shape) +
-           " does not match targets " + shapeString(targets.shape);
+    return Status::failure(
+        std::string(kernel) + ": grad " + shapeString(grad->shape) +
+        " does not match targets " + shapeString(targets.shape));
   if (out.shape != outShape)
-    return std::string(kernel) + ": result is " + shapeString(out.shape) +
-           ", expected " + shapeString(outShape);
+    return Status::failure(std::string(kernel) + ": result is " +
+                           shapeString(out.shape) + ", expected " +
+                           shapeString(outShape));
   s.classes = logits.shape.back();
   s.rows = targets.numel();
-  s.ignoreIndex = call.ints[0];
-  s.eps = call.floats[0];
+  s.ignoreIndex = attrs->ignoreIndex;
+  s.eps = attrs->labelSmoothing;
   for (int64_t r = 0; r < s.rows; ++r) {
     int64_t t = idAt(targets, r);
     if (t != s.ignoreIndex && (t < 0 || t >= s.classes))
-      return std::string(kernel) + ": target id " + std::to_string(t) +
-             " is outside [0, " + std::to_string(s.classes) + ")";
+      return Status::failure(std::string(kernel) + ": target id " +
+                             std::to_string(t) + " is outside [0, " +
+                             std::to_string(s.classes) + ")");
   }
-  return "";
+  return Status::success();
 }
 
 int64_t rowGrain(int64_t classes) {
@@ -132,15 +133,12 @@ LOOM_TARGET_AVX2 void gradRowAvx2(const float *x, float *y, int64_t c,
 
 } // namespace
 
-std::string loom::cpu::crossEntropyKernel(const KernelCall &call) {
-  if (std::string e = checkArgCount(call, 3, "cross_entropy"); !e.empty())
-    return e;
+Status loom::cpu::crossEntropyKernel(const KernelCall &call) {
+  LOOM_RETURN_IF_ERROR(checkArgCount(call, 3, "cross_entropy"));
   LossShape s;
   const TensorRef &targets = call.args[1], &out = call.args[2];
-  if (std::string e =
-          checkLoss(call, "cross_entropy", nullptr, out, targets.shape, s);
-      !e.empty())
-    return e;
+  LOOM_RETURN_IF_ERROR(
+      checkLoss(call, "cross_entropy", nullptr, out, targets.shape, s));
   const float *logits = call.args[0].f32();
   float *loss = out.f32();
   auto row = lossRowBase;
@@ -158,19 +156,16 @@ std::string loom::cpu::crossEntropyKernel(const KernelCall &call) {
                         : row(logits + r * s.classes, s.classes, t, s.eps);
         }
       });
-  return "";
+  return Status::success();
 }
 
-std::string loom::cpu::crossEntropyGradKernel(const KernelCall &call) {
-  if (std::string e = checkArgCount(call, 4, "cross_entropy_grad"); !e.empty())
-    return e;
+Status loom::cpu::crossEntropyGradKernel(const KernelCall &call) {
+  LOOM_RETURN_IF_ERROR(checkArgCount(call, 4, "cross_entropy_grad"));
   LossShape s;
   const TensorRef &logits = call.args[0], &targets = call.args[1],
                   &grad = call.args[2], &out = call.args[3];
-  if (std::string e =
-          checkLoss(call, "cross_entropy_grad", &grad, out, logits.shape, s);
-      !e.empty())
-    return e;
+  LOOM_RETURN_IF_ERROR(
+      checkLoss(call, "cross_entropy_grad", &grad, out, logits.shape, s));
   const float *x = logits.f32(), *g = grad.f32();
   float *y = out.f32();
   int64_t c = s.classes;
@@ -189,5 +184,5 @@ std::string loom::cpu::crossEntropyGradKernel(const KernelCall &call) {
                       row(x + r * c, y + r * c, c, t, g[r], s.eps);
                   }
                 });
-  return "";
+  return Status::success();
 }

@@ -12,10 +12,8 @@
 // Element types are moved as bytes of their size, so these kernels take
 // every dtype. sum_to (f32 only) accumulates in double, as the interpreter
 // does, and splits rows over the pool with one accumulator per chunk.
-//
-// Attributes (codegen/cpu/LibraryCalls.cpp has the table):
-//   copy, broadcast_as, sum_to: none      transpose: ints = perm
-//   slice, slice_grad: ints = [dim, start, end]     concat: ints = [dim]
+// Their attributes are abi::TransposeCall, abi::SliceCall and
+// abi::ConcatCall; copy, broadcast_as and sum_to take none.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +23,9 @@
 #include <cstring>
 
 using namespace loom::cpu;
+using loom::DType;
+using loom::ErrorOr;
+using loom::Status;
 
 namespace {
 
@@ -125,137 +126,130 @@ void parallelCopy(void *dst, const void *src, int64_t bytes, ThreadPool *pool) {
   });
 }
 
-/// Resolves [start, end) of `dim` of `shape` as loom.slice defines them.
-std::string sliceRange(const char *kernel, const std::vector<int64_t> &ints,
-                       const std::vector<int64_t> &shape, int64_t &dim,
-                       int64_t &start, int64_t &end) {
-  if (ints.size() != 3)
-    return std::string(kernel) + ": expected 3 int attributes, got " +
-           std::to_string(ints.size());
-  dim = ints[0];
+/// Resolves [start, end) of `slice` against the run-time `shape` as
+/// loom.slice defines them.
+Status sliceRange(const char *kernel, const loom::abi::SliceCall &slice,
+                  const std::vector<int64_t> &shape, int64_t &start,
+                  int64_t &end) {
+  int64_t dim = slice.dim;
   if (dim < 0 || dim >= static_cast<int64_t>(shape.size()))
-    return std::string(kernel) + ": dim " + std::to_string(dim) +
-           " is out of range for " + shapeString(shape);
+    return Status::failure(std::string(kernel) + ": dim " +
+                           std::to_string(dim) + " is out of range for " +
+                           shapeString(shape));
   int64_t size = shape[dim];
-  start = ints[1] < 0 ? ints[1] + size : ints[1];
-  end = ints[2] <= 0 ? ints[2] + size : ints[2];
+  start = slice.start < 0 ? slice.start + size : slice.start;
+  end = slice.end <= 0 ? slice.end + size : slice.end;
   if (start < 0 || end > size || start > end)
-    return std::string(kernel) + ": range [" + std::to_string(ints[1]) + ", " +
-           std::to_string(ints[2]) + ") is outside dim " + std::to_string(dim) +
-           " of " + shapeString(shape);
-  return "";
+    return Status::failure(std::string(kernel) + ": range [" +
+                           std::to_string(slice.start) + ", " +
+                           std::to_string(slice.end) + ") is outside dim " +
+                           std::to_string(dim) + " of " + shapeString(shape));
+  return Status::success();
 }
 
-std::string checkSameDType(const TensorRef &a, const TensorRef &b,
-                           const char *kernel) {
+Status checkSameDType(const TensorRef &a, const TensorRef &b,
+                      const char *kernel) {
   if (a.dtype == b.dtype)
-    return "";
-  return std::string(kernel) + ": element types differ (" +
-         loom::runtime::Buffer::DType_Name(a.dtype) + " and " +
-         loom::runtime::Buffer::DType_Name(b.dtype) + ")";
+    return Status::success();
+  return Status::failure(std::string(kernel) + ": element types differ (" +
+                         loom::dtypeName(a.dtype) + " and " +
+                         loom::dtypeName(b.dtype) + ")");
 }
 
-std::string checkShape(const TensorRef &out, const std::vector<int64_t> &shape,
-                       const char *kernel) {
+Status checkShape(const TensorRef &out, const std::vector<int64_t> &shape,
+                  const char *kernel) {
   if (out.shape == shape)
-    return "";
-  return std::string(kernel) + ": result is " + shapeString(out.shape) +
-         ", expected " + shapeString(shape);
+    return Status::success();
+  return Status::failure(std::string(kernel) + ": result is " +
+                         shapeString(out.shape) + ", expected " +
+                         shapeString(shape));
 }
 
 } // namespace
 
-std::string loom::cpu::copyKernel(const KernelCall &call) {
+Status loom::cpu::copyKernel(const KernelCall &call) {
   // A view (reshape, reshape_as, expand_dims) with storage of its own, or an
   // output copied out: operand 0 into the last argument, whatever sits in
   // between (reshape_as's `like`).
+  LOOM_RETURN_IF_ERROR(abi::decodeNoAttrs("copy", call.attrs));
   if (call.args.size() < 2)
-    return "copy: expected at least 2 tensor arguments, got " +
-           std::to_string(call.args.size());
+    return Status::failure("copy: expected at least 2 tensor arguments, got " +
+                           std::to_string(call.args.size()));
   const TensorRef &in = call.args.front(), &out = call.args.back();
   if (in.bytes() != out.bytes())
-    return "copy: " + shapeString(in.shape) + " and " + shapeString(out.shape) +
-           " differ in size";
+    return Status::failure("copy: " + shapeString(in.shape) + " and " +
+                           shapeString(out.shape) + " differ in size");
   if (in.data != out.data && in.bytes() > 0)
     parallelCopy(out.data, in.data, in.bytes(), call.pool);
-  return "";
+  return Status::success();
 }
 
-std::string loom::cpu::transposeKernel(const KernelCall &call) {
-  if (std::string e = checkArgCount(call, 2, "transpose"); !e.empty())
-    return e;
+Status loom::cpu::transposeKernel(const KernelCall &call) {
+  LOOM_RETURN_IF_ERROR(checkArgCount(call, 2, "transpose"));
   const TensorRef &in = call.args[0], &out = call.args[1];
-  if (std::string e = checkSameDType(in, out, "transpose"); !e.empty())
-    return e;
-  const std::vector<int64_t> &perm = call.ints;
-  int64_t rank = in.rank();
-  std::vector<bool> seen(rank, false);
-  bool valid = static_cast<int64_t>(perm.size()) == rank;
-  for (int64_t p : perm) {
-    valid = valid && p >= 0 && p < rank && !seen[p];
-    if (valid)
-      seen[p] = true;
-  }
-  if (!valid)
-    return "transpose: perm is not a permutation of the dims of " +
-           shapeString(in.shape);
+  LOOM_RETURN_IF_ERROR(checkSameDType(in, out, "transpose"));
+  ErrorOr<abi::TransposeCall> attrs = abi::TransposeCall::decode(call.attrs);
+  if (!attrs)
+    return attrs.status().withContext("transpose");
+  // decode checked that perm permutes [0, its size); only the tensor says
+  // whether that size is the rank.
+  const std::vector<int64_t> &perm = attrs->perm;
+  if (static_cast<int64_t>(perm.size()) != in.rank())
+    return Status::failure(
+        "transpose: perm is not a permutation of the dims of " +
+        shapeString(in.shape));
   std::vector<int64_t> inStrides = stridesOf(in.shape), shape, strides;
   for (int64_t p : perm) {
     shape.push_back(in.shape[p]);
     strides.push_back(inStrides[p]);
   }
-  if (std::string e = checkShape(out, shape, "transpose"); !e.empty())
-    return e;
+  LOOM_RETURN_IF_ERROR(checkShape(out, shape, "transpose"));
   stridedGather(out.data, in.data, shape, strides, dtypeSize(in.dtype),
                 call.pool);
-  return "";
+  return Status::success();
 }
 
-std::string loom::cpu::sliceKernel(const KernelCall &call) {
-  if (std::string e = checkArgCount(call, 2, "slice"); !e.empty())
-    return e;
+Status loom::cpu::sliceKernel(const KernelCall &call) {
+  LOOM_RETURN_IF_ERROR(checkArgCount(call, 2, "slice"));
   const TensorRef &in = call.args[0], &out = call.args[1];
-  if (std::string e = checkSameDType(in, out, "slice"); !e.empty())
-    return e;
-  int64_t dim, start, end;
-  if (std::string e = sliceRange("slice", call.ints, in.shape, dim, start, end);
-      !e.empty())
-    return e;
+  LOOM_RETURN_IF_ERROR(checkSameDType(in, out, "slice"));
+  ErrorOr<abi::SliceCall> attrs = abi::SliceCall::decode(call.attrs);
+  if (!attrs)
+    return attrs.status().withContext("slice");
+  int64_t dim = attrs->dim, start, end;
+  LOOM_RETURN_IF_ERROR(sliceRange("slice", *attrs, in.shape, start, end));
   std::vector<int64_t> shape = in.shape, strides = stridesOf(in.shape);
   shape[dim] = end - start;
-  if (std::string e = checkShape(out, shape, "slice"); !e.empty())
-    return e;
+  LOOM_RETURN_IF_ERROR(checkShape(out, shape, "slice"));
   int64_t esize = dtypeSize(in.dtype);
   const char *src =
       static_cast<const char *>(in.data) + start * strides[dim] * esize;
   // A contiguous slice the executor placed on its operand's bytes.
   if (src == out.data && product(in.shape, 0, dim) <= 1)
-    return "";
+    return Status::success();
   stridedGather(out.data, src, shape, strides, esize, call.pool);
-  return "";
+  return Status::success();
 }
 
-std::string loom::cpu::sliceGradKernel(const KernelCall &call) {
-  if (std::string e = checkArgCount(call, 3, "slice_grad"); !e.empty())
-    return e;
+Status loom::cpu::sliceGradKernel(const KernelCall &call) {
+  LOOM_RETURN_IF_ERROR(checkArgCount(call, 3, "slice_grad"));
   const TensorRef &in = call.args[0], &like = call.args[1], &out = call.args[2];
-  if (std::string e = checkSameDType(in, out, "slice_grad"); !e.empty())
-    return e;
-  int64_t dim, start, end;
-  if (std::string e =
-          sliceRange("slice_grad", call.ints, like.shape, dim, start, end);
-      !e.empty())
-    return e;
+  LOOM_RETURN_IF_ERROR(checkSameDType(in, out, "slice_grad"));
+  ErrorOr<abi::SliceCall> attrs = abi::SliceCall::decode(call.attrs);
+  if (!attrs)
+    return attrs.status().withContext("slice_grad");
+  int64_t dim = attrs->dim, start, end;
+  LOOM_RETURN_IF_ERROR(
+      sliceRange("slice_grad", *attrs, like.shape, start, end));
   std::vector<int64_t> expected = like.shape;
   expected[dim] = end - start;
   if (in.shape != expected)
-    return "slice_grad: input " + shapeString(in.shape) +
-           " does not fit slice [" + std::to_string(call.ints[1]) + ", " +
-           std::to_string(call.ints[2]) + ") of dim " + std::to_string(dim) +
-           " of " + shapeString(like.shape) + ", which is " +
-           shapeString(expected);
-  if (std::string e = checkShape(out, like.shape, "slice_grad"); !e.empty())
-    return e;
+    return Status::failure(
+        "slice_grad: input " + shapeString(in.shape) + " does not fit slice [" +
+        std::to_string(attrs->start) + ", " + std::to_string(attrs->end) +
+        ") of dim " + std::to_string(dim) + " of " + shapeString(like.shape) +
+        ", which is " + shapeString(expected));
+  LOOM_RETURN_IF_ERROR(checkShape(out, like.shape, "slice_grad"));
   int64_t esize = dtypeSize(out.dtype);
   int64_t outer = product(like.shape, 0, dim);
   int64_t inner = product(like.shape, dim + 1, like.shape.size()) * esize;
@@ -274,39 +268,38 @@ std::string loom::cpu::sliceGradKernel(const KernelCall &call) {
       std::memset(row + end * inner, 0, (size - end) * inner);
     }
   });
-  return "";
+  return Status::success();
 }
 
-std::string loom::cpu::concatKernel(const KernelCall &call) {
+Status loom::cpu::concatKernel(const KernelCall &call) {
   if (call.args.size() < 2)
-    return "concat: expected inputs and a result, got " +
-           std::to_string(call.args.size()) + " tensor arguments";
-  if (call.ints.size() != 1)
-    return "concat: expected 1 int attribute, got " +
-           std::to_string(call.ints.size());
+    return Status::failure("concat: expected inputs and a result, got " +
+                           std::to_string(call.args.size()) +
+                           " tensor arguments");
+  ErrorOr<abi::ConcatCall> attrs = abi::ConcatCall::decode(call.attrs);
+  if (!attrs)
+    return attrs.status().withContext("concat");
   size_t numInputs = call.args.size() - 1;
   const TensorRef &first = call.args[0], &out = call.args.back();
-  int64_t rank = first.rank(), dim = call.ints[0];
+  int64_t rank = first.rank(), dim = attrs->dim;
   if (dim < 0 || dim >= rank)
-    return "concat: dim " + std::to_string(dim) + " is out of range for " +
-           shapeString(first.shape);
+    return Status::failure("concat: dim " + std::to_string(dim) +
+                           " is out of range for " + shapeString(first.shape));
   std::vector<int64_t> shape = first.shape;
   shape[dim] = 0;
   for (size_t i = 0; i < numInputs; ++i) {
     const TensorRef &t = call.args[i];
-    if (std::string e = checkSameDType(t, out, "concat"); !e.empty())
-      return e;
+    LOOM_RETURN_IF_ERROR(checkSameDType(t, out, "concat"));
     bool fits = t.rank() == rank;
     for (int64_t d = 0; fits && d < rank; ++d)
       fits = d == dim || t.shape[d] == first.shape[d];
     if (!fits)
-      return "concat: inputs " + shapeString(first.shape) + " and " +
-             shapeString(t.shape) + " differ outside dim " +
-             std::to_string(dim);
+      return Status::failure("concat: inputs " + shapeString(first.shape) +
+                             " and " + shapeString(t.shape) +
+                             " differ outside dim " + std::to_string(dim));
     shape[dim] += t.shape[dim];
   }
-  if (std::string e = checkShape(out, shape, "concat"); !e.empty())
-    return e;
+  LOOM_RETURN_IF_ERROR(checkShape(out, shape, "concat"));
   int64_t esize = dtypeSize(out.dtype);
   int64_t outer = product(shape, 0, dim);
   int64_t inner = product(shape, dim + 1, shape.size()) * esize;
@@ -325,15 +318,14 @@ std::string loom::cpu::concatKernel(const KernelCall &call) {
       }
     }
   });
-  return "";
+  return Status::success();
 }
 
-std::string loom::cpu::broadcastAsKernel(const KernelCall &call) {
-  if (std::string e = checkArgCount(call, 3, "broadcast_as"); !e.empty())
-    return e;
+Status loom::cpu::broadcastAsKernel(const KernelCall &call) {
+  LOOM_RETURN_IF_ERROR(checkArgCount(call, 3, "broadcast_as"));
+  LOOM_RETURN_IF_ERROR(abi::decodeNoAttrs("broadcast_as", call.attrs));
   const TensorRef &in = call.args[0], &like = call.args[1], &out = call.args[2];
-  if (std::string e = checkSameDType(in, out, "broadcast_as"); !e.empty())
-    return e;
+  LOOM_RETURN_IF_ERROR(checkSameDType(in, out, "broadcast_as"));
   const std::vector<int64_t> &shape = like.shape;
   size_t rank = shape.size(), inRank = in.shape.size();
   bool fits = inRank <= rank;
@@ -341,16 +333,15 @@ std::string loom::cpu::broadcastAsKernel(const KernelCall &call) {
   for (size_t i = 0; fits && i < inRank; ++i)
     fits = in.shape[i] == 1 || in.shape[i] == shape[lead + i];
   if (!fits)
-    return "broadcast_as: cannot broadcast " + shapeString(in.shape) + " to " +
-           shapeString(shape);
-  if (std::string e = checkShape(out, shape, "broadcast_as"); !e.empty())
-    return e;
+    return Status::failure("broadcast_as: cannot broadcast " +
+                           shapeString(in.shape) + " to " + shapeString(shape));
+  LOOM_RETURN_IF_ERROR(checkShape(out, shape, "broadcast_as"));
   std::vector<int64_t> inStrides = stridesOf(in.shape), strides(rank, 0);
   for (size_t i = 0; i < inRank; ++i)
     strides[lead + i] = in.shape[i] == 1 ? 0 : inStrides[i];
   stridedGather(out.data, in.data, shape, strides, dtypeSize(in.dtype),
                 call.pool);
-  return "";
+  return Status::success();
 }
 
 namespace {
@@ -367,14 +358,12 @@ void sumColumns(const float *in, int64_t begin, int64_t end, int64_t cols,
 
 } // namespace
 
-std::string loom::cpu::sumToKernel(const KernelCall &call) {
-  if (std::string e = checkArgCount(call, 3, "sum_to"); !e.empty())
-    return e;
+Status loom::cpu::sumToKernel(const KernelCall &call) {
+  LOOM_RETURN_IF_ERROR(checkArgCount(call, 3, "sum_to"));
+  LOOM_RETURN_IF_ERROR(abi::decodeNoAttrs("sum_to", call.attrs));
   const TensorRef &in = call.args[0], &like = call.args[1], &out = call.args[2];
   for (const TensorRef *t : {&in, &out})
-    if (std::string e = checkDType(*t, runtime::Buffer::F32, "sum_to");
-        !e.empty())
-      return e;
+    LOOM_RETURN_IF_ERROR(checkDType(*t, DType::F32, "sum_to"));
   const std::vector<int64_t> &shape = like.shape;
   size_t rank = in.shape.size();
   bool fits = shape.size() <= rank;
@@ -382,10 +371,9 @@ std::string loom::cpu::sumToKernel(const KernelCall &call) {
   for (size_t i = 0; fits && i < shape.size(); ++i)
     fits = shape[i] == 1 || shape[i] == in.shape[lead + i];
   if (!fits)
-    return "sum_to: cannot sum " + shapeString(in.shape) + " down to " +
-           shapeString(shape);
-  if (std::string e = checkShape(out, shape, "sum_to"); !e.empty())
-    return e;
+    return Status::failure("sum_to: cannot sum " + shapeString(in.shape) +
+                           " down to " + shapeString(shape));
+  LOOM_RETURN_IF_ERROR(checkShape(out, shape, "sum_to"));
 
   // Each input dim is kept (a step of `steps` in the result) or summed (step
   // 0); unit dims drop out and neighbours of one kind merge.
@@ -412,7 +400,7 @@ std::string loom::cpu::sumToKernel(const KernelCall &call) {
       std::fill(y, y + outCount, 0.0f);
     else
       parallelCopy(y, x, inCount * sizeof(float), call.pool);
-    return "";
+    return Status::success();
   }
   if (dims.size() == 2 && steps[0] == 0 && steps[1] == 1) {
     // [rows, cols] -> [cols], a bias gradient: each chunk of rows sums into
@@ -434,7 +422,7 @@ std::string loom::cpu::sumToKernel(const KernelCall &call) {
         s += acc[c * cols + k];
       y[k] = static_cast<float>(s);
     }
-    return "";
+    return Status::success();
   }
   // Any other pattern: one accumulator per result element, walked serially
   // (no such sum_to sits in a Transformer's step; they all reduce rows).
@@ -464,5 +452,5 @@ std::string loom::cpu::sumToKernel(const KernelCall &call) {
   }
   for (int64_t i = 0; i < outCount; ++i)
     y[i] = static_cast<float>(acc[i]);
-  return "";
+  return Status::success();
 }

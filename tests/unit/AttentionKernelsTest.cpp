@@ -1,27 +1,40 @@
-//===- AttentionKernelsTest.cpp - CPU attention kernels vs the interpreter ===//
+//===- AttentionKernelsTest.cpp - Attention kernels on every device -------===//
 //
-// Each case parses a function holding loom.attention and one holding
-// loom.attention_grad, runs the reference interpreter on random inputs, then
-// encodes the op as a library call and runs the CPU kernel on float copies of
-// the same inputs: forward and backward agree to 1e-5 of each row's scale,
-// dropout keeps exactly what the interpreter keeps, and pools of 1 and 3
-// threads (and none) give bitwise the same results.
+// A conformance suite of the attention kernels, run once per device kind
+// (DeviceAttention/AttentionKernels.<Test>/<kind>); a kind this build or
+// machine lacks is skipped. Each case parses a function holding
+// loom.attention and one holding loom.attention_grad, runs the reference
+// interpreter on random inputs, then encodes the op as a library call, copies
+// the same inputs into the device's memory and runs the kernel by name
+// (Device::callLibrary): forward and backward agree to 1e-5 of each row's
+// scale, dropout keeps exactly what the interpreter keeps, and bad shapes and
+// damaged attributes are refused. On the CPU, pools of 3 and 1 threads and
+// no pool at all give bitwise the same results.
+//
+// How codegen encodes the ops (AttentionEncoding) and the CPU registry
+// (CpuAttention) are plain tests.
 //
 //===----------------------------------------------------------------------===//
 
 #include "TestUtil.h"
 
+#include "abi/CounterRng.h"
 #include "codegen/cpu/LibraryCalls.h"
-#include "ir/CounterRng.h"
 #include "ir/Interpreter.h"
 #include "ir/LoomDialect.h"
+#include "runtime/Device.h"
+#include "runtime/Tensor.h"
 #include "runtime/cpu/AttentionKernels.h"
-#include "runtime/cpu/ThreadPool.h"
+#include "runtime/cpu/Kernels.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <functional>
+#include <memory>
 #include <random>
 #include <sstream>
 
@@ -114,7 +127,7 @@ std::string moduleText(const Case &c) {
 HostTensor randomTensor(std::mt19937 &rng, const std::vector<int64_t> &shape,
                         double spread = 1.0) {
   std::uniform_real_distribution<float> dist(-spread, spread);
-  HostTensor t(shape, ElementKind::F32);
+  HostTensor t(shape, DType::F32);
   for (double &x : t.data)
     x = dist(rng);
   return t;
@@ -122,7 +135,7 @@ HostTensor randomTensor(std::mt19937 &rng, const std::vector<int64_t> &shape,
 
 HostTensor makeMask(std::mt19937 &rng, const std::vector<int64_t> &shape,
                     MaskFill fill) {
-  HostTensor t(shape, ElementKind::F32);
+  HostTensor t(shape, DType::F32);
   int64_t cols = shape.back(), rows = t.numel() / cols;
   int64_t perFirst = t.numel() / shape.front();
   std::uniform_real_distribution<float> dist(-2, 0);
@@ -190,106 +203,243 @@ Operation *findOp(ModuleOp module, StringRef fn) {
   return found;
 }
 
-/// Runs the library call of `op` on float copies of the function's
-/// arguments `args`; returns the results' values, or fails the test.
+//===----------------------------------------------------------------------===//
+// The devices under test
+//===----------------------------------------------------------------------===//
+
+/// Runs a library kernel by name on tensors in a device's memory.
+using CallFn = std::function<Status(runtime::Device &, const std::string &,
+                                    const runtime::LibraryCallArgs &)>;
+
+/// One way of running the kernels: a device, and how to call them on it.
+struct Variant {
+  std::string label; // for traces: "cpu, 3 threads"
+  std::shared_ptr<runtime::Device> device;
+  CallFn call;
+};
+
+/// The device kinds this runtime was built with, and "cuda" in any case: a
+/// build or machine without it shows the CUDA cases as skipped rather than
+/// not at all.
+std::vector<std::string> deviceKindsUnderTest() {
+  std::vector<std::string> kinds = runtime::deviceKinds();
+  if (std::find(kinds.begin(), kinds.end(), "cuda") == kinds.end())
+    kinds.push_back("cuda");
+  return kinds;
+}
+
+std::string deviceKindName(const testing::TestParamInfo<std::string> &info) {
+  std::string name = info.param;
+  for (char &c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)))
+      c = '_';
+  return name;
+}
+
+Status callOnDevice(runtime::Device &device, const std::string &kernel,
+                    const runtime::LibraryCallArgs &args) {
+  Status status = device.callLibrary(kernel, args);
+  Status synced = device.synchronize();
+  EXPECT_TRUE(synced.ok()) << synced.message();
+  return status;
+}
+
+/// The CPU kernel called directly with no thread pool at all, on the
+/// (host) memory of a CPU device.
+Status callWithoutPool(runtime::Device &, const std::string &kernel,
+                       const runtime::LibraryCallArgs &args) {
+  cpu::LibraryKernel fn = cpu::findLibraryKernel(kernel);
+  if (!fn)
+    return Status::failure("no CPU kernel " + kernel, ErrorCode::NotFound);
+  KernelCall call;
+  call.args = args.tensors;
+  call.attrs = args.attrs;
+  call.pool = nullptr;
+  return fn(call);
+}
+
+/// Runs the library call of `op` on device copies of the function's
+/// arguments `args`, its results starting as NaN; returns the results'
+/// values, or fails the test.
 std::vector<std::vector<float>> runKernel(Operation *op,
                                           const std::vector<HostTensor> &args,
-                                          cpu::ThreadPool *pool) {
+                                          const Variant &variant) {
   auto encoded = encodeAttentionCall(op);
   if (failed(encoded)) {
     ADD_FAILURE() << "encodeAttentionCall failed";
     return {};
   }
-  std::vector<std::vector<float>> floats(args.size());
-  std::vector<std::vector<int64_t>> ints(args.size());
-  std::vector<std::vector<float>> results(op->getNumResults());
-  KernelCall call;
-  call.ints = encoded->ints;
-  call.floats = encoded->floats;
-  call.pool = pool;
+  runtime::Device &device = *variant.device;
+  runtime::LibraryCallArgs call;
+  call.attrs = encoded->attrs;
+  std::vector<runtime::Tensor> placed;
+  std::vector<size_t> resultAt; // per op result: its index in `placed`
   for (Value v : encoded->args) {
-    TensorRef t;
     auto type = cast<RankedTensorType>(v.getType());
-    t.shape.assign(type.getShape().begin(), type.getShape().end());
+    std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
+    DType dtype = type.getElementType().isInteger(64) ? DType::I64 : DType::F32;
+    ErrorOr<runtime::Tensor> host = runtime::Tensor::host(dtype, shape);
+    if (!host) {
+      ADD_FAILURE() << host.error();
+      return {};
+    }
     if (auto arg = dyn_cast<BlockArgument>(v)) {
       const HostTensor &h = args[arg.getArgNumber()];
-      if (type.getElementType().isInteger(64)) {
-        auto &buf = ints[arg.getArgNumber()];
-        buf.assign(h.data.begin(), h.data.end());
-        t.dtype = runtime::Buffer::I64;
-        t.data = buf.data();
-      } else {
-        auto &buf = floats[arg.getArgNumber()];
-        buf.assign(h.data.begin(), h.data.end());
-        t.data = buf.data();
+      for (int64_t i = 0; i < host->numel(); ++i) {
+        if (dtype == DType::I64)
+          static_cast<int64_t *>(host->data())[i] =
+              static_cast<int64_t>(h.data[i]);
+        else
+          host->f32()[i] = static_cast<float>(h.data[i]);
       }
     } else {
-      auto &buf = results[cast<OpResult>(v).getResultNumber()];
-      buf.assign(type.getNumElements(), std::nanf(""));
-      t.data = buf.data();
+      // What the kernel does not write stays NaN.
+      std::fill(host->f32(), host->f32() + host->numel(), std::nanf(""));
+      resultAt.push_back(placed.size());
     }
-    call.args.push_back(std::move(t));
+    ErrorOr<runtime::Tensor> onDevice = runtime::toDevice(device, host->ref());
+    if (!onDevice) {
+      ADD_FAILURE() << "copy to " << device.name() << ": " << onDevice.error();
+      return {};
+    }
+    call.tensors.push_back(onDevice->ref());
+    placed.push_back(std::move(*onDevice));
   }
-  bool backward = isa<AttentionGradOp>(op);
-  std::string error =
-      backward ? cpu::attentionBackward(call) : cpu::attentionForward(call);
-  if (!error.empty()) {
-    ADD_FAILURE() << "kernel refused the call: " << error;
+  Status status = variant.call ? variant.call(device, encoded->kernel, call)
+                               : callOnDevice(device, encoded->kernel, call);
+  if (!status.ok()) {
+    ADD_FAILURE() << "kernel refused the call: " << status.message();
     return {};
+  }
+  std::vector<std::vector<float>> results;
+  for (size_t at : resultAt) {
+    ErrorOr<runtime::Tensor> back = runtime::toHost(placed[at]);
+    if (!back) {
+      ADD_FAILURE() << "copy from " << device.name() << ": " << back.error();
+      return {};
+    }
+    results.emplace_back(back->f32(), back->f32() + back->numel());
   }
   return results;
 }
 
-/// The whole check of one case: forward, then backward from the
-/// interpreter's out and lse, each with pools of 3, 1 and no threads.
-void checkCase(const Case &c, unsigned seed) {
-  auto ctx = test::makeContext();
-  std::string text = moduleText(c);
-  auto module = test::parse(*ctx, text);
-  ASSERT_TRUE(module);
-  std::mt19937 rng(seed);
-  std::vector<HostTensor> fwdArgs = {randomTensor(rng, c.q, c.spread),
-                                     randomTensor(rng, c.k, c.spread),
-                                     randomTensor(rng, c.v)};
-  std::vector<HostTensor> extra;
-  if (!c.mask.empty())
-    extra.push_back(makeMask(rng, c.mask, c.fill));
-  if (c.rate > 0)
-    extra.push_back(HostTensor::scalar(20240 + seed, ElementKind::I64));
-  fwdArgs.insert(fwdArgs.end(), extra.begin(), extra.end());
+/// A conformance test of the attention kernels, run once per device kind
+/// (DeviceAttention/AttentionKernels.<Test>/<kind>). The CPU runs each case
+/// with 3 threads, 1 thread and no pool at all, which must agree bitwise;
+/// other devices run it once.
+class AttentionKernels : public testing::TestWithParam<std::string> {
+protected:
+  void SetUp() override {
+    const std::string &kind = GetParam();
+    bool onCpu = kind == "cpu";
+    for (int threads : onCpu ? std::vector<int>{3, 1} : std::vector<int>{0}) {
+      ErrorOr<std::shared_ptr<runtime::Device>> device =
+          runtime::openDevice(kind, threads);
+      if (!device) {
+        if (device.code() == ErrorCode::Unsupported ||
+            device.code() == ErrorCode::NotFound)
+          GTEST_SKIP() << "no " << kind << " device here: " << device.error();
+        FAIL() << "opening a " << kind << " device: " << device.error();
+      }
+      std::string label = (*device)->name();
+      if (threads > 0)
+        label += ", " + std::to_string(threads) + " thread" +
+                 (threads == 1 ? "" : "s");
+      variants.push_back({label, std::move(*device), nullptr});
+    }
+    if (onCpu)
+      variants.push_back(
+          {"cpu, no pool", variants.back().device, callWithoutPool});
+  }
 
-  auto want = interpret(*module, "fwd", fwdArgs);
-  ASSERT_EQ(want.size(), 2u);
-  cpu::ThreadPool pool3(3), pool1(1);
-  Operation *fwd = findOp(*module, "fwd");
-  auto got = runKernel(fwd, fwdArgs, &pool3);
-  ASSERT_EQ(got.size(), 2u);
-  expectClose(got[0], want[0], 1e-5, "out");
-  expectClose(got[1], want[1], 1e-5, "lse");
-  EXPECT_EQ(runKernel(fwd, fwdArgs, &pool1), got) << "pool of 1 differs";
-  EXPECT_EQ(runKernel(fwd, fwdArgs, nullptr), got) << "no pool differs";
+  /// The whole check of one case: forward, then backward from the
+  /// interpreter's out and lse, on every variant; the first is checked
+  /// against the interpreter, the others must agree with it bitwise.
+  void checkCase(const Case &c, unsigned seed) {
+    auto ctx = test::makeContext();
+    std::string text = moduleText(c);
+    auto module = test::parse(*ctx, text);
+    ASSERT_TRUE(module);
+    std::mt19937 rng(seed);
+    std::vector<HostTensor> fwdArgs = {randomTensor(rng, c.q, c.spread),
+                                       randomTensor(rng, c.k, c.spread),
+                                       randomTensor(rng, c.v)};
+    std::vector<HostTensor> extra;
+    if (!c.mask.empty())
+      extra.push_back(makeMask(rng, c.mask, c.fill));
+    if (c.rate > 0)
+      extra.push_back(HostTensor::scalar(20240 + seed, DType::I64));
+    fwdArgs.insert(fwdArgs.end(), extra.begin(), extra.end());
 
-  std::vector<HostTensor> bwdArgs = {
-      fwdArgs[0], fwdArgs[1], fwdArgs[2],
-      want[0],    want[1],    randomTensor(rng, outShape(c))};
-  bwdArgs.insert(bwdArgs.end(), extra.begin(), extra.end());
-  auto wantGrad = interpret(*module, "bwd", bwdArgs);
-  ASSERT_EQ(wantGrad.size(), 3u);
-  Operation *bwd = findOp(*module, "bwd");
-  auto gotGrad = runKernel(bwd, bwdArgs, &pool3);
-  ASSERT_EQ(gotGrad.size(), 3u);
-  expectClose(gotGrad[0], wantGrad[0], 1e-5, "dq");
-  expectClose(gotGrad[1], wantGrad[1], 1e-5, "dk");
-  expectClose(gotGrad[2], wantGrad[2], 1e-5, "dv");
-  EXPECT_EQ(runKernel(bwd, bwdArgs, &pool1), gotGrad) << "pool of 1 differs";
-  EXPECT_EQ(runKernel(bwd, bwdArgs, nullptr), gotGrad) << "no pool differs";
-}
+    auto want = interpret(*module, "fwd", fwdArgs);
+    ASSERT_EQ(want.size(), 2u);
+    Operation *fwd = findOp(*module, "fwd");
+    auto got = runKernel(fwd, fwdArgs, variants.front());
+    ASSERT_EQ(got.size(), 2u);
+    expectClose(got[0], want[0], 1e-5, "out");
+    expectClose(got[1], want[1], 1e-5, "lse");
+    for (size_t i = 1; i < variants.size(); ++i)
+      EXPECT_EQ(runKernel(fwd, fwdArgs, variants[i]), got)
+          << variants[i].label << " differs from " << variants.front().label;
+
+    std::vector<HostTensor> bwdArgs = {
+        fwdArgs[0], fwdArgs[1], fwdArgs[2],
+        want[0],    want[1],    randomTensor(rng, outShape(c))};
+    bwdArgs.insert(bwdArgs.end(), extra.begin(), extra.end());
+    auto wantGrad = interpret(*module, "bwd", bwdArgs);
+    ASSERT_EQ(wantGrad.size(), 3u);
+    Operation *bwd = findOp(*module, "bwd");
+    auto gotGrad = runKernel(bwd, bwdArgs, variants.front());
+    ASSERT_EQ(gotGrad.size(), 3u);
+    expectClose(gotGrad[0], wantGrad[0], 1e-5, "dq");
+    expectClose(gotGrad[1], wantGrad[1], 1e-5, "dk");
+    expectClose(gotGrad[2], wantGrad[2], 1e-5, "dv");
+    for (size_t i = 1; i < variants.size(); ++i)
+      EXPECT_EQ(runKernel(bwd, bwdArgs, variants[i]), gotGrad)
+          << variants[i].label << " differs from " << variants.front().label;
+  }
+
+  /// Calls the forward (or backward) kernel on zeroed device tensors of the
+  /// dtypes and shapes of `call.tensors` (whose data is ignored) on every
+  /// variant, and expects it refused with `code` and a message holding
+  /// `part`.
+  void expectRefused(const runtime::LibraryCallArgs &call, bool backward,
+                     const std::string &part,
+                     ErrorCode code = ErrorCode::InvalidArgument) {
+    for (const Variant &variant : variants) {
+      SCOPED_TRACE(variant.label);
+      std::vector<runtime::Tensor> owned;
+      runtime::LibraryCallArgs placed;
+      placed.attrs = call.attrs;
+      for (const TensorRef &t : call.tensors) {
+        ErrorOr<runtime::Tensor> onDevice =
+            runtime::Tensor::onDevice(*variant.device, t.dtype, t.shape);
+        ASSERT_TRUE(bool(onDevice)) << onDevice.error();
+        placed.tensors.push_back(onDevice->ref());
+        owned.push_back(std::move(*onDevice));
+      }
+      const char *kernel = backward ? "attention_grad" : "attention";
+      Status status = variant.call
+                          ? variant.call(*variant.device, kernel, placed)
+                          : callOnDevice(*variant.device, kernel, placed);
+      EXPECT_EQ(status.code(), code) << status.message();
+      EXPECT_NE(status.message().find(part), std::string::npos)
+          << "error \"" << status.message() << "\" lacks \"" << part << "\"";
+    }
+  }
+
+  std::vector<Variant> variants;
+};
+
+INSTANTIATE_TEST_SUITE_P(DeviceAttention, AttentionKernels,
+                         testing::ValuesIn(deviceKindsUnderTest()),
+                         deviceKindName);
 
 //===----------------------------------------------------------------------===//
 // Against the interpreter
 //===----------------------------------------------------------------------===//
 
-TEST(AttentionKernels, Rank3WithDvUnlikeD) {
+TEST_P(AttentionKernels, Rank3WithDvUnlikeD) {
   Case c;
   c.q = {2, 5, 8};
   c.k = {2, 7, 8};
@@ -298,14 +448,14 @@ TEST(AttentionKernels, Rank3WithDvUnlikeD) {
   checkCase(c, 1);
 }
 
-TEST(AttentionKernels, Rank3CausalSquare) {
+TEST_P(AttentionKernels, Rank3CausalSquare) {
   Case c;
   c.q = c.k = c.v = {3, 19, 12};
   c.causal = true;
   checkCase(c, 2);
 }
 
-TEST(AttentionKernels, Rank4TrainingShapePaddingDropout) {
+TEST_P(AttentionKernels, Rank4TrainingShapePaddingDropout) {
   // The base model's shape at a small batch: Sq = Sk = 30, D = 64.
   Case c;
   c.q = c.k = c.v = {3, 2, 30, 64};
@@ -315,7 +465,7 @@ TEST(AttentionKernels, Rank4TrainingShapePaddingDropout) {
   checkCase(c, 3);
 }
 
-TEST(AttentionKernels, Rank4DecoderSelfAttention) {
+TEST_P(AttentionKernels, Rank4DecoderSelfAttention) {
   // Padding plus causal, with dropout, as the decoder's self-attention.
   Case c;
   c.q = c.k = c.v = {2, 3, 9, 16};
@@ -325,7 +475,7 @@ TEST(AttentionKernels, Rank4DecoderSelfAttention) {
   checkCase(c, 4);
 }
 
-TEST(AttentionKernels, DecodeStepOverPaddedCache) {
+TEST_P(AttentionKernels, DecodeStepOverPaddedCache) {
   // One query over a cache of 11 keys.
   Case c;
   c.q = {4, 2, 1, 8};
@@ -334,7 +484,7 @@ TEST(AttentionKernels, DecodeStepOverPaddedCache) {
   checkCase(c, 5);
 }
 
-TEST(AttentionKernels, DecodeStepCausalSeesOnlyKeyZero) {
+TEST_P(AttentionKernels, DecodeStepCausalSeesOnlyKeyZero) {
   // Causal counts from the first key: with Sq = 1 only key 0 is visible.
   Case c;
   c.q = {2, 2, 1, 8};
@@ -344,7 +494,7 @@ TEST(AttentionKernels, DecodeStepCausalSeesOnlyKeyZero) {
   checkCase(c, 6);
 }
 
-TEST(AttentionKernels, FullMaskWithFullyMaskedRow) {
+TEST_P(AttentionKernels, FullMaskWithFullyMaskedRow) {
   Case c;
   c.q = c.k = c.v = {2, 2, 6, 8};
   c.mask = {2, 2, 6, 6};
@@ -352,7 +502,7 @@ TEST(AttentionKernels, FullMaskWithFullyMaskedRow) {
   checkCase(c, 7);
 }
 
-TEST(AttentionKernels, FullMaskCausalDropoutMaskedRow) {
+TEST_P(AttentionKernels, FullMaskCausalDropoutMaskedRow) {
   Case c;
   c.q = {2, 2, 7, 8};
   c.k = c.v = {2, 2, 7, 8};
@@ -363,7 +513,7 @@ TEST(AttentionKernels, FullMaskCausalDropoutMaskedRow) {
   checkCase(c, 8);
 }
 
-TEST(AttentionKernels, LowerRankMasksBroadcast) {
+TEST_P(AttentionKernels, LowerRankMasksBroadcast) {
   // [Sq, Sk] against rank-4 scores, then [Sk] alone.
   Case c;
   c.q = {2, 3, 5, 8};
@@ -377,7 +527,7 @@ TEST(AttentionKernels, LowerRankMasksBroadcast) {
   checkCase(c, 11);
 }
 
-TEST(AttentionKernels, LongCrossAttentionPaddingDropout) {
+TEST_P(AttentionKernels, LongCrossAttentionPaddingDropout) {
   // 1000 keys: 16 key blocks, the last one partial; padding masks the tail
   // blocks of the second sentence entirely.
   Case c;
@@ -389,7 +539,7 @@ TEST(AttentionKernels, LongCrossAttentionPaddingDropout) {
   checkCase(c, 12);
 }
 
-TEST(AttentionKernels, LongSelfAttentionCausalDropout) {
+TEST_P(AttentionKernels, LongSelfAttentionCausalDropout) {
   // Several query tiles and key blocks; causal skips the blocks above the
   // diagonal.
   Case c;
@@ -404,7 +554,7 @@ TEST(AttentionKernels, LongSelfAttentionCausalDropout) {
 // Dropout, encoding, errors
 //===----------------------------------------------------------------------===//
 
-TEST(AttentionKernels, DropoutKeepsWhatTheInterpreterKeeps) {
+TEST_P(AttentionKernels, DropoutKeepsWhatTheInterpreterKeeps) {
   // With v the identity, out[i][j] is the kept probability of key j: zero
   // exactly where the element was dropped.
   const int64_t b = 3, s = 24;
@@ -416,30 +566,37 @@ TEST(AttentionKernels, DropoutKeepsWhatTheInterpreterKeeps) {
   auto module = test::parse(*ctx, moduleText(c));
   ASSERT_TRUE(module);
   std::mt19937 rng(14);
-  HostTensor eye(c.v, ElementKind::F32);
+  HostTensor eye(c.v, DType::F32);
   for (int64_t e = 0; e < b; ++e)
     for (int64_t j = 0; j < s; ++j)
       eye.data[(e * s + j) * s + j] = 1;
   int64_t seed = 987654321;
   std::vector<HostTensor> args = {randomTensor(rng, c.q),
                                   randomTensor(rng, c.k), eye,
-                                  HostTensor::scalar(seed, ElementKind::I64)};
+                                  HostTensor::scalar(seed, DType::I64)};
   auto want = interpret(*module, "fwd", args);
   ASSERT_EQ(want.size(), 2u);
-  auto got = runKernel(findOp(*module, "fwd"), args, nullptr);
-  ASSERT_EQ(got.size(), 2u);
   uint64_t key = dropoutKey(seed, 5);
   int64_t dropped = 0;
   for (int64_t i = 0; i < b * s * s; ++i) {
     bool keep = dropoutKeep(key, i, c.rate);
     dropped += !keep;
-    EXPECT_EQ(got[0][i] != 0.0f, keep) << "element " << i;
     EXPECT_EQ(want[0].data[i] != 0.0, keep) << "element " << i;
   }
   EXPECT_GT(dropped, b * s * s / 5);
+  for (const Variant &variant : variants) {
+    SCOPED_TRACE(variant.label);
+    auto got = runKernel(findOp(*module, "fwd"), args, variant);
+    ASSERT_EQ(got.size(), 2u);
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < b * s * s; ++i)
+      if ((got[0][i] != 0.0f) != dropoutKeep(key, i, c.rate) && wrong++ < 5)
+        ADD_FAILURE() << "element " << i << " is " << got[0][i];
+    EXPECT_EQ(wrong, 0);
+  }
 }
 
-TEST(AttentionKernels, EncodesOperandsResultsAndAttributes) {
+TEST(AttentionEncoding, EncodesOperandsResultsAndAttributes) {
   Case c;
   c.q = {2, 4, 8};
   c.k = c.v = {2, 6, 8};
@@ -454,8 +611,15 @@ TEST(AttentionKernels, EncodesOperandsResultsAndAttributes) {
   auto f = encodeAttentionCall(fwd);
   ASSERT_TRUE(succeeded(f));
   EXPECT_EQ(f->kernel, "attention");
-  EXPECT_EQ(f->ints, (std::vector<int64_t>{1, 1, 1, 5}));
-  EXPECT_EQ(f->floats, (std::vector<double>{0.5, 0.25}));
+  EXPECT_EQ(f->attrs.ints, (std::vector<int64_t>{1, 1, 1, 5}));
+  EXPECT_EQ(f->attrs.floats, (std::vector<double>{0.5, 0.25}));
+  ErrorOr<loom::abi::AttentionCall> decoded =
+      loom::abi::AttentionCall::decode(f->attrs);
+  ASSERT_TRUE(bool(decoded)) << decoded.error();
+  EXPECT_TRUE(decoded->hasMask && decoded->hasSeed && decoded->causal);
+  EXPECT_EQ(decoded->dropoutOffset, 5u);
+  EXPECT_EQ(decoded->scale, 0.5);
+  EXPECT_EQ(decoded->dropoutRate, 0.25);
   std::vector<Value> fwdArgs(fwd->operand_begin(), fwd->operand_end());
   fwdArgs.insert(fwdArgs.end(), fwd->result_begin(), fwd->result_end());
   EXPECT_EQ(f->args, fwdArgs);
@@ -463,7 +627,7 @@ TEST(AttentionKernels, EncodesOperandsResultsAndAttributes) {
   auto g = encodeAttentionCall(bwd);
   ASSERT_TRUE(succeeded(g));
   EXPECT_EQ(g->kernel, "attention_grad");
-  EXPECT_EQ(g->ints, (std::vector<int64_t>{1, 1, 1, 5}));
+  EXPECT_EQ(g->attrs.ints, (std::vector<int64_t>{1, 1, 1, 5}));
   EXPECT_EQ(g->args.size(), 11u);
   EXPECT_EQ(g->args[8], bwd->getResult(0));
 
@@ -474,11 +638,11 @@ TEST(AttentionKernels, EncodesOperandsResultsAndAttributes) {
   ASSERT_TRUE(module2);
   auto p = encodeAttentionCall(findOp(*module2, "bwd"));
   ASSERT_TRUE(succeeded(p));
-  EXPECT_EQ(p->ints, (std::vector<int64_t>{0, 0, 0, 0}));
+  EXPECT_EQ(p->attrs.ints, (std::vector<int64_t>{0, 0, 0, 0}));
   EXPECT_EQ(p->args.size(), 9u);
 }
 
-TEST(AttentionKernels, EncoderRefusesOtherOpsAndF16) {
+TEST(AttentionEncoding, RefusesOtherOpsAndF16) {
   auto ctx = test::makeContext();
   std::string diagnostics;
   ScopedDiagnosticHandler handler(ctx.get(), [&](Diagnostic &d) {
@@ -504,40 +668,24 @@ func.func @f(%q: tensor<1x3x4xf16>) -> tensor<1x3x4xf16> {
       << diagnostics;
 }
 
-TEST(AttentionKernels, RegisteredByName) {
+TEST(CpuAttention, RegisteredByName) {
   EXPECT_EQ(cpu::findLibraryKernel("attention"), &cpu::attentionForward);
   EXPECT_EQ(cpu::findLibraryKernel("attention_grad"), &cpu::attentionBackward);
 }
 
-/// A forward call over float buffers of the given shapes (no mask, no seed).
+/// A forward call over tensors of the given shapes (no mask, no seed), f32
+/// unless changed; expectRefused places them on the device.
 struct RawCall {
-  std::vector<std::vector<float>> buffers;
-  KernelCall call;
+  runtime::LibraryCallArgs call;
   RawCall(const std::vector<std::vector<int64_t>> &shapes) {
-    for (const auto &shape : shapes) {
-      int64_t n = 1;
-      for (int64_t d : shape)
-        n *= d;
-      buffers.emplace_back(n, 0.5f);
-      TensorRef t;
-      t.shape = shape;
-      t.data = buffers.back().data();
-      call.args.push_back(t);
-    }
-    call.ints = {0, 0, 0, 0};
-    call.floats = {0.5, 0.0};
+    for (const auto &shape : shapes)
+      call.tensors.push_back({nullptr, DType::F32, shape});
+    call.attrs.ints = {0, 0, 0, 0};
+    call.attrs.floats = {0.5, 0.0};
   }
 };
 
-void expectRefused(const KernelCall &call, bool backward,
-                   const std::string &part) {
-  std::string error =
-      backward ? cpu::attentionBackward(call) : cpu::attentionForward(call);
-  EXPECT_NE(error.find(part), std::string::npos)
-      << "error \"" << error << "\" lacks \"" << part << "\"";
-}
-
-TEST(AttentionKernels, RefusesMismatchedShapes) {
+TEST_P(AttentionKernels, RefusesMismatchedShapes) {
   // k's head dim differs from q's.
   RawCall a({{2, 3, 8}, {2, 5, 6}, {2, 5, 8}, {2, 3, 8}, {2, 3}});
   expectRefused(a.call, false,
@@ -553,20 +701,20 @@ TEST(AttentionKernels, RefusesMismatchedShapes) {
   expectRefused(d.call, false, "out is [2, 3, 8], expected [2, 3, 4]");
   // A mask that does not broadcast to [2, 3, 5].
   RawCall e({{2, 3, 8}, {2, 5, 8}, {2, 5, 8}, {4, 1}, {2, 3, 8}, {2, 3}});
-  e.call.ints[0] = 1;
+  e.call.attrs.ints[0] = 1;
   expectRefused(e.call, false,
                 "mask [4, 1] does not broadcast to the scores [2, 3, 5]");
   // Too few tensors for the flags.
   RawCall f({{2, 3, 8}, {2, 5, 8}, {2, 5, 8}, {2, 3, 8}, {2, 3}});
-  f.call.ints[1] = 1;
+  f.call.attrs.ints[1] = 1;
   expectRefused(f.call, false, "expects 6 tensors, got 5");
   // Dropout without a seed.
   RawCall g({{2, 3, 8}, {2, 5, 8}, {2, 5, 8}, {2, 3, 8}, {2, 3}});
-  g.call.floats[1] = 0.1;
+  g.call.attrs.floats[1] = 0.1;
   expectRefused(g.call, false, "dropout needs a seed");
   // Not f32.
   RawCall h({{2, 3, 8}, {2, 5, 8}, {2, 5, 8}, {2, 3, 8}, {2, 3}});
-  h.call.args[1].dtype = runtime::Buffer::F16;
+  h.call.tensors[1].dtype = DType::F16;
   expectRefused(h.call, false, "k must be f32");
   // The backward checks lse against the queries.
   RawCall i({{2, 3, 8},
@@ -579,6 +727,42 @@ TEST(AttentionKernels, RefusesMismatchedShapes) {
              {2, 5, 8},
              {2, 5, 8}});
   expectRefused(i.call, true, "attention_grad: lse is [2, 4], expected [2, 3]");
+}
+
+TEST_P(AttentionKernels, RefusesDamagedAttributes) {
+  // The shapes fit; only the attributes are wrong.
+  const std::vector<std::vector<int64_t>> shapes = {
+      {2, 3, 8}, {2, 5, 8}, {2, 5, 8}, {2, 3, 8}, {2, 3}};
+  RawCall rate(shapes);
+  rate.call.attrs.floats[1] = 1.5;
+  expectRefused(rate.call, false, "attention: dropout rate",
+                ErrorCode::Corrupt);
+  RawCall negative(shapes);
+  negative.call.attrs.floats[1] = -0.25;
+  expectRefused(negative.call, false, "outside [0, 1)", ErrorCode::Corrupt);
+  RawCall flag(shapes);
+  flag.call.attrs.ints[2] = 3;
+  expectRefused(flag.call, false, "flag causal is 3", ErrorCode::Corrupt);
+  RawCall scale(shapes);
+  scale.call.attrs.floats[0] = std::nan("");
+  expectRefused(scale.call, false, "scale is not finite", ErrorCode::Corrupt);
+  RawCall missing(shapes);
+  missing.call.attrs.ints.pop_back();
+  expectRefused(missing.call, false, "expected 4 integer and 2 float",
+                ErrorCode::Corrupt);
+  // The backward decodes the same struct and names itself.
+  RawCall backward({{2, 3, 8},
+                    {2, 5, 8},
+                    {2, 5, 8},
+                    {2, 3, 8},
+                    {2, 3},
+                    {2, 3, 8},
+                    {2, 3, 8},
+                    {2, 5, 8},
+                    {2, 5, 8}});
+  backward.call.attrs.floats = {0.5};
+  expectRefused(backward.call, true, "attention_grad: expected 4 integer",
+                ErrorCode::Corrupt);
 }
 
 } // namespace

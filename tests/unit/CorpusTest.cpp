@@ -16,7 +16,7 @@ namespace {
 
 /// One token per space-separated word: enough to exercise length limits
 /// without a trained model.
-std::vector<int32_t> words(const std::string &text) {
+loom::ErrorOr<std::vector<int32_t>> words(const std::string &text) {
   std::istringstream in(text);
   std::vector<int32_t> ids;
   std::string word;

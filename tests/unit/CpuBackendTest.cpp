@@ -18,7 +18,8 @@
 #include "frontend/Transformer.h"
 #include "passes/Pipeline.h"
 #include "runtime/Executable.h"
-#include "runtime/cpu/CpuModel.h"
+#include "runtime/Session.h"
+#include "runtime/cpu/CpuDevice.h"
 
 #include "mlir/IR/Verifier.h"
 #include <gtest/gtest.h>
@@ -34,30 +35,21 @@ using namespace loom;
 
 namespace {
 
-cpu::DType dtypeOf(ElementKind kind) {
-  switch (kind) {
-  case ElementKind::I32:
-    return runtime::Buffer::I32;
-  case ElementKind::I64:
-    return runtime::Buffer::I64;
-  case ElementKind::I1:
-    return runtime::Buffer::I1;
-  default:
-    return runtime::Buffer::F32;
-  }
-}
-
-cpu::Tensor toCpu(const HostTensor &t) {
-  cpu::Tensor out(dtypeOf(t.kind), t.shape);
+runtime::Tensor toCpu(const HostTensor &t) {
+  DType dtype =
+      t.kind == DType::I32 || t.kind == DType::I64 || t.kind == DType::I1
+          ? t.kind
+          : DType::F32;
+  runtime::Tensor out = test::hostTensor(dtype, t.shape);
   for (int64_t i = 0; i < t.numel(); ++i) {
     switch (out.dtype()) {
-    case runtime::Buffer::I32:
+    case DType::I32:
       static_cast<int32_t *>(out.data())[i] = int32_t(t.data[i]);
       break;
-    case runtime::Buffer::I64:
+    case DType::I64:
       static_cast<int64_t *>(out.data())[i] = int64_t(t.data[i]);
       break;
-    case runtime::Buffer::I1:
+    case DType::I1:
       static_cast<uint8_t *>(out.data())[i] = t.data[i] != 0;
       break;
     default:
@@ -80,10 +72,10 @@ double relativeError(const float *actual, const HostTensor &expected) {
 
 HostTensor randomFloats(std::mt19937_64 &rng, std::vector<int64_t> shape,
                         double scale = 1.0) {
-  HostTensor t(std::move(shape), ElementKind::F32);
+  HostTensor t(std::move(shape), DType::F32);
   std::normal_distribution<double> normal(0.0, scale);
   for (double &x : t.data)
-    x = roundToKind(normal(rng), ElementKind::F32);
+    x = roundToKind(normal(rng), DType::F32);
   return t;
 }
 
@@ -108,9 +100,8 @@ protected:
     auto exe = writeCpuExecutable(*module, exeOptions);
     ASSERT_TRUE(mlir::succeeded(exe));
     executable = *exe;
-    auto created = cpu::CpuModel::create(std::move(*exe), 2);
-    ASSERT_TRUE(bool(created)) << created.error();
-    model = std::move(*created);
+    model = test::cpuSession(std::move(*exe), 2);
+    ASSERT_TRUE(model);
     oracle = std::make_unique<InterpretedModel>(*module);
     oracle->initParameters(3);
   }
@@ -119,7 +110,7 @@ protected:
   /// parameters and to `inputs`' moments.
   void resetState(const NamedTensors &inputs) {
     for (const std::string &name : model->stateNames()) {
-      cpu::Tensor *state = model->state(name);
+      runtime::Tensor *state = model->state(name);
       auto param = oracle->parameters().find(name);
       if (param == oracle->parameters().end() && !inputs.count(name)) {
         // Optimizer state the entry point does not take.
@@ -129,7 +120,7 @@ protected:
       const HostTensor &value =
           param != oracle->parameters().end() ? param->second : inputs.at(name);
       ASSERT_EQ(value.shape, state->shape()) << name;
-      cpu::Tensor converted = toCpu(value);
+      runtime::Tensor converted = toCpu(value);
       std::memcpy(state->data(), converted.data(), state->bytes());
     }
   }
@@ -139,21 +130,21 @@ protected:
     auto expected = oracle->call(fn, inputs);
     ASSERT_TRUE(bool(expected)) << llvm::toString(expected.takeError());
     resetState(inputs);
-    std::vector<cpu::Tensor> owned;
-    std::vector<cpu::TensorRef> refs;
+    std::vector<runtime::Tensor> owned;
+    std::vector<runtime::TensorRef> refs;
     for (const std::string &name : model->inputNames(fn)) {
       ASSERT_TRUE(inputs.count(name)) << name;
       owned.push_back(toCpu(inputs.at(name)));
     }
-    for (const cpu::Tensor &t : owned)
+    for (const runtime::Tensor &t : owned)
       refs.push_back(t.ref());
     auto actual = model->run(fn, refs);
     ASSERT_TRUE(bool(actual)) << actual.error();
-    std::map<std::string, const cpu::Tensor *> byName;
-    for (const cpu::NamedTensor &t : *actual)
+    std::map<std::string, const runtime::Tensor *> byName;
+    for (const runtime::NamedTensor &t : *actual)
       byName[t.name] = &t.tensor;
     for (auto &[name, value] : *expected) {
-      const cpu::Tensor *got = nullptr;
+      const runtime::Tensor *got = nullptr;
       if (auto it = byName.find(name); it != byName.end())
         got = it->second;
       else if (llvm::StringRef(name).starts_with("param."))
@@ -162,8 +153,8 @@ protected:
         got = model->state(name);
       ASSERT_NE(got, nullptr) << "no result " << name;
       ASSERT_EQ(got->shape(), value.shape) << name;
-      if (got->dtype() != runtime::Buffer::F32) {
-        cpu::Tensor want = toCpu(value);
+      if (got->dtype() != DType::F32) {
+        runtime::Tensor want = toCpu(value);
         EXPECT_EQ(std::memcmp(got->data(), want.data(), want.bytes()), 0)
             << name;
         continue;
@@ -176,7 +167,7 @@ protected:
   TransformerConfig config;
   mlir::OwningOpRef<mlir::ModuleOp> module;
   runtime::Executable executable;
-  std::unique_ptr<cpu::CpuModel> model;
+  std::unique_ptr<runtime::Session> model;
   std::unique_ptr<InterpretedModel> oracle;
 };
 
@@ -187,13 +178,13 @@ TEST_P(CpuBackendTest, EveryEntryPointMatchesTheInterpreter) {
   HostTensor tgt = test::randomIds(rng, vocab, {6, 4, 2}, 6, true);
   NamedTensors inputs = {{"src", src},
                          {"tgt", tgt},
-                         {"seed", HostTensor::scalar(1234, ElementKind::I64)},
-                         {"step", HostTensor::scalar(3, ElementKind::I64)}};
+                         {"seed", HostTensor::scalar(1234, DType::I64)},
+                         {"step", HostTensor::scalar(3, DType::I64)}};
   for (auto &[name, value] : oracle->parameters()) {
     inputs["exp_avg." + name] = randomFloats(rng, value.shape, 1e-2);
     HostTensor v = randomFloats(rng, value.shape, 1e-2);
     for (double &x : v.data)
-      x = roundToKind(x * x, ElementKind::F32);
+      x = roundToKind(x * x, DType::F32);
     inputs["exp_avg_sq." + name] = v;
   }
   for (const char *fn :
@@ -212,17 +203,17 @@ TEST_P(CpuBackendTest, EveryEntryPointMatchesTheInterpreter) {
         randomFloats(rng, shape);
   }
   step["tokens"] = test::randomIds(rng, vocab, {1, 1, 1}, 1, false);
-  step["position"] = HostTensor::scalar(2, ElementKind::I64);
+  step["position"] = HostTensor::scalar(2, DType::I64);
   expectSameResults("decode_step", step);
 }
 
 TEST_P(CpuBackendTest, RefusesBadInputsWithAMessage) {
   std::mt19937_64 rng(5);
   int64_t vocab = std::min(config.src_vocab(), config.tgt_vocab());
-  cpu::Tensor src = toCpu(test::randomIds(rng, vocab, {3, 2}, 3, false));
-  cpu::Tensor tgt = toCpu(test::randomIds(rng, vocab, {4, 4, 4}, 4, true));
+  runtime::Tensor src = toCpu(test::randomIds(rng, vocab, {3, 2}, 3, false));
+  runtime::Tensor tgt = toCpu(test::randomIds(rng, vocab, {4, 4, 4}, 4, true));
 
-  auto run = [&](std::vector<cpu::TensorRef> refs) {
+  auto run = [&](std::vector<runtime::TensorRef> refs) {
     auto out = model->run("token_log_probs", refs);
     EXPECT_FALSE(bool(out));
     return out ? std::string() : out.error();
@@ -230,8 +221,9 @@ TEST_P(CpuBackendTest, RefusesBadInputsWithAMessage) {
   // Batch 2 against batch 3.
   EXPECT_NE(run({src.ref(), tgt.ref()}).find("agree"), std::string::npos);
   // Ids as i64.
-  cpu::Tensor src64(runtime::Buffer::I64, src.shape());
-  EXPECT_NE(run({src64.ref(), tgt.ref()}).find("I64"), std::string::npos);
+  runtime::Tensor src64 = test::hostTensor(DType::I64, src.shape());
+  EXPECT_NE(run({src64.ref(), tgt.ref()}).find("is i64, expected i32"),
+            std::string::npos);
   // Too few inputs, an unknown entry point.
   EXPECT_NE(run({src.ref()}).find("takes 2 inputs"), std::string::npos);
   auto unknown = model->run("no_such_fn", {});
@@ -240,14 +232,19 @@ TEST_P(CpuBackendTest, RefusesBadInputsWithAMessage) {
   // 8 sentences of 9 tokens: more than the 64 tokens planned for.
   HostTensor many =
       test::randomIds(rng, vocab, std::vector<int64_t>(8, 9), 9, false);
-  cpu::Tensor manyIds = toCpu(many);
+  runtime::Tensor manyIds = toCpu(many);
   std::string bounds = run({manyIds.ref(), manyIds.ref()});
   EXPECT_NE(bounds.find("larger than"), std::string::npos) << bounds;
   EXPECT_NE(bounds.find("max-tokens 64"), std::string::npos) << bounds;
 }
 
+/// Why the runtime refuses `exe` (validation, or a CPU session), or "".
 std::string createError(runtime::Executable exe) {
-  auto created = cpu::CpuModel::create(std::move(exe), 1);
+  auto program = runtime::Program::create(std::move(exe));
+  if (!program)
+    return program.error();
+  auto created =
+      runtime::Session::create(*program, std::make_shared<cpu::CpuDevice>(1));
   return created ? std::string() : created.error();
 }
 
@@ -271,7 +268,10 @@ TEST_P(CpuBackendTest, RefusesMismatchedExecutables) {
             std::string::npos);
   exe = executable;
   exe.set_target(runtime::Executable::CUDA);
-  EXPECT_NE(createError(exe).find("not CPU"), std::string::npos);
+  EXPECT_NE(createError(exe).find("targets CUDA, but the device 'cpu' runs "
+                                  "CPU"),
+            std::string::npos)
+      << createError(exe);
   exe = executable;
   exe.set_code(exe.code() + "x");
   EXPECT_NE(createError(exe).find("code checksum mismatch"), std::string::npos);

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/cpu/Decoding.h"
+#include "runtime/Decoding.h"
 #include "codegen/cpu/ExecutableWriter.h"
 #include "frontend/Config.h"
 #include "frontend/InterpretedModel.h"
@@ -48,51 +48,44 @@ protected:
     exeOptions.bounds = {options.maxTokens, options.maxLen, options.maxBatch};
     auto exe = writeCpuExecutable(*module, exeOptions);
     ASSERT_TRUE(mlir::succeeded(exe));
-    auto created = cpu::CpuModel::create(std::move(*exe), 1);
-    ASSERT_TRUE(bool(created)) << created.error();
-    model = std::move(*created);
+    model = test::cpuSession(std::move(*exe), 1);
+    ASSERT_TRUE(model);
     // Parameters far from uniform predictions, so that hypotheses differ.
     std::mt19937_64 rng(5);
     for (const std::string &name : model->stateNames()) {
-      cpu::Tensor *t = model->state(name);
+      runtime::Tensor *t = model->state(name);
       std::normal_distribution<float> normal(0.0f, 0.5f);
       for (int64_t i = 0; i < t->numel(); ++i)
         t->f32()[i] = normal(rng);
     }
   }
 
-  cpu::Tensor sources(const std::vector<std::vector<int32_t>> &rows) {
-    size_t width = 0;
-    for (const auto &r : rows)
-      width = std::max(width, r.size());
-    cpu::Tensor t(runtime::Buffer::I32, {int64_t(rows.size()), int64_t(width)});
-    for (size_t i = 0; i < rows.size(); ++i)
-      std::copy(rows[i].begin(), rows[i].end(),
-                static_cast<int32_t *>(t.data()) + i * width);
-    return t;
+  runtime::Tensor sources(const std::vector<std::vector<int32_t>> &rows) {
+    return test::idsOf(rows);
   }
 
   /// log p(. | prefix, src) for one sentence, with fresh caches.
-  std::vector<float> nextLogProbs(const cpu::Tensor &src,
+  std::vector<float> nextLogProbs(const runtime::Tensor &src,
                                   const std::vector<int32_t> &prefix) {
     auto encoded = model->run("encode", {src.ref()});
     EXPECT_TRUE(bool(encoded));
-    std::map<std::string, cpu::Tensor> state;
-    for (cpu::NamedTensor &t : *encoded) {
+    std::map<std::string, runtime::Tensor> state;
+    for (runtime::NamedTensor &t : *encoded) {
       std::vector<int64_t> shape = t.tensor.shape();
       shape[2] = 0;
-      state["self_" + t.name.substr(6)] = cpu::Tensor(t.tensor.dtype(), shape);
+      state["self_" + t.name.substr(6)] =
+          test::hostTensor(t.tensor.dtype(), shape);
       state[t.name] = std::move(t.tensor);
     }
     std::vector<int32_t> fed = {2};
     fed.insert(fed.end(), prefix.begin(), prefix.end());
     std::vector<float> out;
     for (size_t t = 0; t < fed.size(); ++t) {
-      cpu::Tensor tokens(runtime::Buffer::I32, {1, 1});
+      runtime::Tensor tokens = test::hostTensor(DType::I32, {1, 1});
       *static_cast<int32_t *>(tokens.data()) = fed[t];
-      cpu::Tensor position(runtime::Buffer::I64, {});
+      runtime::Tensor position = test::hostTensor(DType::I64, {});
       *static_cast<int64_t *>(position.data()) = int64_t(t);
-      std::vector<cpu::TensorRef> inputs;
+      std::vector<runtime::TensorRef> inputs;
       for (const std::string &name : model->inputNames("decode_step"))
         inputs.push_back(name == "src"        ? src.ref()
                          : name == "tokens"   ? tokens.ref()
@@ -100,7 +93,7 @@ protected:
                                               : state.at(name).ref());
       auto step = model->run("decode_step", inputs);
       EXPECT_TRUE(bool(step)) << step.error();
-      for (cpu::NamedTensor &r : *step) {
+      for (runtime::NamedTensor &r : *step) {
         if (r.name == "log_probs")
           out.assign(r.tensor.f32(), r.tensor.f32() + r.tensor.numel());
         else
@@ -111,14 +104,15 @@ protected:
   }
 
   /// Beam search for one sentence, every prefix recomputed from scratch.
-  std::vector<cpu::Hypothesis> referenceBeam(const std::vector<int32_t> &row,
-                                             const cpu::BeamOptions &o) {
-    cpu::Tensor src = sources({row});
+  std::vector<runtime::Hypothesis>
+  referenceBeam(const std::vector<int32_t> &row,
+                const runtime::BeamOptions &o) {
+    runtime::Tensor src = sources({row});
     auto penalty = [&](int64_t n) {
       return std::pow((5.0 + n) / 6.0, o.alpha);
     };
     std::vector<std::pair<std::vector<int32_t>, double>> live = {{{}, 0.0}};
-    std::vector<cpu::Hypothesis> finished;
+    std::vector<runtime::Hypothesis> finished;
     for (int64_t t = 0; t < o.maxLen; ++t) {
       struct Cand {
         double lp;
@@ -157,32 +151,33 @@ protected:
           finished.push_back(
               {tokens, lp, lp / penalty(int64_t(tokens.size()))});
     }
-    std::stable_sort(finished.begin(), finished.end(),
-                     [](const cpu::Hypothesis &a, const cpu::Hypothesis &b) {
-                       return a.score > b.score;
-                     });
+    std::stable_sort(
+        finished.begin(), finished.end(),
+        [](const runtime::Hypothesis &a, const runtime::Hypothesis &b) {
+          return a.score > b.score;
+        });
     finished.resize(std::min<size_t>(finished.size(), o.nbest));
     return finished;
   }
 
   std::unique_ptr<mlir::MLIRContext> ctx;
   TransformerConfig config;
-  std::unique_ptr<cpu::CpuModel> model;
+  std::unique_ptr<runtime::Session> model;
 };
 
 const std::vector<std::vector<int32_t>> kSources = {
     {5, 9, 11, 7, 3}, {12, 4, 3}, {8, 8, 20, 17, 6, 13, 3}};
 
 TEST_F(DecodingTest, BeamOneIsGreedy) {
-  cpu::Tensor src = sources(kSources);
-  cpu::GreedyOptions greedy;
+  runtime::Tensor src = sources(kSources);
+  runtime::GreedyOptions greedy;
   greedy.maxLen = 10;
-  auto expected = cpu::greedyDecode(*model, src.ref(), greedy);
+  auto expected = runtime::greedyDecode(*model, src.ref(), greedy);
   ASSERT_TRUE(bool(expected)) << expected.error();
-  cpu::BeamOptions beam;
+  runtime::BeamOptions beam;
   beam.beam = 1;
   beam.maxLen = 10;
-  auto actual = cpu::beamSearch(*model, src.ref(), beam);
+  auto actual = runtime::beamSearch(*model, src.ref(), beam);
   ASSERT_TRUE(bool(actual)) << actual.error();
   ASSERT_EQ(actual->size(), kSources.size());
   for (size_t s = 0; s < kSources.size(); ++s) {
@@ -192,16 +187,16 @@ TEST_F(DecodingTest, BeamOneIsGreedy) {
 }
 
 TEST_F(DecodingTest, BeamWithTheCacheMatchesRecomputingEveryPrefix) {
-  cpu::Tensor src = sources(kSources);
-  cpu::BeamOptions o;
+  runtime::Tensor src = sources(kSources);
+  runtime::BeamOptions o;
   o.beam = 4;
   o.nbest = 3;
   o.maxLen = 7;
-  auto actual = cpu::beamSearch(*model, src.ref(), o);
+  auto actual = runtime::beamSearch(*model, src.ref(), o);
   ASSERT_TRUE(bool(actual)) << actual.error();
   size_t distinct = 0;
   for (size_t s = 0; s < kSources.size(); ++s) {
-    std::vector<cpu::Hypothesis> expected = referenceBeam(kSources[s], o);
+    std::vector<runtime::Hypothesis> expected = referenceBeam(kSources[s], o);
     ASSERT_EQ((*actual)[s].size(), expected.size()) << "sentence " << s;
     for (size_t h = 0; h < expected.size(); ++h) {
       EXPECT_EQ((*actual)[s][h].tokens, expected[h].tokens)
@@ -218,10 +213,10 @@ TEST_F(DecodingTest, BeamWithTheCacheMatchesRecomputingEveryPrefix) {
 }
 
 TEST_F(DecodingTest, RefusesBadOptions) {
-  cpu::Tensor src = sources(kSources);
-  cpu::BeamOptions o;
+  runtime::Tensor src = sources(kSources);
+  runtime::BeamOptions o;
   o.nbest = 5;
-  auto out = cpu::beamSearch(*model, src.ref(), o);
+  auto out = runtime::beamSearch(*model, src.ref(), o);
   ASSERT_FALSE(bool(out));
   EXPECT_NE(out.error().find("nbest"), std::string::npos);
 }

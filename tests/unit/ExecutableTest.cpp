@@ -24,12 +24,21 @@ void addBuffer(Executable &exe, const std::string &name, Buffer::Role role,
   buffer->set_name(name);
   buffer->set_role(role);
   buffer->set_dtype(dtype);
-  // Numbers are static dims, anything else a symbol.
+  // Numbers are static dims, anything else a named size: a one-term
+  // polynomial over Executable.symbols.
   for (const std::string &dim : shape) {
-    if (!dim.empty() && std::isdigit(static_cast<unsigned char>(dim[0])))
+    if (!dim.empty() && std::isdigit(static_cast<unsigned char>(dim[0]))) {
       buffer->add_shape()->set_size(std::stoll(dim));
-    else
-      buffer->add_shape()->set_symbol(dim);
+      continue;
+    }
+    int symbol = 0;
+    while (symbol < exe.symbols_size() && exe.symbols(symbol) != dim)
+      ++symbol;
+    if (symbol == exe.symbols_size())
+      exe.add_symbols(dim);
+    runtime::Monomial *term = buffer->add_shape()->mutable_poly()->add_terms();
+    term->set_coefficient(1);
+    term->add_symbols(symbol);
   }
 }
 
@@ -47,6 +56,14 @@ Executable makeExecutable() {
   exe.set_format_version(kFormatVersion);
   exe.set_target(Executable::CPU);
   exe.set_config_text("d_model: 8 heads: 2 d_ff: 16");
+  runtime::CpuTarget *target = exe.mutable_cpu_target();
+  target->set_triple("x86_64-unknown-linux-gnu");
+  target->set_cpu("x86-64-v2");
+  target->set_level("x86-64-v2");
+  for (const char *feature : {"popcnt", "sse4.2"})
+    target->add_features(feature);
+  target->set_vector_bits(128);
+  target->set_alignment(64);
 
   // Buffers #0 to #9, in the order the steps below refer to them.
   addBuffer(exe, "src_embed.weight", Buffer::PARAMETER, Buffer::F32,
@@ -63,7 +80,7 @@ Executable makeExecutable() {
   exe.mutable_buffers(5)->set_max_bytes(4096);
   addBuffer(exe, "scale", Buffer::CONSTANT, Buffer::F32, {"2"});
   exe.mutable_buffers(6)->set_data(std::string(8, '\1'));
-  addBuffer(exe, "kv_cache", Buffer::CACHE, Buffer::BF16, {"batch", "4", "8"});
+  addBuffer(exe, "kv_cache", Buffer::INPUT, Buffer::BF16, {"batch", "4", "8"});
   addBuffer(exe, "logits", Buffer::TEMPORARY, Buffer::F16, {"4", "16"});
   exe.mutable_buffers(8)->set_arena_offset(4096);
   exe.mutable_buffers(8)->set_max_bytes(128);
@@ -157,7 +174,10 @@ TEST_F(ExecutableFile, RoundTrips) {
   ASSERT_TRUE(loaded) << loaded.error();
   EXPECT_EQ(loaded->SerializeAsString(), exe.SerializeAsString());
   EXPECT_EQ(loaded->entry_points(1).name(), "encode");
-  EXPECT_EQ(loaded->buffers(3).shape(0).symbol(), "batch");
+  ASSERT_EQ(loaded->buffers(3).shape(0).poly().terms_size(), 1);
+  EXPECT_EQ(
+      loaded->symbols(loaded->buffers(3).shape(0).poly().terms(0).symbols(0)),
+      "batch");
   EXPECT_EQ(loaded->code(), exe.code());
 }
 
@@ -252,7 +272,8 @@ TEST_F(ExecutableFile, SurvivesAFlippedBitAnywhere) {
 TEST_F(ExecutableFile, RefusesAnotherFormatVersion) {
   Executable exe = makeExecutable();
   exe.set_format_version(7);
-  EXPECT_REFUSED(exe, "format version 7, this runtime reads 1");
+  EXPECT_REFUSED(exe, "format version 7, this runtime reads " +
+                          std::to_string(kFormatVersion));
 }
 
 TEST_F(ExecutableFile, RefusesASliceOutsideTheArena) {
@@ -272,7 +293,7 @@ TEST_F(ExecutableFile, RefusesASliceOutsideTheArena) {
 
   // An offset + size that overflows int64 must not wrap into the arena.
   exe = makeExecutable();
-  exe.mutable_buffers(5)->set_arena_offset(10);
+  exe.mutable_buffers(5)->set_arena_offset(64);
   exe.mutable_buffers(5)->set_max_bytes(INT64_MAX);
   EXPECT_REFUSED(exe, "outside the 8192-byte arena");
 }
@@ -320,7 +341,11 @@ TEST_F(ExecutableFile, RefusesMismatchedConstantData) {
   EXPECT_REFUSED(exe, "buffer 'scale' (#6) is a constant of 8 bytes but "
                       "carries 9 bytes of data");
   exe = makeExecutable();
-  exe.mutable_buffers(9)->mutable_shape(0)->set_symbol("batch");
+  exe.mutable_buffers(9)
+      ->mutable_shape(0)
+      ->mutable_poly()
+      ->add_terms()
+      ->add_symbols(0);
   EXPECT_REFUSED(exe, "buffer 'mask' (#9) is a constant with a dynamic");
   exe = makeExecutable();
   exe.mutable_buffers(0)->set_data("xx");
@@ -351,7 +376,7 @@ TEST_F(ExecutableFile, RefusesBadShapesAndEnums) {
   exe = makeExecutable();
   exe.mutable_buffers(3)->mutable_shape(0)->clear_value();
   EXPECT_REFUSED(exe, "buffer 'tokens' (#3): dim 0 has neither a size nor a "
-                      "symbol");
+                      "polynomial");
   exe = makeExecutable();
   exe.mutable_buffers(4)->set_role(static_cast<Buffer::Role>(42));
   EXPECT_REFUSED(exe, "buffer 'loss' (#4) has unknown role 42");
@@ -368,6 +393,41 @@ TEST_F(ExecutableFile, RefusesBadShapesAndEnums) {
   exe.mutable_entry_points(0)->set_arena_bytes(-1);
   EXPECT_REFUSED(exe, "entry point 'train_step' (#0) has negative "
                       "arena_bytes -1");
+}
+
+TEST_F(ExecutableFile, RefusesTheFieldsOfFormatVersion1) {
+  // Version 1 had a bare symbol name as a dim (field 2) and a CACHE role
+  // (8) that no runtime gave a meaning to; a file that still uses them is
+  // refused by name, not run with a dim of 0.
+  Executable exe = makeExecutable();
+  runtime::Dim *dim = exe.mutable_buffers(3)->mutable_shape(0);
+  dim->clear_value();
+  dim->GetReflection()->MutableUnknownFields(dim)->AddLengthDelimited(2,
+                                                                      "batch");
+  EXPECT_REFUSED(exe, "buffer 'tokens' (#3): dim 0 has neither a size nor a "
+                      "polynomial");
+  exe = makeExecutable();
+  exe.mutable_buffers(7)->set_role(static_cast<Buffer::Role>(8));
+  EXPECT_REFUSED(exe, "buffer 'kv_cache' (#7) has unknown role 8");
+  exe = makeExecutable();
+  exe.set_format_version(1);
+  EXPECT_REFUSED(exe, "format version 1, this runtime reads");
+}
+
+TEST_F(ExecutableFile, RefusesABadCpuTarget) {
+  Executable exe = makeExecutable();
+  exe.clear_cpu_target();
+  EXPECT_REFUSED(exe, "a CPU executable without a cpu_target");
+  exe = makeExecutable();
+  exe.mutable_cpu_target()->add_features("warp-drive");
+  EXPECT_REFUSED(exe, "cpu_target records CPU feature 'warp-drive'");
+  exe = makeExecutable();
+  exe.mutable_cpu_target()->set_alignment(48);
+  EXPECT_REFUSED(exe, "cpu_target alignment 48");
+  exe = makeExecutable();
+  exe.mutable_buffers(8)->set_arena_offset(4100);
+  exe.mutable_entry_points(0)->set_arena_bytes(8300);
+  EXPECT_REFUSED(exe, "not a multiple of the cpu_target alignment 64");
 }
 
 } // namespace

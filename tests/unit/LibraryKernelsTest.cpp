@@ -1,22 +1,33 @@
-//===- LibraryKernelsTest.cpp - CPU library kernels against the oracle ----===//
+//===- LibraryKernelsTest.cpp - Library kernels on every device -----------===//
 //
-// Each kernel test parses a function holding one op, runs it through the
-// reference interpreter, then encodes the op as codegen does
-// (encodeLibraryCall), looks the kernel up by name and runs it on float
-// buffers holding the same inputs, with pools of 1 and 3 threads. Result
-// buffers start as NaN bytes, so an element a kernel forgets to write shows.
-// The thread pool and the SGEMM wrapper are tested on their own.
+// A conformance suite of the library kernels (abi/LibraryCalls.h), run once
+// per device kind (DeviceKernels/<Suite>.<Test>/<kind>); a kind this build or
+// machine lacks is skipped. Each kernel test parses a function holding one
+// op, runs it through the reference interpreter, then encodes the op as
+// codegen does (encodeLibraryCall), copies the same inputs into the device's
+// memory and runs the kernel by name (Device::callLibrary); the CPU does so
+// with 1 and 3 threads. Result tensors start as copies of NaN bytes, so an
+// element a kernel forgets to write shows. Refusals (ids out of range,
+// mismatched shapes, damaged attributes) are checked on every device too.
+//
+// The CPU's own machinery is tested here as plain tests: its kernel
+// registry, the thread pool, the SGEMM wrapper, and that codegen has a
+// library call for every op a compiled model leaves outside loom.fusion.
 //
 //===----------------------------------------------------------------------===//
 
 #include "TestUtil.h"
 
+#include "abi/DType.h"
+#include "abi/LibraryCalls.h"
 #include "codegen/cpu/LibraryCalls.h"
 #include "frontend/Config.h"
 #include "frontend/Transformer.h"
 #include "ir/Interpreter.h"
 #include "ir/LoomDialect.h"
 #include "passes/Pipeline.h"
+#include "runtime/Device.h"
+#include "runtime/Tensor.h"
 #include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/ThreadPool.h"
@@ -28,8 +39,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <set>
@@ -38,9 +51,7 @@
 using namespace mlir;
 using namespace loom;
 using namespace loom::test;
-using loom::cpu::KernelCall;
 using loom::cpu::TensorRef;
-using DT = loom::runtime::Buffer;
 
 namespace {
 
@@ -56,12 +67,12 @@ HostTensor randomF32(std::vector<int64_t> shape, unsigned seed,
   std::vector<double> data(shapeNumel(shape));
   for (double &v : data)
     v = static_cast<float>(dist(rng) * scale);
-  return HostTensor(std::move(shape), ElementKind::F32, std::move(data));
+  return HostTensor(std::move(shape), DType::F32, std::move(data));
 }
 
 /// Ids uniform in [0, range).
 HostTensor randomIds(std::vector<int64_t> shape, unsigned seed, int64_t range,
-                     ElementKind kind = ElementKind::I32) {
+                     DType kind = DType::I32) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int64_t> dist(0, range - 1);
   std::vector<double> data(shapeNumel(shape));
@@ -71,42 +82,42 @@ HostTensor randomIds(std::vector<int64_t> shape, unsigned seed, int64_t range,
 }
 
 HostTensor ids(std::vector<int64_t> shape, std::vector<double> values,
-               ElementKind kind = ElementKind::I32) {
+               DType kind = DType::I32) {
   return HostTensor(std::move(shape), kind, std::move(values));
 }
 
-DT::DType dtypeOf(Type element) {
+DType dtypeOf(Type element) {
   if (element.isF32())
-    return DT::F32;
+    return DType::F32;
   if (element.isF64())
-    return DT::F64;
+    return DType::F64;
   if (element.isInteger(1))
-    return DT::I1;
+    return DType::I1;
   if (element.isInteger(32))
-    return DT::I32;
+    return DType::I32;
   if (element.isInteger(64))
-    return DT::I64;
+    return DType::I64;
   ADD_FAILURE() << "no buffer type for this element type";
-  return DT::F32;
+  return DType::F32;
 }
 
-void writeElements(const HostTensor &t, TensorRef &ref) {
+void writeElements(const HostTensor &t, const TensorRef &ref) {
   for (int64_t i = 0; i < t.numel(); ++i) {
     double v = t.data[i];
     switch (ref.dtype) {
-    case DT::F32:
+    case DType::F32:
       ref.f32()[i] = static_cast<float>(v);
       break;
-    case DT::F64:
+    case DType::F64:
       static_cast<double *>(ref.data)[i] = v;
       break;
-    case DT::I32:
+    case DType::I32:
       ref.i32()[i] = static_cast<int32_t>(v);
       break;
-    case DT::I64:
+    case DType::I64:
       ref.i64()[i] = static_cast<int64_t>(v);
       break;
-    case DT::I1:
+    case DType::I1:
       static_cast<uint8_t *>(ref.data)[i] = v != 0;
       break;
     default:
@@ -119,19 +130,19 @@ std::vector<double> readElements(const TensorRef &ref) {
   std::vector<double> out(ref.numel());
   for (int64_t i = 0; i < ref.numel(); ++i) {
     switch (ref.dtype) {
-    case DT::F32:
+    case DType::F32:
       out[i] = ref.f32()[i];
       break;
-    case DT::F64:
+    case DType::F64:
       out[i] = static_cast<const double *>(ref.data)[i];
       break;
-    case DT::I32:
+    case DType::I32:
       out[i] = ref.i32()[i];
       break;
-    case DT::I64:
+    case DType::I64:
       out[i] = static_cast<double>(ref.i64()[i]);
       break;
-    case DT::I1:
+    case DType::I1:
       out[i] = static_cast<const uint8_t *>(ref.data)[i];
       break;
     default:
@@ -183,11 +194,23 @@ struct Alias {
 };
 
 struct KernelRun {
-  std::string error;                        // the kernel's message
+  Status status;                            // what the kernel returned
   std::vector<std::vector<double>> results; // per op result
   std::vector<HostTensor> expected;         // the interpreter's
   LibraryCall call;
 };
+
+/// A host copy of `ref`, which lies in `device`'s memory without owning it
+/// (a result placed inside an operand).
+ErrorOr<runtime::Tensor> readBack(runtime::Device &device,
+                                  const TensorRef &ref) {
+  ErrorOr<runtime::Tensor> host = runtime::Tensor::host(ref.dtype, ref.shape);
+  if (!host || ref.bytes() == 0)
+    return host;
+  LOOM_RETURN_IF_ERROR(device.copy(host->data(), ref.data, ref.bytes(),
+                                   runtime::CopyDirection::DeviceToHost));
+  return host;
+}
 
 /// `func.func @main(params) -> (resultTypes) { body; return results }`.
 std::string function(const std::string &params, const std::string &op,
@@ -197,10 +220,13 @@ std::string function(const std::string &params, const std::string &op,
          "\n  return " + results + " : " + resultType + "\n}\n";
 }
 
-/// Runs the only op of @main in `text` both ways on `inputs`; the results
-/// of @main must be the op's results, in order.
-KernelRun runKernel(const std::string &text,
-                    const std::vector<HostTensor> &inputs, int threads,
+/// Runs the only op of @main in `text` through the interpreter and through
+/// its library kernel on `device`: the inputs are copied to device tensors,
+/// the results start as copies of NaN bytes (-1 for integers), so an element
+/// a kernel forgets to write shows, and come back to the host after the
+/// call. The results of @main must be the op's results, in order.
+KernelRun runKernel(runtime::Device &device, const std::string &text,
+                    const std::vector<HostTensor> &inputs,
                     const std::vector<Alias> &aliases = {},
                     bool expectInterpreterError = false) {
   KernelRun run;
@@ -227,62 +253,61 @@ KernelRun runKernel(const std::string &text,
     return run;
   }
   run.call = *call;
-  cpu::LibraryKernel kernel = cpu::findLibraryKernel(call->kernel);
-  if (!kernel) {
-    ADD_FAILURE() << "no kernel named " << call->kernel;
-    return run;
-  }
 
-  std::vector<std::vector<unsigned char>> storage(call->args.size());
-  KernelCall kc;
-  for (size_t i = 0; i < call->args.size(); ++i) {
+  size_t count = call->args.size();
+  std::vector<bool> aliased(count);
+  for (const Alias &a : aliases)
+    aliased[a.result] = true;
+  // Per tensor: its device memory, unless it lives in another tensor's.
+  std::vector<runtime::Tensor> owned(count);
+  runtime::LibraryCallArgs args;
+  args.attrs = call->attrs;
+  for (size_t i = 0; i < count; ++i) {
     Value v = call->args[i];
     auto type = cast<RankedTensorType>(v.getType());
     TensorRef ref;
     ref.dtype = dtypeOf(type.getElementType());
     ref.shape.assign(type.getShape().begin(), type.getShape().end());
-    // NaN bytes (-1 for integers): what a kernel does not write stays so.
-    storage[i].assign(std::max<int64_t>(ref.bytes(), 1), 0xff);
-    ref.data = storage[i].data();
-    if (auto arg = dyn_cast<BlockArgument>(v))
-      writeElements(inputs[arg.getArgNumber()], ref);
-    kc.args.push_back(ref);
+    if (!aliased[i]) {
+      ErrorOr<runtime::Tensor> host =
+          runtime::Tensor::host(ref.dtype, ref.shape);
+      if (!host) {
+        ADD_FAILURE() << "host tensor: " << host.error();
+        return run;
+      }
+      // NaN bytes (-1 for integers): what a kernel does not write stays so.
+      std::memset(host->data(), 0xff, host->bytes());
+      if (auto arg = dyn_cast<BlockArgument>(v))
+        writeElements(inputs[arg.getArgNumber()], host->ref());
+      ErrorOr<runtime::Tensor> placed = runtime::toDevice(device, host->ref());
+      if (!placed) {
+        ADD_FAILURE() << "copy to " << device.name() << ": " << placed.error();
+        return run;
+      }
+      owned[i] = std::move(*placed);
+      ref.data = owned[i].data();
+    }
+    args.tensors.push_back(ref);
   }
-  for (const Alias &a : aliases) {
-    kc.args[a.result].data =
-        static_cast<char *>(kc.args[a.operand].data) + a.byteOffset;
+  for (const Alias &a : aliases)
+    args.tensors[a.result].data =
+        static_cast<char *>(args.tensors[a.operand].data) + a.byteOffset;
+
+  run.status = device.callLibrary(call->kernel, args);
+  Status synced = device.synchronize();
+  EXPECT_TRUE(synced.ok()) << synced.message();
+  size_t firstResult = count - op->getNumResults();
+  for (size_t i = firstResult; i < count; ++i) {
+    ErrorOr<runtime::Tensor> back = owned[i].data()
+                                        ? runtime::toHost(owned[i])
+                                        : readBack(device, args.tensors[i]);
+    if (!back) {
+      ADD_FAILURE() << "copy from " << device.name() << ": " << back.error();
+      return run;
+    }
+    run.results.push_back(readElements(back->ref()));
   }
-  kc.ints = call->ints;
-  kc.floats = call->floats;
-  cpu::ThreadPool pool(threads);
-  kc.pool = &pool;
-  run.error = kernel(kc);
-  size_t firstResult = call->args.size() - op->getNumResults();
-  for (size_t i = firstResult; i < kc.args.size(); ++i)
-    run.results.push_back(readElements(kc.args[i]));
   return run;
-}
-
-/// Checks the kernel against the interpreter with 1 and 3 threads.
-void checkKernel(const std::string &text, const std::vector<HostTensor> &inputs,
-                 double rel, const std::vector<Alias> &aliases = {}) {
-  for (int threads : {1, 3}) {
-    SCOPED_TRACE("threads " + std::to_string(threads));
-    KernelRun run = runKernel(text, inputs, threads, aliases);
-    ASSERT_EQ(run.error, "");
-    ASSERT_EQ(run.results.size(), run.expected.size());
-    for (size_t i = 0; i < run.results.size(); ++i)
-      expectClose(run.results[i], run.expected[i], rel,
-                  run.call.kernel + " result " + std::to_string(i));
-  }
-}
-
-/// The kernel's error for `inputs` (the interpreter refuses them too).
-std::string kernelError(const std::string &text,
-                        const std::vector<HostTensor> &inputs) {
-  KernelRun run = runKernel(text, inputs, 2, {}, true);
-  EXPECT_NE(run.error, "") << "the kernel accepted bad inputs";
-  return run.error;
 }
 
 std::string tensor(const std::vector<int64_t> &shape,
@@ -298,18 +323,178 @@ std::vector<int64_t> withLast(std::vector<int64_t> shape, int64_t last) {
   return shape;
 }
 
-/// Runs `body` with the kernels' baseline vector code and, where this CPU
-/// has it, their AVX2 code.
-template <typename F> void onEveryVectorPath(F body) {
-  for (bool avx2 : {false, true}) {
-    cpu::setAvx2Enabled(avx2);
-    if (avx2 && !cpu::avx2Enabled())
-      break;
-    SCOPED_TRACE(avx2 ? "avx2" : "baseline");
-    body();
-  }
-  cpu::setAvx2Enabled(true);
+//===----------------------------------------------------------------------===//
+// The devices under test
+//===----------------------------------------------------------------------===//
+
+/// The device kinds this runtime was built with, and "cuda" in any case: a
+/// build or machine without it shows the CUDA cases as skipped rather than
+/// not at all.
+std::vector<std::string> deviceKindsUnderTest() {
+  std::vector<std::string> kinds = runtime::deviceKinds();
+  if (std::find(kinds.begin(), kinds.end(), "cuda") == kinds.end())
+    kinds.push_back("cuda");
+  return kinds;
 }
+
+std::string deviceKindName(const testing::TestParamInfo<std::string> &info) {
+  std::string name = info.param;
+  for (char &c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)))
+      c = '_';
+  return name;
+}
+
+/// A tensor of `dtype` and `shape` whose memory callZeroed provides.
+TensorRef shaped(DType dtype, std::vector<int64_t> shape) {
+  return {nullptr, dtype, std::move(shape)};
+}
+
+/// A conformance test of the library kernels, run once per device kind. The
+/// CPU is opened with 1 and 3 threads, so kernels that split their work are
+/// checked both inline and split; other devices once.
+class DeviceKernelTest : public testing::TestWithParam<std::string> {
+protected:
+  struct Variant {
+    std::string label; // for traces: "cpu, 3 threads"
+    std::shared_ptr<runtime::Device> device;
+  };
+
+  void SetUp() override {
+    const std::string &kind = GetParam();
+    std::vector<int> threadCounts = {0};
+    if (onCpu())
+      threadCounts = {1, 3};
+    for (int threads : threadCounts) {
+      ErrorOr<std::shared_ptr<runtime::Device>> device =
+          runtime::openDevice(kind, threads);
+      if (!device) {
+        if (device.code() == ErrorCode::Unsupported ||
+            device.code() == ErrorCode::NotFound)
+          GTEST_SKIP() << "no " << kind << " device here: " << device.error();
+        FAIL() << "opening a " << kind << " device: " << device.error();
+      }
+      std::string label = (*device)->name();
+      if (threads > 0)
+        label += ", " + std::to_string(threads) + " thread" +
+                 (threads == 1 ? "" : "s");
+      variants.push_back({label, std::move(*device)});
+    }
+  }
+
+  bool onCpu() const { return GetParam() == "cpu"; }
+  runtime::Device &device() { return *variants.front().device; }
+
+  /// Checks the kernel against the interpreter on every variant.
+  void checkKernel(const std::string &text,
+                   const std::vector<HostTensor> &inputs, double rel,
+                   const std::vector<Alias> &aliases = {}) {
+    for (const Variant &variant : variants) {
+      SCOPED_TRACE(variant.label);
+      KernelRun run = runKernel(*variant.device, text, inputs, aliases);
+      ASSERT_TRUE(run.status.ok()) << run.status.message();
+      ASSERT_EQ(run.results.size(), run.expected.size());
+      for (size_t i = 0; i < run.results.size(); ++i)
+        expectClose(run.results[i], run.expected[i], rel,
+                    run.call.kernel + " result " + std::to_string(i));
+    }
+  }
+
+  /// The kernel's error for `inputs` (the interpreter refuses them too),
+  /// the same on every variant.
+  std::string kernelError(const std::string &text,
+                          const std::vector<HostTensor> &inputs) {
+    std::string first;
+    for (const Variant &variant : variants) {
+      SCOPED_TRACE(variant.label);
+      KernelRun run = runKernel(*variant.device, text, inputs, {}, true);
+      EXPECT_FALSE(run.status.ok()) << "the kernel accepted bad inputs";
+      EXPECT_EQ(run.status.code(), ErrorCode::InvalidArgument)
+          << run.status.message();
+      if (&variant == &variants.front())
+        first = run.status.message();
+      else
+        EXPECT_EQ(run.status.message(), first);
+    }
+    return first;
+  }
+
+  /// Calls `kernel` on zeroed device tensors of the dtypes and shapes of
+  /// `call.tensors` (whose data is ignored) with `call.attrs`, on every
+  /// variant; returns the first variant's status and expects the others to
+  /// agree.
+  Status callZeroed(const std::string &kernel,
+                    const runtime::LibraryCallArgs &call) {
+    Status first;
+    for (const Variant &variant : variants) {
+      SCOPED_TRACE(variant.label);
+      std::vector<runtime::Tensor> owned;
+      runtime::LibraryCallArgs placed;
+      placed.attrs = call.attrs;
+      for (const TensorRef &t : call.tensors) {
+        ErrorOr<runtime::Tensor> onDevice =
+            runtime::Tensor::onDevice(*variant.device, t.dtype, t.shape);
+        if (!onDevice) {
+          ADD_FAILURE() << onDevice.error();
+          return onDevice.status();
+        }
+        placed.tensors.push_back(onDevice->ref());
+        owned.push_back(std::move(*onDevice));
+      }
+      Status status = variant.device->callLibrary(kernel, placed);
+      Status synced = variant.device->synchronize();
+      EXPECT_TRUE(synced.ok()) << synced.message();
+      if (&variant == &variants.front()) {
+        first = status;
+      } else {
+        EXPECT_EQ(status.code(), first.code());
+        EXPECT_EQ(status.message(), first.message());
+      }
+    }
+    return first;
+  }
+
+  /// Calls `kernel` as callZeroed does and expects it refused as damaged
+  /// attributes, with a message that starts with the kernel's name and
+  /// holds `part`.
+  void expectCorruptAttrs(const char *kernel,
+                          const runtime::LibraryCallArgs &call,
+                          const std::string &part) {
+    SCOPED_TRACE(kernel);
+    Status status = callZeroed(kernel, call);
+    EXPECT_EQ(status.code(), ErrorCode::Corrupt) << status.message();
+    EXPECT_EQ(status.message().rfind(kernel, 0), 0u) << status.message();
+    EXPECT_NE(status.message().find(part), std::string::npos)
+        << "\"" << status.message() << "\" lacks \"" << part << "\"";
+  }
+
+  /// Runs `body` with the CPU kernels' baseline vector code and, where this
+  /// CPU has it, their AVX2 code; other devices run it once.
+  template <typename F> void onEveryVectorPath(F body) {
+    if (!onCpu()) {
+      body();
+      return;
+    }
+    for (bool avx2 : {false, true}) {
+      cpu::setAvx2Enabled(avx2);
+      if (avx2 && !cpu::avx2Enabled())
+        break;
+      SCOPED_TRACE(avx2 ? "avx2" : "baseline");
+      body();
+    }
+    cpu::setAvx2Enabled(true);
+  }
+
+  std::vector<Variant> variants;
+};
+
+/// A suite of DeviceKernelTest cases, instantiated per device kind as
+/// DeviceKernels/<Suite>.<Test>/<kind>.
+#define DEVICE_KERNEL_SUITE(Suite)                                             \
+  class Suite : public DeviceKernelTest {};                                    \
+  INSTANTIATE_TEST_SUITE_P(DeviceKernels, Suite,                               \
+                           testing::ValuesIn(deviceKindsUnderTest()),          \
+                           deviceKindName)
 
 } // namespace
 
@@ -335,14 +520,20 @@ TEST(KernelRegistry, NamesAreSortedUniqueAndResolve) {
   EXPECT_EQ(cpu::findLibraryKernel("zzz"), nullptr);
 }
 
+TEST(KernelRegistry, HasExactlyTheKernelsOfTheCallingConvention) {
+  // Codegen emits calls of abi::libraryKernelNames(); a kernel added to the
+  // convention or to the registry alone fails here, not in a compiled model.
+  EXPECT_EQ(cpu::libraryKernelNames(), loom::abi::libraryKernelNames());
+}
+
 TEST(KernelRegistry, DTypeSizes) {
-  EXPECT_EQ(cpu::dtypeSize(DT::F32), 4);
-  EXPECT_EQ(cpu::dtypeSize(DT::F64), 8);
-  EXPECT_EQ(cpu::dtypeSize(DT::F16), 2);
-  EXPECT_EQ(cpu::dtypeSize(DT::BF16), 2);
-  EXPECT_EQ(cpu::dtypeSize(DT::I32), 4);
-  EXPECT_EQ(cpu::dtypeSize(DT::I64), 8);
-  EXPECT_EQ(cpu::dtypeSize(DT::I1), 1);
+  EXPECT_EQ(dtypeSize(DType::F32), 4);
+  EXPECT_EQ(dtypeSize(DType::F64), 8);
+  EXPECT_EQ(dtypeSize(DType::F16), 2);
+  EXPECT_EQ(dtypeSize(DType::BF16), 2);
+  EXPECT_EQ(dtypeSize(DType::I32), 4);
+  EXPECT_EQ(dtypeSize(DType::I64), 8);
+  EXPECT_EQ(dtypeSize(DType::I1), 1);
   TensorRef t;
   t.shape = {2, 3, 4};
   EXPECT_EQ(t.numel(), 24);
@@ -380,7 +571,14 @@ TEST(LibraryCalls, LinearSignalsItsOptionalOperands) {
   FailureOr<LibraryCall> call = encodeLibraryCall(op);
   ASSERT_TRUE(succeeded(call));
   EXPECT_EQ(call->kernel, "linear");
-  EXPECT_EQ(call->ints, (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(call->attrs.ints, (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_TRUE(call->attrs.floats.empty());
+  ErrorOr<loom::abi::LinearCall> linear =
+      loom::abi::LinearCall::decode(call->attrs);
+  ASSERT_TRUE(bool(linear)) << linear.error();
+  EXPECT_FALSE(linear->hasBias);
+  EXPECT_TRUE(linear->hasResidual);
+  EXPECT_EQ(linear->activation, loom::abi::Activation::Gelu);
   ASSERT_EQ(call->args.size(), 4u);
   EXPECT_EQ(call->args[2], fn.getArgument(2));
   EXPECT_EQ(call->args[3], op->getResult(0));
@@ -609,7 +807,9 @@ TEST(Sgemm, ThreadCountReachesEveryCallingThread) {
 // linear and matmul
 //===----------------------------------------------------------------------===//
 
-TEST(LinearKernel, MatchesTheInterpreterForEveryEpilogue) {
+DEVICE_KERNEL_SUITE(LinearKernel);
+
+TEST_P(LinearKernel, MatchesTheInterpreterForEveryEpilogue) {
   const std::vector<std::vector<int64_t>> inputShapes = {{6, 24}, {2, 5, 24}};
   int64_t n = 19;
   for (const auto &xShape : inputShapes)
@@ -643,7 +843,7 @@ TEST(LinearKernel, MatchesTheInterpreterForEveryEpilogue) {
         }
 }
 
-TEST(LinearKernel, GeluHoldsOverTheWholeRangeOfErf) {
+TEST_P(LinearKernel, GeluHoldsOverTheWholeRangeOfErf) {
   // Products up to about +-10 reach both flat ends of erf and its middle.
   std::string x = tensor({64, 8}), w = tensor({40, 8}), y = tensor({64, 40});
   onEveryVectorPath([&] {
@@ -655,7 +855,7 @@ TEST(LinearKernel, GeluHoldsOverTheWholeRangeOfErf) {
   });
 }
 
-TEST(LinearKernel, LargeEnoughToSplitTheEpilogue) {
+TEST_P(LinearKernel, LargeEnoughToSplitTheEpilogue) {
   std::string x = tensor({300, 64}), w = tensor({128, 64}), b = tensor({128}),
               y = tensor({300, 128});
   checkKernel(function("%x: " + x + ", %w: " + w + ", %b: " + b + ", %r: " + y,
@@ -668,19 +868,86 @@ TEST(LinearKernel, LargeEnoughToSplitTheEpilogue) {
               1e-5);
 }
 
-TEST(LinearKernel, RefusesMismatchedShapes) {
-  std::vector<float> x(12), w(15), y(15);
-  KernelCall call;
-  call.args = {{x.data(), DT::F32, {3, 4}},
-               {w.data(), DT::F32, {5, 3}},
-               {y.data(), DT::F32, {3, 5}}};
-  call.ints = {0, 0, 0};
-  std::string error = cpu::findLibraryKernel("linear")(call);
-  EXPECT_NE(error.find("weight [N, K]"), std::string::npos) << error;
-  call.ints = {1, 0, 0};
-  error = cpu::findLibraryKernel("linear")(call);
-  EXPECT_NE(error.find("expected 4 tensor arguments"), std::string::npos)
-      << error;
+TEST_P(LinearKernel, RefusesMismatchedShapes) {
+  runtime::LibraryCallArgs call;
+  call.tensors = {shaped(DType::F32, {3, 4}), shaped(DType::F32, {5, 3}),
+                  shaped(DType::F32, {3, 5})};
+  call.attrs.ints = {0, 0, 0};
+  Status status = callZeroed("linear", call);
+  EXPECT_EQ(status.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(status.message().find("weight [N, K]"), std::string::npos)
+      << status.message();
+  call.attrs.ints = {1, 0, 0};
+  status = callZeroed("linear", call);
+  EXPECT_EQ(status.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(status.message().find("expected 4 tensor arguments"),
+            std::string::npos)
+      << status.message();
+}
+
+DEVICE_KERNEL_SUITE(LibraryKernels);
+
+TEST_P(LibraryKernels, RefuseDamagedAttributes) {
+  // Tensors that would be fine: only the attributes are wrong.
+  runtime::LibraryCallArgs linear;
+  linear.tensors = {shaped(DType::F32, {3, 4}), shaped(DType::F32, {5, 4}),
+                    shaped(DType::F32, {3, 5})};
+  linear.attrs.ints = {0, 0};
+  expectCorruptAttrs("linear", linear, "expected 3 integer and 0 float");
+  linear.attrs.ints = {0, 0, 7};
+  expectCorruptAttrs("linear", linear, "unknown activation 7");
+  linear.attrs.ints = {2, 0, 0};
+  expectCorruptAttrs("linear", linear, "hasBias is 2");
+
+  runtime::LibraryCallArgs matmul;
+  matmul.tensors = {shaped(DType::F32, {3, 4}), shaped(DType::F32, {4, 5}),
+                    shaped(DType::F32, {3, 5})};
+  matmul.attrs.ints = {0, 0};
+  matmul.attrs.floats = {1.0};
+  expectCorruptAttrs("matmul", matmul, "expected 2 integer and 0 float");
+
+  runtime::LibraryCallArgs transpose;
+  transpose.tensors = {shaped(DType::F32, {3, 4}), shaped(DType::F32, {4, 3})};
+  transpose.attrs.ints = {0, 0};
+  expectCorruptAttrs("transpose", transpose, "not one of [0, 2)");
+  transpose.attrs.ints = {1, 0};
+  Status status = callZeroed("transpose", transpose);
+  EXPECT_TRUE(status.ok()) << status.message();
+  // A permutation, but of another rank: the tensor's fault, not the call's.
+  transpose.attrs.ints = {2, 0, 1};
+  status = callZeroed("transpose", transpose);
+  EXPECT_EQ(status.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(status.message().find("perm is not a permutation of the dims of "
+                                  "3x4"),
+            std::string::npos)
+      << status.message();
+
+  runtime::LibraryCallArgs slice;
+  slice.tensors = {shaped(DType::F32, {3, 4}), shaped(DType::F32, {3, 2})};
+  slice.attrs.ints = {1, 0};
+  expectCorruptAttrs("slice", slice, "[dim, start, end]");
+  slice.attrs.ints = {-1, 0, 2};
+  expectCorruptAttrs("slice", slice, "negative slice dim -1");
+
+  runtime::LibraryCallArgs copy;
+  copy.tensors = {shaped(DType::F32, {3, 4}), shaped(DType::F32, {12})};
+  copy.attrs.ints = {0};
+  expectCorruptAttrs("copy", copy, "copy takes no attributes");
+
+  runtime::LibraryCallArgs oneHot;
+  oneHot.tensors = {shaped(DType::I32, {3}), shaped(DType::F32, {3, 4})};
+  oneHot.attrs.ints = {0};
+  expectCorruptAttrs("one_hot", oneHot, "depth 0 is not positive");
+
+  runtime::LibraryCallArgs crossEntropy;
+  crossEntropy.tensors = {shaped(DType::F32, {3, 4}), shaped(DType::I32, {3}),
+                          shaped(DType::F32, {3})};
+  crossEntropy.attrs.ints = {0};
+  crossEntropy.attrs.floats = {1.0};
+  expectCorruptAttrs("cross_entropy", crossEntropy, "label smoothing");
+  crossEntropy.attrs.floats = {};
+  expectCorruptAttrs("cross_entropy", crossEntropy,
+                     "expected 1 integer and 1 float");
 }
 
 struct MatmulCase {
@@ -688,7 +955,9 @@ struct MatmulCase {
   bool ta, tb;
 };
 
-TEST(MatmulKernel, EveryTransposeAndBroadcast) {
+DEVICE_KERNEL_SUITE(MatmulKernel);
+
+TEST_P(MatmulKernel, EveryTransposeAndBroadcast) {
   const MatmulCase cases[] = {
       // Plain matrices, every transpose combination.
       {{7, 5}, {5, 6}, false, false},
@@ -727,14 +996,21 @@ TEST(MatmulKernel, EveryTransposeAndBroadcast) {
               (c.ta && c.tb ? ", " : "") + (c.tb ? "transpose_rhs" : "") + "}";
     std::string a = tensor(c.lhs), b = tensor(c.rhs), y = tensor(out);
     SCOPED_TRACE(a + " " + b + attrs);
+    std::string text = function("%a: " + a + ", %b: " + b,
+                                "%y = loom.matmul %a, %b" + attrs + " : (" + a +
+                                    ", " + b + ") -> " + y,
+                                y);
+    std::vector<HostTensor> inputs = {randomF32(c.lhs, 1), randomF32(c.rhs, 2)};
+    if (!onCpu()) {
+      checkKernel(text, inputs, 1e-5);
+      continue;
+    }
+    // The CPU's GEMM has two backends; each must pass.
     for (cpu::Blas backend : {cpu::Blas::OneDnn, cpu::Blas::OpenBlas}) {
+      SCOPED_TRACE(backend == cpu::Blas::OneDnn ? "onednn" : "openblas");
       cpu::Blas before = cpu::blasBackend();
       cpu::setBlasBackend(backend);
-      checkKernel(function("%a: " + a + ", %b: " + b,
-                           "%y = loom.matmul %a, %b" + attrs + " : (" + a +
-                               ", " + b + ") -> " + y,
-                           y),
-                  {randomF32(c.lhs, 1), randomF32(c.rhs, 2)}, 1e-5);
+      checkKernel(text, inputs, 1e-5);
       cpu::setBlasBackend(before);
     }
   }
@@ -744,7 +1020,9 @@ TEST(MatmulKernel, EveryTransposeAndBroadcast) {
 // Views, transposes, slices, concats, broadcasts, sums
 //===----------------------------------------------------------------------===//
 
-TEST(CopyKernel, ViewsCopyOrStayInPlace) {
+DEVICE_KERNEL_SUITE(CopyKernel);
+
+TEST_P(CopyKernel, ViewsCopyOrStayInPlace) {
   std::string x = tensor({2, 3, 4});
   struct ViewCase {
     std::string params, op, result;
@@ -775,7 +1053,7 @@ TEST(CopyKernel, ViewsCopyOrStayInPlace) {
   }
 }
 
-TEST(CopyKernel, LargeCopySplitsOverThePool) {
+TEST_P(CopyKernel, LargeCopySplitsOverThePool) {
   std::string x = tensor({300, 1000});
   checkKernel(function("%x: " + x,
                        "%y = loom.reshape %x [1000, 300] : (" + x +
@@ -784,7 +1062,9 @@ TEST(CopyKernel, LargeCopySplitsOverThePool) {
               {randomF32({300, 1000}, 1)}, 0);
 }
 
-TEST(TransposeKernel, Permutations) {
+DEVICE_KERNEL_SUITE(TransposeKernel);
+
+TEST_P(TransposeKernel, Permutations) {
   struct Case {
     std::vector<int64_t> shape, perm;
     std::string element;
@@ -809,11 +1089,11 @@ TEST(TransposeKernel, Permutations) {
     }
     std::string x = tensor(c.shape, c.element), y = tensor(out, c.element);
     SCOPED_TRACE(x + " [" + perm + "]");
-    HostTensor input = c.element == "f32"
-                           ? randomF32(c.shape, 1)
-                           : randomIds(c.shape, 1, 1000,
-                                       c.element == "i32" ? ElementKind::I32
-                                                          : ElementKind::I64);
+    HostTensor input =
+        c.element == "f32"
+            ? randomF32(c.shape, 1)
+            : randomIds(c.shape, 1, 1000,
+                        c.element == "i32" ? DType::I32 : DType::I64);
     checkKernel(
         function("%x: " + x,
                  "%y = loom.transpose %x [" + perm + "] : (" + x + ") -> " + y,
@@ -844,7 +1124,9 @@ std::string sliceAttrs(const SliceCase &c) {
          " : i64, end = " + std::to_string(c.end) + " : i64}";
 }
 
-TEST(SliceKernel, LeadingAndInnerDims) {
+DEVICE_KERNEL_SUITE(SliceKernel);
+
+TEST_P(SliceKernel, LeadingAndInnerDims) {
   const SliceCase cases[] = {
       {{12, 5}, 0, 4, 8},        // q/k/v rows of a packed weight
       {{12}, 0, 8, 12},          // its bias
@@ -867,7 +1149,7 @@ TEST(SliceKernel, LeadingAndInnerDims) {
   }
 }
 
-TEST(SliceKernel, AContiguousSliceOnItsOperandsBytesIsLeftAlone) {
+TEST_P(SliceKernel, AContiguousSliceOnItsOperandsBytesIsLeftAlone) {
   SliceCase c{{12, 5}, 0, 4, 8};
   std::string x = tensor(c.shape), y = tensor(sliced(c));
   checkKernel(
@@ -877,18 +1159,20 @@ TEST(SliceKernel, AContiguousSliceOnItsOperandsBytesIsLeftAlone) {
       {randomF32(c.shape, 1)}, 0, {{1, 0, 4 * 5 * 4}});
 }
 
-TEST(SliceKernel, RefusesARangeOutsideTheDim) {
-  std::vector<float> x(12), y(12);
-  KernelCall call;
-  call.args = {{x.data(), DT::F32, {3, 4}}, {y.data(), DT::F32, {3, 4}}};
-  call.ints = {1, 2, 9};
-  std::string error = cpu::findLibraryKernel("slice")(call);
-  EXPECT_NE(error.find("range [2, 9) is outside dim 1 of 3x4"),
+TEST_P(SliceKernel, RefusesARangeOutsideTheDim) {
+  runtime::LibraryCallArgs call;
+  call.tensors = {shaped(DType::F32, {3, 4}), shaped(DType::F32, {3, 4})};
+  call.attrs.ints = {1, 2, 9};
+  Status status = callZeroed("slice", call);
+  EXPECT_EQ(status.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(status.message().find("range [2, 9) is outside dim 1 of 3x4"),
             std::string::npos)
-      << error;
+      << status.message();
 }
 
-TEST(SliceGradKernel, PlacesTheSliceInZeros) {
+DEVICE_KERNEL_SUITE(SliceGradKernel);
+
+TEST_P(SliceGradKernel, PlacesTheSliceInZeros) {
   const SliceCase cases[] = {
       {{12, 5}, 0, 4, 8},   {{12}, 0, 8, 0},          {{2, 6, 4}, 1, 1, -2},
       {{2, 6, 4}, 2, 0, 1}, {{40, 30, 20}, 1, 3, 20},
@@ -904,7 +1188,9 @@ TEST(SliceGradKernel, PlacesTheSliceInZeros) {
   }
 }
 
-TEST(ConcatKernel, SeveralDims) {
+DEVICE_KERNEL_SUITE(ConcatKernel);
+
+TEST_P(ConcatKernel, SeveralDims) {
   struct Case {
     std::vector<std::vector<int64_t>> inputs;
     int64_t dim;
@@ -945,7 +1231,9 @@ TEST(ConcatKernel, SeveralDims) {
   }
 }
 
-TEST(BroadcastAsKernel, Shapes) {
+DEVICE_KERNEL_SUITE(BroadcastAsKernel);
+
+TEST_P(BroadcastAsKernel, Shapes) {
   const std::pair<std::vector<int64_t>, std::vector<int64_t>> cases[] = {
       {{3, 1}, {2, 3, 4}},
       {{4}, {2, 3, 4}},
@@ -962,7 +1250,9 @@ TEST(BroadcastAsKernel, Shapes) {
   }
 }
 
-TEST(SumToKernel, Shapes) {
+DEVICE_KERNEL_SUITE(SumToKernel);
+
+TEST_P(SumToKernel, Shapes) {
   const std::pair<std::vector<int64_t>, std::vector<int64_t>> cases[] = {
       {{2, 3, 16}, {16}},    // a bias gradient
       {{8, 64, 256}, {256}}, // large enough for the pool
@@ -983,9 +1273,11 @@ TEST(SumToKernel, Shapes) {
 // Gathers, scatters, masks, positions
 //===----------------------------------------------------------------------===//
 
-TEST(GatherKernel, EmbeddingRows) {
-  for (ElementKind kind : {ElementKind::I32, ElementKind::I64}) {
-    std::string idType = kind == ElementKind::I32 ? "i32" : "i64";
+DEVICE_KERNEL_SUITE(GatherKernel);
+
+TEST_P(GatherKernel, EmbeddingRows) {
+  for (DType kind : {DType::I32, DType::I64}) {
+    std::string idType = kind == DType::I32 ? "i32" : "i64";
     for (const std::vector<int64_t> &idShape :
          std::vector<std::vector<int64_t>>{{2, 3}, {7}, {40, 30}}) {
       std::string t = tensor({50, 16}), i = tensor(idShape, idType);
@@ -1002,7 +1294,7 @@ TEST(GatherKernel, EmbeddingRows) {
   }
 }
 
-TEST(GatherKernel, NamesAnIdOutsideTheTable) {
+TEST_P(GatherKernel, NamesAnIdOutsideTheTable) {
   std::string t = tensor({10, 4}), i = tensor({2, 3}, "i32"),
               y = tensor({2, 3, 4});
   std::string text =
@@ -1016,7 +1308,9 @@ TEST(GatherKernel, NamesAnIdOutsideTheTable) {
   EXPECT_NE(error.find("id -3 is outside [0, 10)"), std::string::npos) << error;
 }
 
-TEST(ScatterAddKernel, RepeatedIdsAccumulate) {
+DEVICE_KERNEL_SUITE(ScatterAddKernel);
+
+TEST_P(ScatterAddKernel, RepeatedIdsAccumulate) {
   const std::pair<std::vector<int64_t>, int64_t> cases[] = {
       {{2, 3}, 5},   // 6 ids over 5 rows: some repeat
       {{4, 16}, 60}, // 60 rows of 512: split over the pool by rows
@@ -1038,24 +1332,26 @@ TEST(ScatterAddKernel, RepeatedIdsAccumulate) {
   }
 }
 
-TEST(ScatterAddKernel, NamesAnIdOutsideTheTable) {
+TEST_P(ScatterAddKernel, NamesAnIdOutsideTheTable) {
   std::string u = tensor({3, 4}), i = tensor({3}, "i64"), l = tensor({5, 4});
   std::string error =
       kernelError(function("%u: " + u + ", %i: " + i + ", %l: " + l,
                            "%y = loom.scatter_add %u, %i, %l : (" + u + ", " +
                                i + ", " + l + ") -> " + l,
                            l),
-                  {randomF32({3, 4}, 1), ids({3}, {0, 5, 1}, ElementKind::I64),
+                  {randomF32({3, 4}, 1), ids({3}, {0, 5, 1}, DType::I64),
                    randomF32({5, 4}, 2)});
   EXPECT_NE(error.find("id 5 is outside [0, 5)"), std::string::npos) << error;
 }
 
-TEST(MaskKernels, PaddingMask) {
+DEVICE_KERNEL_SUITE(MaskKernels);
+
+TEST_P(MaskKernels, PaddingMask) {
   for (const char *idType : {"i32", "i64"}) {
     std::string i = tensor({3, 5}, idType), y = tensor({3, 1, 1, 5});
     HostTensor idValues =
         ids({3, 5}, {4, 5, 0, 0, 0, 1, 2, 3, 4, 5, 7, 0, 0, 0, 0},
-            std::string(idType) == "i32" ? ElementKind::I32 : ElementKind::I64);
+            std::string(idType) == "i32" ? DType::I32 : DType::I64);
     checkKernel(function("%i: " + i,
                          "%y = loom.padding_mask %i {pad = 0 : i64} : " + i +
                              " -> " + y,
@@ -1064,7 +1360,7 @@ TEST(MaskKernels, PaddingMask) {
   }
 }
 
-TEST(MaskKernels, CausalMask) {
+TEST_P(MaskKernels, CausalMask) {
   std::string x = tensor({2, 6}, "i32"), y = tensor({6, 6});
   checkKernel(
       function("%x: " + x,
@@ -1073,7 +1369,9 @@ TEST(MaskKernels, CausalMask) {
       {randomIds({2, 6}, 1, 9)}, 0);
 }
 
-TEST(IotaKernel, ElementTypes) {
+DEVICE_KERNEL_SUITE(IotaKernel);
+
+TEST_P(IotaKernel, ElementTypes) {
   for (const char *element : {"f32", "i32", "i64"}) {
     std::string x = tensor({2, 7}, "i32"), y = tensor({7}, element);
     SCOPED_TRACE(element);
@@ -1084,7 +1382,9 @@ TEST(IotaKernel, ElementTypes) {
   }
 }
 
-TEST(OneHotKernel, ElementTypes) {
+DEVICE_KERNEL_SUITE(OneHotKernel);
+
+TEST_P(OneHotKernel, ElementTypes) {
   for (const char *element : {"f32", "f64"}) {
     std::string i = tensor({2, 3}, "i32"), y = tensor({2, 3, 6}, element);
     SCOPED_TRACE(element);
@@ -1121,7 +1421,7 @@ std::string lossAttrs(const LossCase &c) {
 }
 
 /// Targets in [0, classes) with a few 0s (ignored).
-HostTensor lossTargets(const LossCase &c, ElementKind kind) {
+HostTensor lossTargets(const LossCase &c, DType kind) {
   HostTensor t = randomIds(c.targets, 9, c.classes, kind);
   t.data[0] = 0;
   if (t.numel() > 3)
@@ -1129,12 +1429,14 @@ HostTensor lossTargets(const LossCase &c, ElementKind kind) {
   return t;
 }
 
-TEST(CrossEntropyKernel, LabelSmoothingAndIgnoredTargets) {
+DEVICE_KERNEL_SUITE(CrossEntropyKernel);
+
+TEST_P(CrossEntropyKernel, LabelSmoothingAndIgnoredTargets) {
   for (const LossCase &c : kLossCases)
-    for (ElementKind kind : {ElementKind::I32, ElementKind::I64}) {
+    for (DType kind : {DType::I32, DType::I64}) {
       std::vector<int64_t> logits = c.targets;
       logits.push_back(c.classes);
-      std::string idType = kind == ElementKind::I32 ? "i32" : "i64";
+      std::string idType = kind == DType::I32 ? "i32" : "i64";
       std::string l = tensor(logits), t = tensor(c.targets, idType),
                   y = tensor(c.targets);
       SCOPED_TRACE(l + " " + lossAttrs(c));
@@ -1149,7 +1451,7 @@ TEST(CrossEntropyKernel, LabelSmoothingAndIgnoredTargets) {
     }
 }
 
-TEST(CrossEntropyKernel, NamesATargetOutsideTheClasses) {
+TEST_P(CrossEntropyKernel, NamesATargetOutsideTheClasses) {
   std::string l = tensor({3, 5}), t = tensor({3}, "i32"), y = tensor({3});
   std::string error = kernelError(
       function("%l: " + l + ", %t: " + t,
@@ -1162,7 +1464,9 @@ TEST(CrossEntropyKernel, NamesATargetOutsideTheClasses) {
       << error;
 }
 
-TEST(CrossEntropyGradKernel, OutOfPlaceAndInPlace) {
+DEVICE_KERNEL_SUITE(CrossEntropyGradKernel);
+
+TEST_P(CrossEntropyGradKernel, OutOfPlaceAndInPlace) {
   for (const LossCase &c : kLossCases)
     for (bool inPlace : {false, true}) {
       std::vector<int64_t> logits = c.targets;
@@ -1179,8 +1483,8 @@ TEST(CrossEntropyGradKernel, OutOfPlaceAndInPlace) {
                                  lossAttrs(c) + " : (" + l + ", " + t + ", " +
                                  g + ") -> " + l,
                              l),
-                    {randomF32(logits, 1, c.scale),
-                     lossTargets(c, ElementKind::I32), randomF32(c.targets, 2)},
+                    {randomF32(logits, 1, c.scale), lossTargets(c, DType::I32),
+                     randomF32(c.targets, 2)},
                     1e-5, aliases);
       });
     }

@@ -7,6 +7,10 @@
 #include "mlir/Parser/Parser.h"
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
 using namespace mlir;
 
 namespace loom::test {
@@ -31,12 +35,53 @@ OwningOpRef<ModuleOp> parse(MLIRContext &ctx, const std::string &text) {
 HostTensor randomIds(std::mt19937_64 &rng, int64_t vocab,
                      const std::vector<int64_t> &lengths, int64_t width,
                      bool withBos) {
-  HostTensor t({int64_t(lengths.size()), width}, ElementKind::I32);
+  HostTensor t({int64_t(lengths.size()), width}, DType::I32);
   std::uniform_int_distribution<int64_t> id(4, vocab - 1);
   for (size_t b = 0; b < lengths.size(); ++b)
     for (int64_t j = 0; j < lengths[b]; ++j)
       t.data[b * width + j] = (withBos && j == 0) ? 2 : double(id(rng));
   return t;
+}
+
+runtime::Tensor hostTensor(DType dtype, std::vector<int64_t> shape) {
+  ErrorOr<runtime::Tensor> t = runtime::Tensor::host(dtype, std::move(shape));
+  if (!t) {
+    std::fprintf(stderr, "test: %s\n", t.error().c_str());
+    std::abort();
+  }
+  return std::move(*t);
+}
+
+runtime::Tensor idsOf(const std::vector<std::vector<int32_t>> &rows) {
+  size_t width = 0;
+  for (const auto &r : rows)
+    width = std::max(width, r.size());
+  runtime::Tensor t =
+      hostTensor(DType::I32, {int64_t(rows.size()), int64_t(width)});
+  for (size_t i = 0; i < rows.size(); ++i)
+    std::copy(rows[i].begin(), rows[i].end(),
+              static_cast<int32_t *>(t.data()) + i * width);
+  return t;
+}
+
+std::unique_ptr<runtime::Session> cpuSession(runtime::Executable exe,
+                                             int threads) {
+  auto program = runtime::Program::create(std::move(exe));
+  if (!program) {
+    ADD_FAILURE() << program.error();
+    return nullptr;
+  }
+  auto device = runtime::openDevice("cpu", threads);
+  if (!device) {
+    ADD_FAILURE() << device.error();
+    return nullptr;
+  }
+  auto session = runtime::Session::create(*program, *device);
+  if (!session) {
+    ADD_FAILURE() << session.error();
+    return nullptr;
+  }
+  return std::move(*session);
 }
 
 } // namespace loom::test

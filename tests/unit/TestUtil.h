@@ -4,6 +4,7 @@
 #define LOOM_TESTS_UNIT_TESTUTIL_H
 
 #include "ir/Interpreter.h"
+#include "runtime/Session.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -29,6 +30,17 @@ mlir::OwningOpRef<mlir::ModuleOp> parse(mlir::MLIRContext &ctx,
 HostTensor randomIds(std::mt19937_64 &rng, int64_t vocab,
                      const std::vector<int64_t> &lengths, int64_t width,
                      bool withBos);
+
+/// A zeroed host tensor; an allocation failure ends the test program.
+runtime::Tensor hostTensor(DType dtype, std::vector<int64_t> shape);
+
+/// A [rows, longest] i32 host tensor of `rows`, padded with 0.
+runtime::Tensor idsOf(const std::vector<std::vector<int32_t>> &rows);
+
+/// A session of `exe` on a CPU device with `threads` threads; fails the
+/// current test (and returns null) when the runtime refuses it.
+std::unique_ptr<runtime::Session> cpuSession(runtime::Executable exe,
+                                             int threads);
 
 } // namespace loom::test
 

@@ -1,0 +1,135 @@
+//===- Device.h - What the runtime needs of a processor ---------*- C++ -*-===//
+//
+// A Device is the small interface every processor the runtime runs on
+// implements (CPU now, CUDA next), after IREE's HAL and CTranslate2's
+// primitives<Device>, cut down to what a compiled Loom model uses:
+//
+//   memory      allocate / deallocate / copy between host and device
+//   code        load an executable's code, launch one of its generated
+//               kernels, call a library kernel (abi/LibraryCalls.h)
+//   ordering    synchronize: work queued so far has finished
+//   primitives  what decoding needs between two steps without bringing the
+//               scores to the host: gather rows, per-row top-k and argmax
+//
+// Everything above it (Program, Session, decoding, the training step) is
+// written once against this interface. A device never interprets the
+// executable's entry points; the Session walks the steps and hands the
+// device one kernel at a time with the tensors already placed.
+//
+// A device must outlive the tensors it allocated and the code it loaded.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_DEVICE_H
+#define LOOM_RUNTIME_DEVICE_H
+
+#include "abi/LibraryCalls.h"
+#include "runtime/Tensor.h"
+#include "runtime/executable.pb.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace loom::runtime {
+
+/// An executable's code loaded on a device: its kernels by index into
+/// Executable.kernels, resolved once.
+class DeviceCode {
+public:
+  virtual ~DeviceCode() = default;
+};
+
+/// One library call with its tensors placed in the device's memory.
+struct LibraryCallArgs {
+  std::vector<TensorRef> tensors; // present operands, then results
+  abi::CallAttrs attrs;
+};
+
+enum class CopyDirection { HostToDevice, DeviceToHost, DeviceToDevice };
+
+class Device {
+public:
+  virtual ~Device() = default;
+
+  /// "cpu", "cuda:0".
+  virtual std::string name() const = 0;
+  /// The executables this device runs.
+  virtual Executable::Target target() const = 0;
+  /// One line for logs: the processor, its threads or memory.
+  virtual std::string description() const = 0;
+  /// Whether device memory is host memory (the CPU): host tensors may be
+  /// passed to kernels as they are and device tensors read in place.
+  virtual bool sharesHostMemory() const = 0;
+
+  //===--------------------------------------------------------------------===//
+  // Memory
+  //===--------------------------------------------------------------------===//
+
+  /// Zeroed device memory of `bytes` (at least one byte), 64-byte aligned.
+  virtual ErrorOr<void *> allocate(size_t bytes) = 0;
+  virtual void deallocate(void *memory, size_t bytes) = 0;
+  virtual Status copy(void *dst, const void *src, size_t bytes,
+                      CopyDirection direction) = 0;
+
+  //===--------------------------------------------------------------------===//
+  // Code
+  //===--------------------------------------------------------------------===//
+
+  /// Loads `exe`'s code and resolves every kernel it lists, or says why it
+  /// cannot run here (another target, a CPU feature this machine lacks, a
+  /// library kernel this runtime does not have).
+  virtual ErrorOr<std::unique_ptr<DeviceCode>>
+  loadCode(const Executable &exe) = 0;
+  /// Runs generated kernel `kernel` over its arguments (operands, then
+  /// results), splitting its rows where the kernel allows it.
+  virtual Status launch(DeviceCode &code, int kernel,
+                        const std::vector<TensorRef> &args) = 0;
+  /// Runs library kernel `kernel` of `code`.
+  virtual Status call(DeviceCode &code, int kernel,
+                      const LibraryCallArgs &args) = 0;
+  /// Runs the library kernel named `name` (abi::libraryKernelNames()) with
+  /// no executable: what the conformance suite checks each device with.
+  virtual Status callLibrary(const std::string &name,
+                             const LibraryCallArgs &args) = 0;
+  /// Returns once everything queued on the device has finished.
+  virtual Status synchronize() = 0;
+
+  //===--------------------------------------------------------------------===//
+  // Primitives for decoding
+  //===--------------------------------------------------------------------===//
+
+  /// dst[i] = src[rows[i]] along the first dim; dst has rows.size() rows of
+  /// src's row size. Rows must lie in range.
+  virtual Status gatherRows(const TensorRef &src,
+                            const std::vector<int64_t> &rows,
+                            const TensorRef &dst) = 0;
+  /// Per row of f32 `scores` [rows, n]: the index of the largest value (the
+  /// lowest index among equals), on the host.
+  virtual ErrorOr<std::vector<int32_t>> argmax(const TensorRef &scores) = 0;
+  /// Per row of f32 `scores` [rows, n]: the `k` largest values and their
+  /// indices, best first (lower index first among equals), on the host as
+  /// rows * k entries.
+  struct TopK {
+    std::vector<float> values;
+    std::vector<int32_t> indices;
+  };
+  virtual ErrorOr<TopK> topK(const TensorRef &scores, int64_t k) = 0;
+};
+
+/// The kinds of device this runtime was built with ("cpu", ...).
+std::vector<std::string> deviceKinds();
+/// A device of `kind` using `threads` host threads (<= 0: all). Fails with
+/// NotFound for a kind this runtime lacks and Unsupported when the machine
+/// has no such device, so a test can skip it.
+ErrorOr<std::shared_ptr<Device>> openDevice(const std::string &kind,
+                                            int threads = 0);
+
+/// Copies `tensor` (host or device) into a new host tensor.
+ErrorOr<Tensor> toHost(const Tensor &tensor);
+/// Copies host `tensor` into a new tensor on `device`.
+ErrorOr<Tensor> toDevice(Device &device, const TensorRef &tensor);
+
+} // namespace loom::runtime
+
+#endif // LOOM_RUNTIME_DEVICE_H

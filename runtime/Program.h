@@ -1,0 +1,98 @@
+//===- Program.h - A validated executable, ready to bind --------*- C++ -*-===//
+//
+// What the runtime knows of an executable before any device is involved:
+// the file validated, each entry point's typed signature (its inputs in call
+// order, its outputs and which of them are written over state), the state a
+// session must hold (parameters and optimizer moments, by name and shape),
+// and the shapes of every buffer as polynomials in the named sizes (`batch`,
+// `src_len`), which `bindSizes` derives from a call's inputs. A Program is
+// immutable and may be shared by sessions on several devices and threads.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_PROGRAM_H
+#define LOOM_RUNTIME_PROGRAM_H
+
+#include "runtime/Executable.h"
+#include "runtime/Tensor.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace loom::runtime {
+
+class Program {
+public:
+  /// An input or output of an entry point.
+  struct Value {
+    std::string name; // "src", "log_probs", "self_k.0"
+    int buffer = -1;  // index into Executable.buffers
+    DType dtype = DType::F32;
+    /// Outputs only: the index into state() this output is written over
+    /// (`param.w` over parameter `w`, `exp_avg.w` over itself), or -1.
+    int state = -1;
+  };
+  struct Entry {
+    std::string name;
+    const EntryPoint *proto = nullptr;
+    std::vector<Value> inputs;  // what a call passes, in order
+    std::vector<Value> outputs; // in the function's order
+    /// Every buffer a step, input or output uses, and the buffers they view.
+    std::vector<int> used;
+  };
+  /// A tensor a session keeps across calls.
+  struct StateTensor {
+    std::string name;
+    int buffer = -1;
+    bool isParameter = false; // else optimizer state
+    DType dtype = DType::F32;
+    std::vector<int64_t> shape;
+  };
+
+  /// Validates `exe` and works out the signatures.
+  static ErrorOr<std::shared_ptr<const Program>> create(Executable exe);
+  /// Reads, validates and prepares the executable at `path`.
+  static ErrorOr<std::shared_ptr<const Program>> load(const std::string &path);
+
+  const Executable &executable() const { return exe; }
+  const std::vector<Entry> &entries() const { return entryList; }
+  /// The entry called `name`, or a failure listing the ones there are.
+  ErrorOr<const Entry *> entry(const std::string &name) const;
+  bool hasEntry(const std::string &name) const;
+
+  /// Parameters and optimizer state, sorted by name.
+  const std::vector<StateTensor> &state() const { return stateList; }
+  /// The state tensor `name`, or nullptr.
+  const StateTensor *stateTensor(const std::string &name) const;
+  /// The parameters alone, sorted.
+  std::vector<std::string> parameterNames() const;
+  /// Elements over all parameters.
+  int64_t parameterCount() const;
+
+  /// The named sizes (one per Executable.symbols) a call of `entry` with
+  /// `inputs` binds, after checking each input's dtype and rank and that
+  /// inputs agree on every size they share. Sizes no input names are 0.
+  ErrorOr<std::vector<int64_t>>
+  bindSizes(const Entry &entry, const std::vector<TensorRef> &inputs) const;
+  /// The shape of `buffer` for the bound `sizes`.
+  std::vector<int64_t> shapeOf(int buffer,
+                               const std::vector<int64_t> &sizes) const;
+  /// "max-tokens 4096, max-len 256, max-batch 256": the bounds the arenas
+  /// were planned for, for messages.
+  std::string boundsString() const;
+
+private:
+  Program() = default;
+  Status prepare();
+
+  Executable exe;
+  std::vector<Entry> entryList;
+  std::vector<StateTensor> stateList;
+  std::map<std::string, int> stateIndex;
+};
+
+} // namespace loom::runtime
+
+#endif // LOOM_RUNTIME_PROGRAM_H

@@ -1,0 +1,247 @@
+//===- Session.cpp - A program running on a device ------------------------===//
+
+#include "runtime/Session.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace loom::runtime {
+
+ErrorOr<std::unique_ptr<Session>>
+Session::create(std::shared_ptr<const Program> program,
+                std::shared_ptr<Device> device) {
+  if (!program || !device)
+    return Status::failure("a session needs a program and a device",
+                           ErrorCode::Internal);
+  const Executable &exe = program->executable();
+  if (exe.target() != device->target())
+    return Status::failure(
+        "the executable targets " + Executable::Target_Name(exe.target()) +
+            ", but the device '" + device->name() + "' runs " +
+            Executable::Target_Name(device->target()),
+        ErrorCode::Unsupported);
+  std::unique_ptr<Session> session(new Session);
+  session->prog = std::move(program);
+  session->dev = std::move(device);
+  LOOM_RETURN_IF_ERROR(session->place());
+  return session;
+}
+
+Session::~Session() = default;
+
+Status Session::place() {
+  const Executable &exe = prog->executable();
+  ErrorOr<std::unique_ptr<DeviceCode>> loaded = dev->loadCode(exe);
+  if (!loaded)
+    return loaded.status();
+  code = std::move(*loaded);
+  for (const Kernel &kernel : exe.kernels())
+    kernelTimes.push_back({kernel.name(), 0, 0});
+
+  // State and constants live as long as the session.
+  buffers.resize(exe.buffers_size());
+  for (const Program::StateTensor &state : prog->state()) {
+    ErrorOr<Tensor> t = Tensor::onDevice(*dev, state.dtype, state.shape);
+    if (!t)
+      return t.status().withContext("state '" + state.name + "'");
+    buffers[state.buffer] = std::move(*t);
+  }
+  for (int b = 0; b < exe.buffers_size(); ++b) {
+    const Buffer &buffer = exe.buffers(b);
+    if (buffer.role() != Buffer::CONSTANT || buffer.has_view_of())
+      continue;
+    TensorRef host{const_cast<char *>(buffer.data().data()),
+                   *dtypeOfWire(buffer.dtype()), prog->shapeOf(b, {})};
+    ErrorOr<Tensor> t = toDevice(*dev, host);
+    if (!t)
+      return t.status().withContext("constant '" + buffer.name() + "'");
+    buffers[b] = std::move(*t);
+  }
+  return Status::success();
+}
+
+std::vector<std::string> Session::stateNames() const {
+  std::vector<std::string> names;
+  for (const Program::StateTensor &state : prog->state())
+    names.push_back(state.name);
+  return names;
+}
+
+Tensor *Session::state(const std::string &name) {
+  const Program::StateTensor *state = prog->stateTensor(name);
+  return state ? &buffers[state->buffer] : nullptr;
+}
+
+Status Session::setState(const std::string &name, const TensorRef &value) {
+  Tensor *target = state(name);
+  if (!target)
+    return Status::failure("the model has no state '" + name + "'",
+                           ErrorCode::NotFound);
+  if (value.dtype != target->dtype() || value.shape != target->shape())
+    return Status::failure("'" + name + "' is " + dtypeName(target->dtype()) +
+                           " " + shapeString(target->shape()) + ", got " +
+                           dtypeName(value.dtype) + " " +
+                           shapeString(value.shape));
+  return dev->copy(target->data(), value.data, target->bytes(),
+                   CopyDirection::HostToDevice);
+}
+
+ErrorOr<Tensor> Session::getState(const std::string &name) const {
+  const Program::StateTensor *state = prog->stateTensor(name);
+  if (!state)
+    return Status::failure("the model has no state '" + name + "'",
+                           ErrorCode::NotFound);
+  return toHost(buffers[state->buffer]);
+}
+
+std::vector<std::string> Session::inputNames(const std::string &name) const {
+  std::vector<std::string> names;
+  if (ErrorOr<const Program::Entry *> entry = prog->entry(name))
+    for (const Program::Value &input : (*entry)->inputs)
+      names.push_back(input.name);
+  return names;
+}
+
+std::vector<KernelProfile> Session::profile() const {
+  std::vector<KernelProfile> sorted;
+  for (const KernelProfile &p : kernelTimes)
+    if (p.calls)
+      sorted.push_back(p);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const KernelProfile &a, const KernelProfile &b) {
+              return a.seconds > b.seconds;
+            });
+  return sorted;
+}
+
+ErrorOr<char *> Session::arenaFor(int64_t bytes) {
+  if (bytes <= arena.bytes() && arena.data())
+    return static_cast<char *>(arena.data());
+  arena = Tensor(); // free the old one first: only one is ever needed
+  ErrorOr<Tensor> grown =
+      Tensor::onDevice(*dev, DType::I1, {std::max<int64_t>(bytes, 1)});
+  if (!grown)
+    return grown.status();
+  arena = std::move(*grown);
+  return static_cast<char *>(arena.data());
+}
+
+ErrorOr<std::vector<NamedTensor>>
+Session::run(const std::string &name, const std::vector<TensorRef> &inputs) {
+  const Executable &exe = prog->executable();
+  ErrorOr<const Program::Entry *> found = prog->entry(name);
+  if (!found)
+    return found.status();
+  const Program::Entry &entry = **found;
+  ErrorOr<std::vector<int64_t>> sizes = prog->bindSizes(entry, inputs);
+  if (!sizes)
+    return sizes.status();
+
+  // Every buffer's shape for this call, within its planned slice.
+  std::vector<TensorRef> refs(exe.buffers_size());
+  for (int b : entry.used) {
+    const Buffer &buffer = exe.buffers(b);
+    TensorRef &ref = refs[b];
+    ref.dtype = *dtypeOfWire(buffer.dtype());
+    ref.shape = prog->shapeOf(b, *sizes);
+    if (buffer.role() == Buffer::TEMPORARY && ref.bytes() > buffer.max_bytes())
+      return Status::failure(
+          "the inputs are larger than '" + name + "' was compiled for (" +
+          prog->boundsString() + "): " + buffer.name() + " " +
+          shapeString(ref.shape) + " needs " + std::to_string(ref.bytes()) +
+          " bytes, its arena slice holds " +
+          std::to_string(buffer.max_bytes()));
+  }
+
+  // Where each buffer lives.
+  ErrorOr<char *> base = arenaFor(entry.proto->arena_bytes());
+  if (!base)
+    return base.status().withContext("the arena of '" + name + "'");
+  std::vector<Tensor> outputs(entry.outputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    refs[entry.inputs[i].buffer].data = inputs[i].data;
+  for (size_t o = 0; o < entry.outputs.size(); ++o) {
+    const Program::Value &output = entry.outputs[o];
+    TensorRef &ref = refs[output.buffer];
+    if (output.state >= 0) {
+      ref.data = buffers[prog->state()[output.state].buffer].data();
+      continue;
+    }
+    ErrorOr<Tensor> t = Tensor::onDevice(*dev, ref.dtype, ref.shape);
+    if (!t)
+      return t.status().withContext("output '" + output.name + "'");
+    outputs[o] = std::move(*t);
+    ref.data = outputs[o].data();
+  }
+  for (int b : entry.used) {
+    const Buffer &buffer = exe.buffers(b);
+    if (buffer.role() == Buffer::TEMPORARY)
+      refs[b].data = *base + buffer.arena_offset();
+    else if (!buffer.has_view_of() && buffers[b].data())
+      refs[b].data = buffers[b].data();
+  }
+  for (int b : entry.used) {
+    const Buffer &buffer = exe.buffers(b);
+    if (!buffer.has_view_of())
+      continue;
+    const TensorRef &root = refs[buffer.view_of()];
+    if (buffer.view_offset() + refs[b].bytes() > root.bytes())
+      return Status::failure(buffer.name() + " " + shapeString(refs[b].shape) +
+                             " at byte " +
+                             std::to_string(buffer.view_offset()) +
+                             " does not fit in the buffer it views");
+    refs[b].data = static_cast<char *>(root.data) + buffer.view_offset();
+  }
+
+  std::vector<TensorRef> args;
+  for (int s = 0; s < entry.proto->steps_size(); ++s) {
+    const Step &step = entry.proto->steps(s);
+    const Kernel &kernel = exe.kernels(step.kernel());
+    auto start = std::chrono::steady_clock::now();
+    args.clear();
+    for (int b : step.args())
+      args.push_back(refs[b]);
+    Status status;
+    if (kernel.kind() == Kernel::GENERATED) {
+      status = dev->launch(*code, step.kernel(), args);
+    } else {
+      LibraryCallArgs call;
+      call.tensors = args;
+      call.attrs.ints.assign(step.int_attrs().begin(), step.int_attrs().end());
+      call.attrs.floats.assign(step.float_attrs().begin(),
+                               step.float_attrs().end());
+      status = dev->call(*code, step.kernel(), call);
+    }
+    if (!status.ok())
+      return status.withContext("'" + name + "' step " + std::to_string(s) +
+                                " (" + kernel.symbol() + ")");
+    if (profiling) {
+      LOOM_RETURN_IF_ERROR(dev->synchronize());
+      KernelProfile &p = kernelTimes[step.kernel()];
+      ++p.calls;
+      p.seconds += std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+    }
+  }
+  LOOM_RETURN_IF_ERROR(dev->synchronize());
+
+  std::vector<NamedTensor> results;
+  for (size_t o = 0; o < entry.outputs.size(); ++o)
+    if (entry.outputs[o].state < 0)
+      results.push_back({entry.outputs[o].name, std::move(outputs[o])});
+  return results;
+}
+
+ErrorOr<TensorRef> deviceInput(Device &device, const TensorRef &tensor,
+                               std::vector<Tensor> &staging) {
+  if (device.sharesHostMemory())
+    return tensor;
+  ErrorOr<Tensor> copy = toDevice(device, tensor);
+  if (!copy)
+    return copy.status();
+  staging.push_back(std::move(*copy));
+  return staging.back().ref();
+}
+
+} // namespace loom::runtime

@@ -1,0 +1,103 @@
+//===- Session.h - A program running on a device ----------------*- C++ -*-===//
+//
+// A session is a Program bound to a Device: the state (parameters and
+// optimizer moments) and the constants in the device's memory, the code
+// loaded, and one arena that every entry point's temporaries are carved
+// from (entry points never run at once, so they share it; it grows to the
+// largest that has run, and on the CPU its untouched pages cost nothing).
+//
+// run() derives the named sizes from the inputs, refuses inputs beyond the
+// bounds the arena was planned for, places every buffer, and hands the
+// device the steps one by one. Outputs that the plan writes over state
+// (`param.w`, `exp_avg.w`) update the state in place; the others come back
+// as tensors in the device's memory.
+//
+// A session is not thread-safe: one call at a time. Sessions on one Program
+// may run in parallel, each with its own state.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_SESSION_H
+#define LOOM_RUNTIME_SESSION_H
+
+#include "runtime/Device.h"
+#include "runtime/Program.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace loom::runtime {
+
+/// Seconds and calls per kernel, when profiling is on.
+struct KernelProfile {
+  std::string kernel;
+  int64_t calls = 0;
+  double seconds = 0;
+};
+
+class Session {
+public:
+  /// Places `program`'s state (zeroed) and constants on `device` and loads
+  /// its code there.
+  static ErrorOr<std::unique_ptr<Session>>
+  create(std::shared_ptr<const Program> program,
+         std::shared_ptr<Device> device);
+  ~Session();
+
+  const Program &program() const { return *prog; }
+  Device &device() const { return *dev; }
+
+  /// Parameters and optimizer state by name, sorted.
+  std::vector<std::string> stateNames() const;
+  /// The parameters alone, sorted.
+  std::vector<std::string> parameterNames() const {
+    return prog->parameterNames();
+  }
+  /// The state tensor `name` in the device's memory, or nullptr.
+  Tensor *state(const std::string &name);
+  /// Copies host `value` into state `name`; dtype and shape must match.
+  Status setState(const std::string &name, const TensorRef &value);
+  /// A host copy of state `name`.
+  ErrorOr<Tensor> getState(const std::string &name) const;
+
+  bool hasEntry(const std::string &entry) const {
+    return prog->hasEntry(entry);
+  }
+  /// The names of `entry`'s inputs, in the order run() takes them.
+  std::vector<std::string> inputNames(const std::string &entry) const;
+
+  /// Runs `entry` with one tensor per input, in inputNames() order, each in
+  /// the device's memory (host memory on a device that shares it). Returns
+  /// the outputs that are not written over state, in the function's order,
+  /// in the device's memory.
+  ErrorOr<std::vector<NamedTensor>> run(const std::string &entry,
+                                        const std::vector<TensorRef> &inputs);
+
+  /// Times every kernel from now on (synchronizing after each).
+  void setProfiling(bool on) { profiling = on; }
+  /// Kernels by decreasing time since profiling was turned on.
+  std::vector<KernelProfile> profile() const;
+
+private:
+  Session() = default;
+  Status place();
+  ErrorOr<char *> arenaFor(int64_t bytes);
+
+  std::shared_ptr<const Program> prog;
+  std::shared_ptr<Device> dev;
+  std::unique_ptr<DeviceCode> code;
+  std::vector<Tensor> buffers; // per buffer: state and constants
+  Tensor arena;
+  bool profiling = false;
+  std::vector<KernelProfile> kernelTimes; // per kernel
+};
+
+/// Uploads a host tensor for run(): `tensor` itself on a device that shares
+/// host memory, else a copy in `staging`.
+ErrorOr<TensorRef> deviceInput(Device &device, const TensorRef &tensor,
+                               std::vector<Tensor> &staging);
+
+} // namespace loom::runtime
+
+#endif // LOOM_RUNTIME_SESSION_H

@@ -1,0 +1,97 @@
+//===- Tensor.h - Tensors the runtime passes around -------------*- C++ -*-===//
+//
+// `TensorRef` is a dense row-major tensor somebody else owns: what kernels,
+// devices and entry points take. `Tensor` owns its memory, which lives on
+// the host or on a Device; on the CPU device the two are the same memory, so
+// a CPU session's tensors can be read in place. Memory is zeroed, 64-byte
+// aligned, and from 1 MiB on an anonymous mapping whose pages cost nothing
+// until written (optimizer state that a decoding run never touches stays
+// free). Allocation failures come back as an error, never as an exception.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_TENSOR_H
+#define LOOM_RUNTIME_TENSOR_H
+
+#include "abi/DType.h"
+#include "abi/Error.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace loom::runtime {
+
+class Device;
+
+/// The number of elements of `shape` (1 for a scalar).
+int64_t numelOf(const std::vector<int64_t> &shape);
+/// "[2, 3]".
+std::string shapeString(const std::vector<int64_t> &shape);
+
+/// A dense row-major tensor the holder does not own.
+struct TensorRef {
+  void *data = nullptr;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+
+  int64_t rank() const { return static_cast<int64_t>(shape.size()); }
+  int64_t numel() const { return numelOf(shape); }
+  int64_t bytes() const { return numel() * dtypeSize(dtype); }
+  float *f32() const { return static_cast<float *>(data); }
+  int32_t *i32() const { return static_cast<int32_t *>(data); }
+  int64_t *i64() const { return static_cast<int64_t *>(data); }
+};
+
+/// Zeroed, 64-byte aligned host memory of at least `bytes` (one byte when 0);
+/// freed by freeHostMemory with the same size.
+ErrorOr<void *> allocateHostMemory(size_t bytes);
+void freeHostMemory(void *memory, size_t bytes);
+
+class Tensor {
+public:
+  Tensor() = default;
+  /// A zeroed tensor in host memory.
+  static ErrorOr<Tensor> host(DType dtype, std::vector<int64_t> shape);
+  /// A zeroed tensor in `device`'s memory.
+  static ErrorOr<Tensor> onDevice(Device &device, DType dtype,
+                                  std::vector<int64_t> shape);
+
+  DType dtype() const { return type; }
+  const std::vector<int64_t> &shape() const { return dims; }
+  int64_t numel() const { return numelOf(dims); }
+  int64_t bytes() const { return numel() * dtypeSize(type); }
+  /// The device whose memory holds the data; nullptr for host memory.
+  Device *device() const { return owner; }
+  void *data() { return storage.get(); }
+  const void *data() const { return storage.get(); }
+  /// Typed views of host-accessible data.
+  float *f32() { return static_cast<float *>(data()); }
+  const float *f32() const { return static_cast<const float *>(data()); }
+  TensorRef ref() const;
+
+private:
+  struct Release {
+    // Spelled out: a nested class's member initializers would not make it
+    // default-constructible before Tensor is complete.
+    Release() : device(nullptr), bytes(0) {}
+    Release(Device *device, size_t bytes) : device(device), bytes(bytes) {}
+    void operator()(char *p) const;
+    Device *device;
+    size_t bytes;
+  };
+  DType type = DType::F32;
+  std::vector<int64_t> dims;
+  Device *owner = nullptr;
+  std::unique_ptr<char, Release> storage;
+};
+
+struct NamedTensor {
+  std::string name;
+  Tensor tensor;
+};
+
+} // namespace loom::runtime
+
+#endif // LOOM_RUNTIME_TENSOR_H

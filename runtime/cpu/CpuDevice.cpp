@@ -1,0 +1,282 @@
+//===- CpuDevice.cpp - The host CPU as a Device ---------------------------===//
+
+#include "runtime/cpu/CpuDevice.h"
+
+#include "runtime/cpu/CpuFeatures.h"
+#include "runtime/cpu/Gemm.h"
+#include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/VecMath.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace loom::cpu {
+
+using runtime::Executable;
+using runtime::Kernel;
+using runtime::TensorRef;
+
+namespace {
+
+/// The code of one executable: its shared object and every kernel resolved.
+struct CpuCode final : runtime::DeviceCode {
+  void *library = nullptr;
+  std::vector<void *> functions; // per kernel
+  std::vector<bool> parallel;    // per kernel: rows may be split
+  std::vector<std::string> names;
+  ~CpuCode() override {
+    if (library)
+      dlclose(library);
+  }
+};
+
+/// Opens `code` as a shared object without leaving a file behind.
+ErrorOr<void *> openSharedObject(const std::string &code) {
+  int fd = memfd_create("loom-kernels", MFD_CLOEXEC);
+  if (fd < 0)
+    return Status::failure(std::string("memfd_create failed: ") +
+                               std::strerror(errno),
+                           ErrorCode::Io);
+  size_t written = 0;
+  while (written < code.size()) {
+    ssize_t n = ::write(fd, code.data() + written, code.size() - written);
+    if (n <= 0) {
+      Status failed =
+          Status::failure(std::string("cannot write the kernels' code: ") +
+                              std::strerror(errno),
+                          ErrorCode::Io);
+      ::close(fd);
+      return failed;
+    }
+    written += static_cast<size_t>(n);
+  }
+  std::string path = "/proc/self/fd/" + std::to_string(fd);
+  void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ::close(fd);
+  if (!handle)
+    return Status::failure(std::string("cannot load the kernels' code: ") +
+                               dlerror(),
+                           ErrorCode::Corrupt);
+  return handle;
+}
+
+/// The broadcast domain of a generated kernel's arguments: rows (all dims
+/// but the last, flattened) and columns (the last dim).
+std::pair<int64_t, int64_t> kernelDomain(const std::vector<TensorRef> &args) {
+  size_t rank = 0;
+  for (const TensorRef &arg : args)
+    rank = std::max(rank, arg.shape.size());
+  if (rank == 0)
+    return {1, 1};
+  std::vector<int64_t> domain(rank, 1);
+  for (const TensorRef &arg : args)
+    for (size_t d = 0; d < arg.shape.size(); ++d) {
+      int64_t &size = domain[rank - arg.shape.size() + d];
+      size = std::max(size, arg.shape[d]);
+    }
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < rank; ++d)
+    rows *= domain[d];
+  return {rows, domain.back()};
+}
+
+/// Elements per task below which splitting costs more than it saves.
+constexpr int64_t kParallelElements = 16384;
+
+Status checkScores(const TensorRef &scores, const char *what) {
+  if (scores.dtype != DType::F32 || scores.rank() != 2 || scores.shape[1] < 1)
+    return Status::failure(
+        std::string(what) + " takes f32 scores [rows, n] with n >= 1, got " +
+        dtypeName(scores.dtype) + " " + runtime::shapeString(scores.shape));
+  return Status::success();
+}
+
+} // namespace
+
+CpuDevice::CpuDevice(int threads) : threadPool(threads) {
+  setBlasThreads(threadPool.size());
+}
+
+CpuDevice::~CpuDevice() = default;
+
+std::string CpuDevice::description() const {
+  return "CPU, " + std::to_string(threadPool.size()) + " thread" +
+         (threadPool.size() == 1 ? "" : "s") + ", BLAS " + blasName() +
+         (avx2Enabled() ? ", AVX2 kernels" : "");
+}
+
+ErrorOr<void *> CpuDevice::allocate(size_t bytes) {
+  return runtime::allocateHostMemory(bytes);
+}
+
+void CpuDevice::deallocate(void *memory, size_t bytes) {
+  runtime::freeHostMemory(memory, bytes);
+}
+
+Status CpuDevice::copy(void *dst, const void *src, size_t bytes,
+                       runtime::CopyDirection) {
+  if (bytes)
+    std::memmove(dst, src, bytes);
+  return Status::success();
+}
+
+ErrorOr<std::unique_ptr<runtime::DeviceCode>>
+CpuDevice::loadCode(const Executable &exe) {
+  if (exe.target() != Executable::CPU)
+    return Status::failure("the executable targets " +
+                               Executable::Target_Name(exe.target()) +
+                               ", not CPU",
+                           ErrorCode::Unsupported);
+  // Before the code is opened: code for a richer instruction set would die
+  // of SIGILL somewhere in the first step instead.
+  LOOM_RETURN_IF_ERROR(checkCpuTarget(exe.cpu_target()));
+  auto code = std::make_unique<CpuCode>();
+  bool generated = false;
+  for (const Kernel &kernel : exe.kernels())
+    generated |= kernel.kind() == Kernel::GENERATED;
+  if (generated) {
+    ErrorOr<void *> library = openSharedObject(exe.code());
+    if (!library)
+      return library.status();
+    code->library = *library;
+  }
+  for (const Kernel &kernel : exe.kernels()) {
+    void *fn = nullptr;
+    if (kernel.kind() == Kernel::GENERATED) {
+      fn = dlsym(code->library, kernel.symbol().c_str());
+      if (!fn)
+        return Status::failure("kernel '" + kernel.name() + "': symbol '" +
+                                   kernel.symbol() +
+                                   "' is not in the executable's code",
+                               ErrorCode::Corrupt);
+    } else {
+      fn = reinterpret_cast<void *>(findLibraryKernel(kernel.symbol()));
+      if (!fn)
+        return Status::failure("kernel '" + kernel.name() +
+                                   "': this runtime has no library kernel '" +
+                                   kernel.symbol() + "'",
+                               ErrorCode::Unsupported);
+    }
+    code->functions.push_back(fn);
+    code->parallel.push_back(kernel.parallel());
+    code->names.push_back(kernel.name());
+  }
+  return std::unique_ptr<runtime::DeviceCode>(std::move(code));
+}
+
+Status CpuDevice::launch(runtime::DeviceCode &deviceCode, int kernel,
+                         const std::vector<TensorRef> &args) {
+  auto &code = static_cast<CpuCode &>(deviceCode);
+  auto fn = reinterpret_cast<abi::GeneratedKernelFn>(code.functions[kernel]);
+  std::vector<void *> pointers;
+  std::vector<int64_t> dims;
+  for (const TensorRef &arg : args) {
+    pointers.push_back(arg.data);
+    dims.insert(dims.end(), arg.shape.begin(), arg.shape.end());
+  }
+  auto [rows, cols] = kernelDomain(args);
+  if (rows <= 0 || cols <= 0)
+    return Status::success();
+  if (code.parallel[kernel] && rows * cols >= 2 * kParallelElements) {
+    int64_t grain = std::max<int64_t>(1, kParallelElements / cols);
+    threadPool.parallelFor(rows, grain, [&](int64_t b, int64_t e) {
+      fn(pointers.data(), dims.data(), b, e);
+    });
+  } else {
+    fn(pointers.data(), dims.data(), 0, rows);
+  }
+  return Status::success();
+}
+
+Status CpuDevice::call(runtime::DeviceCode &deviceCode, int kernel,
+                       const runtime::LibraryCallArgs &args) {
+  auto &code = static_cast<CpuCode &>(deviceCode);
+  KernelCall call;
+  call.args = args.tensors;
+  call.attrs = args.attrs;
+  call.pool = &threadPool;
+  // The BLAS thread count is process-wide; each device sets its own before
+  // its kernels run, so two devices of different sizes do not share one.
+  setBlasThreads(threadPool.size());
+  return reinterpret_cast<LibraryKernel>(code.functions[kernel])(call);
+}
+
+Status CpuDevice::callLibrary(const std::string &name,
+                              const runtime::LibraryCallArgs &args) {
+  LibraryKernel kernel = findLibraryKernel(name);
+  if (!kernel)
+    return Status::failure("this runtime has no library kernel '" + name + "'",
+                           ErrorCode::NotFound);
+  KernelCall call;
+  call.args = args.tensors;
+  call.attrs = args.attrs;
+  call.pool = &threadPool;
+  setBlasThreads(threadPool.size());
+  return kernel(call);
+}
+
+Status CpuDevice::gatherRows(const TensorRef &src,
+                             const std::vector<int64_t> &rows,
+                             const TensorRef &dst) {
+  if (src.rank() < 1 || dst.rank() != src.rank() || dst.dtype != src.dtype ||
+      dst.shape[0] != static_cast<int64_t>(rows.size()) ||
+      !std::equal(src.shape.begin() + 1, src.shape.end(),
+                  dst.shape.begin() + 1))
+    return Status::failure("gatherRows: " + runtime::shapeString(dst.shape) +
+                           " cannot hold " + std::to_string(rows.size()) +
+                           " rows of " + runtime::shapeString(src.shape));
+  int64_t rowBytes = src.shape[0] ? src.bytes() / src.shape[0] : 0;
+  for (int64_t row : rows)
+    if (row < 0 || row >= src.shape[0])
+      return Status::failure("gatherRows: row " + std::to_string(row) + " of " +
+                             std::to_string(src.shape[0]));
+  for (size_t i = 0; i < rows.size(); ++i)
+    std::memcpy(static_cast<char *>(dst.data) + i * rowBytes,
+                static_cast<const char *>(src.data) + rows[i] * rowBytes,
+                rowBytes);
+  return Status::success();
+}
+
+ErrorOr<std::vector<int32_t>> CpuDevice::argmax(const TensorRef &scores) {
+  LOOM_RETURN_IF_ERROR(checkScores(scores, "argmax"));
+  int64_t rows = scores.shape[0], n = scores.shape[1];
+  std::vector<int32_t> out(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *row = scores.f32() + r * n;
+    out[r] = static_cast<int32_t>(std::max_element(row, row + n) - row);
+  }
+  return out;
+}
+
+ErrorOr<runtime::Device::TopK> CpuDevice::topK(const TensorRef &scores,
+                                               int64_t k) {
+  LOOM_RETURN_IF_ERROR(checkScores(scores, "topK"));
+  int64_t rows = scores.shape[0], n = scores.shape[1];
+  if (k < 1 || k > n)
+    return Status::failure("topK: k " + std::to_string(k) + " is outside [1, " +
+                           std::to_string(n) + "]");
+  TopK out;
+  out.values.resize(rows * k);
+  out.indices.resize(rows * k);
+  std::vector<int32_t> order(n);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *row = scores.f32() + r * n;
+    for (int64_t i = 0; i < n; ++i)
+      order[i] = static_cast<int32_t>(i);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                      [row](int32_t a, int32_t b) {
+                        return row[a] > row[b] || (row[a] == row[b] && a < b);
+                      });
+    for (int64_t j = 0; j < k; ++j) {
+      out.indices[r * k + j] = order[j];
+      out.values[r * k + j] = row[order[j]];
+    }
+  }
+  return out;
+}
+
+} // namespace loom::cpu
