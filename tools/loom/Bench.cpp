@@ -19,7 +19,7 @@
 #include "tools/loom/Common.h"
 #include "tools/loom/CpuBackend.h"
 
-#include "runtime/cpu/Decoding.h"
+#include "runtime/Decoding.h"
 #include "runtime/cpu/Gemm.h"
 
 #include "nlohmann/json.hpp"
@@ -73,11 +73,13 @@ double decodeFlops(const TransformerConfig &c, double b, double s, double t) {
   return flops;
 }
 
-cpu::Tensor randomIds(std::mt19937_64 &rng, int64_t rows, int64_t len,
-                      int64_t vocab) {
+llvm::Expected<runtime::Tensor> randomIds(std::mt19937_64 &rng, int64_t rows,
+                                          int64_t len, int64_t vocab) {
   std::uniform_int_distribution<int32_t> id(4, static_cast<int32_t>(vocab - 1));
-  cpu::Tensor ids(runtime::Buffer::I32, {rows, len});
-  auto *out = static_cast<int32_t *>(ids.data());
+  auto ids = toExpected(runtime::Tensor::host(DType::I32, {rows, len}));
+  if (!ids)
+    return ids.takeError();
+  auto *out = static_cast<int32_t *>(ids->data());
   for (int64_t i = 0; i < rows * len; ++i)
     out[i] = id(rng);
   return ids;
@@ -93,44 +95,40 @@ double percentile(std::vector<double> sorted, double p) {
 
 using StepFn = std::function<llvm::Error(int)>;
 
-llvm::Expected<StepFn> trainStep(cpu::CpuModel &model,
+llvm::Expected<StepFn> trainStep(runtime::Session &model,
                                  const TransformerConfig &config,
                                  const BenchOptions &o, std::mt19937_64 &rng) {
-  auto src = std::make_shared<cpu::Tensor>(
-      randomIds(rng, o.batch, o.srcLen, config.src_vocab()));
-  auto tgt = std::make_shared<cpu::Tensor>(
-      randomIds(rng, o.batch, o.tgtLen, config.tgt_vocab()));
+  auto srcIds = randomIds(rng, o.batch, o.srcLen, config.src_vocab());
+  if (!srcIds)
+    return srcIds.takeError();
+  auto tgtIds = randomIds(rng, o.batch, o.tgtLen, config.tgt_vocab());
+  if (!tgtIds)
+    return tgtIds.takeError();
+  auto src = std::make_shared<runtime::Tensor>(std::move(*srcIds));
+  auto tgt = std::make_shared<runtime::Tensor>(std::move(*tgtIds));
   return StepFn([&model, src, tgt](int step) -> llvm::Error {
-    cpu::Tensor seed = scalarTensor(runtime::Buffer::I64, step);
-    cpu::Tensor count = scalarTensor(runtime::Buffer::I64, step + 1);
-    std::map<std::string, cpu::TensorRef> named = {{"src", src->ref()},
-                                                   {"tgt", tgt->ref()},
-                                                   {"seed", seed.ref()},
-                                                   {"step", count.ref()}};
-    std::vector<cpu::TensorRef> inputs;
-    for (const std::string &name : model.inputNames("train_step"))
-      inputs.push_back(named.at(name));
-    auto out = model.run("train_step", inputs);
-    if (!out)
-      return error(out.error());
-    for (const cpu::NamedTensor &t : *out)
-      if (t.name == "loss" && !std::isfinite(t.tensor.f32()[0]))
-        return error("the loss is not finite at step " + llvm::Twine(step + 1));
+    auto loss = runTrainStep(model, *src, *tgt, step, step + 1);
+    if (!loss)
+      return loss.takeError();
+    if (!std::isfinite(*loss))
+      return error("the loss is not finite at step " + llvm::Twine(step + 1));
     return llvm::Error::success();
   });
 }
 
 /// Greedy decoding of the whole batch for exactly T tokens.
-llvm::Expected<StepFn> decodeStep(cpu::CpuModel &model,
+llvm::Expected<StepFn> decodeStep(runtime::Session &model,
                                   const TransformerConfig &config,
                                   const BenchOptions &o, std::mt19937_64 &rng) {
-  auto src = std::make_shared<cpu::Tensor>(
-      randomIds(rng, o.batch, o.srcLen, config.src_vocab()));
-  cpu::GreedyOptions greedy;
+  auto srcIds = randomIds(rng, o.batch, o.srcLen, config.src_vocab());
+  if (!srcIds)
+    return srcIds.takeError();
+  auto src = std::make_shared<runtime::Tensor>(std::move(*srcIds));
+  runtime::GreedyOptions greedy;
   greedy.maxLen = o.tgtLen;
   greedy.stopAtEos = false;
   return StepFn([&model, src, greedy](int) -> llvm::Error {
-    auto out = cpu::greedyDecode(model, src->ref(), greedy);
+    auto out = runtime::greedyDecode(model, src->ref(), greedy);
     if (!out)
       return error(out.error());
     return llvm::Error::success();
@@ -156,10 +154,11 @@ llvm::Error bench(const BenchOptions &o) {
   double compileSeconds = std::chrono::duration<double>(
                               std::chrono::steady_clock::now() - compileStart)
                               .count();
-  auto model = loadCpuModel(std::move(*exe), o.threads);
+  auto model = loadCpuSession(std::move(*exe), o.threads);
   if (!model)
     return model.takeError();
-  initParameters(**model, /*seed=*/1);
+  if (llvm::Error err = initParameters(**model, /*seed=*/1))
+    return err;
 
   std::mt19937_64 rng(7);
   auto step = o.mode == "train" ? trainStep(**model, *config, o, rng)
@@ -194,7 +193,7 @@ llvm::Error bench(const BenchOptions &o) {
   line["batch"] = o.batch;
   line["src_len"] = o.srcLen;
   line["tgt_len"] = o.tgtLen;
-  line["threads"] = (*model)->pool().size();
+  line["threads"] = cpuThreads(**model);
   line["blas"] = cpu::blasName();
   line["steps"] = o.steps;
   line["tokens_per_step"] = tokens;
@@ -211,11 +210,11 @@ llvm::Error bench(const BenchOptions &o) {
   std::printf("%s\n", line.dump().c_str());
   if (o.profile) {
     double total = 0;
-    for (const cpu::KernelProfile &p : (*model)->profile())
+    for (const runtime::KernelProfile &p : (*model)->profile())
       total += p.seconds;
     std::fprintf(stderr, "%-28s %8s %10s %6s\n", "kernel", "calls", "ms/step",
                  "share");
-    for (const cpu::KernelProfile &p : (*model)->profile())
+    for (const runtime::KernelProfile &p : (*model)->profile())
       std::fprintf(stderr, "%-28s %8lld %10.2f %5.1f%%\n", p.kernel.c_str(),
                    static_cast<long long>(p.calls / o.steps),
                    p.seconds * 1000 / o.steps, 100 * p.seconds / total);

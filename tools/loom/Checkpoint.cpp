@@ -1,6 +1,7 @@
 //===- Checkpoint.cpp - Training checkpoints on disk ----------------------===//
 
 #include "tools/loom/Checkpoint.h"
+#include "tools/loom/Common.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -16,21 +17,6 @@ namespace {
 
 llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
-
-/// The safetensors dtype of a state tensor; the state is f32 today, and a
-/// checkpoint of any other dtype would be refused on load.
-const char *safetensorsDtype(runtime::Buffer::DType dtype) {
-  switch (dtype) {
-  case runtime::Buffer::F32:
-    return "F32";
-  case runtime::Buffer::I32:
-    return "I32";
-  case runtime::Buffer::I64:
-    return "I64";
-  default:
-    return "";
-  }
 }
 
 } // namespace
@@ -67,17 +53,17 @@ listCheckpoints(const std::string &dir) {
   return found;
 }
 
-llvm::Error saveState(cpu::CpuModel &model, const std::string &path,
+llvm::Error saveState(runtime::Session &session, const std::string &path,
                       const Metadata &metadata, bool parametersOnly) {
   SafeTensorFile file;
   file.metadata = metadata;
   for (const std::string &name :
-       parametersOnly ? model.parameterNames() : model.stateNames()) {
-    const cpu::Tensor *state = model.state(name);
+       parametersOnly ? session.parameterNames() : session.stateNames()) {
+    auto state = toExpected(session.getState(name));
+    if (!state)
+      return state.takeError();
     SafeTensor &t = file.tensors[name];
-    t.dtype = safetensorsDtype(state->dtype());
-    if (t.dtype.empty())
-      return error("state tensor '" + name + "' has no safetensors dtype");
+    t.dtype = dtypeInfo(state->dtype()).safetensorsName;
     t.shape = state->shape();
     const auto *bytes = static_cast<const uint8_t *>(state->data());
     t.bytes.assign(bytes, bytes + state->bytes());
@@ -87,22 +73,28 @@ llvm::Error saveState(cpu::CpuModel &model, const std::string &path,
   return llvm::Error::success();
 }
 
-llvm::Error loadState(cpu::CpuModel &model, const SafeTensorFile &file,
+llvm::Error loadState(runtime::Session &session, const SafeTensorFile &file,
                       const std::string &path) {
-  for (const std::string &name : model.stateNames()) {
-    cpu::Tensor *state = model.state(name);
+  for (const std::string &name : session.stateNames()) {
+    const runtime::Program::StateTensor &state =
+        *session.program().stateTensor(name);
     auto it = file.tensors.find(name);
     if (it == file.tensors.end())
       return error("checkpoint '" + path + "' has no tensor '" + name +
                    "'; it was not written for this model");
     const SafeTensor &t = it->second;
-    if (t.dtype != safetensorsDtype(state->dtype()) ||
-        t.shape != state->shape() || int64_t(t.bytes.size()) != state->bytes())
+    if (t.dtype != dtypeInfo(state.dtype).safetensorsName ||
+        t.shape != state.shape ||
+        int64_t(t.bytes.size()) !=
+            runtime::numelOf(state.shape) * dtypeSize(state.dtype))
       return error("checkpoint '" + path + "': tensor '" + name +
                    "' has another dtype or shape than the model's");
-    std::memcpy(state->data(), t.bytes.data(), t.bytes.size());
+    runtime::TensorRef value{const_cast<uint8_t *>(t.bytes.data()), state.dtype,
+                             state.shape};
+    if (llvm::Error err = toError(session.setState(name, value)))
+      return err;
   }
-  if (file.tensors.size() != model.stateNames().size())
+  if (file.tensors.size() != session.stateNames().size())
     return error("checkpoint '" + path +
                  "' holds tensors this model does not have");
   return llvm::Error::success();

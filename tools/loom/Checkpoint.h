@@ -1,7 +1,7 @@
 //===- Checkpoint.h - Training checkpoints on disk --------------*- C++ -*-===//
 //
 // A checkpoint is DIR/checkpoints/step-<step>.safetensors: every parameter
-// and every Adam moment of a CpuModel, by name, plus string metadata saying
+// and every Adam moment of a session, by name, plus string metadata saying
 // where training stood (step, epoch, batch, seed, ...). It is written
 // atomically (temporary file, fsync, rename), so a crash while saving leaves
 // the previous checkpoints whole.
@@ -12,7 +12,7 @@
 #define LOOM_TOOLS_LOOM_CHECKPOINT_H
 
 #include "runtime/Safetensors.h"
-#include "runtime/cpu/CpuModel.h"
+#include "runtime/Session.h"
 
 #include "llvm/Support/Error.h"
 
@@ -39,13 +39,13 @@ listCheckpoints(const std::string &dir);
 
 /// Writes the model's whole state (parameters and optimizer moments), or
 /// only its parameters, with `metadata`, atomically.
-llvm::Error saveState(cpu::CpuModel &model, const std::string &path,
+llvm::Error saveState(runtime::Session &session, const std::string &path,
                       const Metadata &metadata, bool parametersOnly = false);
 
 /// Copies a checkpoint that saveState wrote, read from `path`, into the
 /// model's state: every tensor of the state must be there with its shape and
 /// dtype.
-llvm::Error loadState(cpu::CpuModel &model, const SafeTensorFile &file,
+llvm::Error loadState(runtime::Session &session, const SafeTensorFile &file,
                       const std::string &path);
 
 /// Deletes step checkpoints older than the `keep` latest, except `protect`

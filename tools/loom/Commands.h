@@ -24,9 +24,13 @@ void addBenchCommand(CLI::App &app, int &exitCode);
 /// `loom score`: corpus BLEU against a reference, as sacreBLEU computes it.
 void addScoreCommand(CLI::App &app, int &exitCode);
 void addTranslateCommand(CLI::App &app, int &exitCode);
+/// `loom export`: a translator folder that runs without the compiler.
+void addExportCommand(CLI::App &app, int &exitCode);
 void addAverageCommand(CLI::App &app, int &exitCode);
 /// `loom train`: a translator from a parallel corpus.
 void addTrainCommand(CLI::App &app, int &exitCode);
+/// `loom inspect`: a compiled executable as protobuf text.
+void addInspectCommand(CLI::App &app, int &exitCode);
 
 } // namespace loom::cli
 

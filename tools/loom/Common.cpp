@@ -17,6 +17,13 @@ static llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
+llvm::Error toError(const Status &status) {
+  if (status.ok())
+    return llvm::Error::success();
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 status.message());
+}
+
 int fail(llvm::StringRef command, llvm::Error err) {
   llvm::errs() << "loom " << command
                << ": error: " << llvm::toString(std::move(err)) << "\n";
@@ -124,8 +131,8 @@ loadWeights(const std::string &path,
       return error(
           formatv("tensor '{0}' in '{1}': {2}", name, path, values.error()));
     for (double &v : *values)
-      v = roundToKind(v, ElementKind::F32);
-    params[name] = HostTensor(shape, ElementKind::F32, std::move(*values));
+      v = roundToKind(v, DType::F32);
+    params[name] = HostTensor(shape, DType::F32, std::move(*values));
   }
   return params;
 }

@@ -13,6 +13,8 @@
 #include "frontend/Config.h"
 #include "frontend/InterpretedModel.h"
 
+#include "abi/Error.h"
+
 #include "CLI/CLI.hpp"
 #include "llvm/Support/Error.h"
 
@@ -21,6 +23,14 @@
 #include <vector>
 
 namespace loom::cli {
+
+/// The runtime's failure as an llvm::Error (success for an ok status).
+llvm::Error toError(const Status &status);
+template <typename T> llvm::Expected<T> toExpected(ErrorOr<T> value) {
+  if (!value)
+    return toError(value.status());
+  return std::move(*value);
+}
 
 /// Prints "loom <command>: error: <message>" and returns exit code 1.
 int fail(llvm::StringRef command, llvm::Error err);

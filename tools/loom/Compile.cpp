@@ -7,7 +7,8 @@
 // the module after every stage and `--report` writes the figures of each
 // entry point as JSON. `--target cpu -o M.loomx` writes an executable
 // instead: generated kernels for every loom.fusion and library calls for the
-// rest (codegen/cpu/ExecutableWriter.h).
+// rest (codegen/cpu/ExecutableWriter.h), compiled for the CPU `--cpu` names:
+// this machine (native) or a portable x86-64 level.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +17,7 @@
 #include "tools/loom/CpuBackend.h"
 #include "tools/loom/Report.h"
 
+#include "abi/CpuFeatures.h"
 #include "codegen/cpu/ExecutableWriter.h"
 #include "runtime/Executable.h"
 
@@ -41,6 +43,7 @@ struct CompileOptions {
   ModelOptions model;
   std::string emit = "ir";
   std::string target = "ir";
+  std::string cpu = "native";
   std::string output = "-";
   int64_t warmup = 4000;
   std::string dumpDir;
@@ -72,6 +75,13 @@ llvm::Error compile(const CompileOptions &options) {
   if (options.target == "cpu" && options.output == "-")
     return error("--target cpu writes a binary executable: give it a file "
                  "with -o");
+  // Checked before the pipeline runs, which takes a while.
+  if (!abi::isCpuLevel(options.cpu))
+    return error("unknown --cpu '" + options.cpu + "'; the choices are " +
+                 abi::cpuLevelList());
+  if (options.cpu != abi::kNativeCpuLevel && options.target != "cpu")
+    return error("--cpu applies to --target cpu only; the IR of --target ir "
+                 "is the same for every CPU");
   if (options.emit != "ir")
     return error("cannot emit '" + options.emit +
                  "' yet; the only output so far is --emit ir");
@@ -137,6 +147,7 @@ llvm::Error compile(const CompileOptions &options) {
   if (options.target == "cpu") {
     CpuExecutableOptions cpuOptions;
     cpuOptions.bounds = {options.maxTokens, options.maxLen, options.maxBatch};
+    cpuOptions.cpu = options.cpu;
     google::protobuf::TextFormat::PrintToString(*config,
                                                 &cpuOptions.configText);
     mlir::FailureOr<runtime::Executable> exe =
@@ -167,7 +178,13 @@ void addCompileCommand(CLI::App &app, int &exitCode) {
       ->capture_default_str();
   cmd->add_option("--target", options->target,
                   "ir: the compiled module as MLIR text; cpu: an executable "
-                  "for this machine's CPU")
+                  "for the CPU --cpu names")
+      ->capture_default_str();
+  cmd->add_option("--cpu", options->cpu,
+                  "With --target cpu: the CPU to generate code for. native: "
+                  "this machine (its code may not run on older CPUs); "
+                  "x86-64-v2, x86-64-v3 (AVX2), x86-64-v4 (AVX-512): every "
+                  "CPU of that level")
       ->capture_default_str();
   cmd->add_option("-o,--output", options->output, "Output file ('-': stdout)")
       ->capture_default_str();

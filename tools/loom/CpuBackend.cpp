@@ -5,6 +5,8 @@
 
 #include "codegen/cpu/ExecutableWriter.h"
 #include "frontend/Transformer.h"
+#include "runtime/Weights.h"
+#include "runtime/cpu/CpuDevice.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
@@ -64,7 +66,7 @@ CompilePipelineOptions pipelineFor(const TransformerConfig &config,
 llvm::Expected<runtime::Executable>
 compileCpuExecutable(const TransformerConfig &config,
                      const CompilePipelineOptions &pipeline,
-                     llvm::StringRef dumpDir) {
+                     llvm::StringRef dumpDir, llvm::StringRef cpu) {
   mlir::MLIRContext ctx;
   auto printer = printDiagnostics(ctx);
   auto module = buildModelModule(ctx, config);
@@ -76,6 +78,7 @@ compileCpuExecutable(const TransformerConfig &config,
     return error("the compiled module does not verify");
   CpuExecutableOptions options;
   options.bounds = {pipeline.maxTokens, pipeline.maxLen, pipeline.maxBatch};
+  options.cpu = cpu.str();
   google::protobuf::TextFormat::PrintToString(config, &options.configText);
   mlir::FailureOr<runtime::Executable> exe =
       writeCpuExecutable(*module, options);
@@ -84,110 +87,79 @@ compileCpuExecutable(const TransformerConfig &config,
   return std::move(*exe);
 }
 
-llvm::Expected<std::unique_ptr<cpu::CpuModel>>
-loadCpuModel(runtime::Executable exe, int threads) {
-  auto model = cpu::CpuModel::create(std::move(exe), threads);
-  if (!model)
-    return error(model.error());
-  return std::move(*model);
+llvm::Expected<std::unique_ptr<runtime::Session>>
+loadCpuSession(runtime::Executable exe, int threads) {
+  auto program = runtime::Program::create(std::move(exe));
+  if (!program)
+    return toError(program.status());
+  auto device = std::make_shared<cpu::CpuDevice>(threads);
+  return toExpected(runtime::Session::create(*program, device));
 }
 
-llvm::Error bindParameters(cpu::CpuModel &model, const NamedTensors &weights) {
+int cpuThreads(runtime::Session &session) {
+  return static_cast<cpu::CpuDevice &>(session.device()).threads();
+}
+
+llvm::Error bindParameters(runtime::Session &session,
+                           const NamedTensors &weights) {
   // Optimizer state starts at zero; every parameter must be given.
-  for (const std::string &name : model.parameterNames()) {
-    cpu::Tensor *state = model.state(name);
-    if (state->dtype() != runtime::Buffer::F32)
+  for (const std::string &name : session.parameterNames()) {
+    const runtime::Program::StateTensor *state =
+        session.program().stateTensor(name);
+    if (state->dtype != DType::F32)
       return error("parameter '" + name + "' is not f32");
     auto it = weights.find(name);
     if (it == weights.end())
       return error("no weights for parameter '" + name + "'");
-    if (it->second.shape != state->shape())
+    if (it->second.shape != state->shape)
       return error("weights for '" + name + "' have the wrong shape");
-    float *out = state->f32();
-    for (int64_t i = 0; i < state->numel(); ++i)
+    auto host = toExpected(runtime::Tensor::host(DType::F32, state->shape));
+    if (!host)
+      return host.takeError();
+    float *out = host->f32();
+    for (int64_t i = 0; i < host->numel(); ++i)
       out[i] = static_cast<float>(it->second.data[i]);
+    if (llvm::Error err = toError(session.setState(name, host->ref())))
+      return err;
   }
   return llvm::Error::success();
 }
 
-void initParameters(cpu::CpuModel &model, uint64_t seed) {
+llvm::Error initParameters(runtime::Session &session, uint64_t seed) {
   std::mt19937_64 rng(seed);
   // parameterNames() is sorted, as initialParameters' map is.
-  for (const std::string &name : model.parameterNames()) {
-    cpu::Tensor *state = model.state(name);
-    drawInitialParameter(name, state->shape(), rng, state->f32());
+  for (const std::string &name : session.parameterNames()) {
+    const runtime::Program::StateTensor *state =
+        session.program().stateTensor(name);
+    auto host = toExpected(runtime::Tensor::host(DType::F32, state->shape));
+    if (!host)
+      return host.takeError();
+    drawInitialParameter(name, state->shape, rng, host->f32());
+    if (llvm::Error err = toError(session.setState(name, host->ref())))
+      return err;
   }
+  return llvm::Error::success();
 }
 
-llvm::Error loadParameters(cpu::CpuModel &model, const std::string &path) {
-  std::map<std::string, std::vector<int64_t>> shapes;
-  for (const std::string &name : model.parameterNames())
-    shapes[name] = model.state(name)->shape();
-  auto weights = loadWeights(path, shapes);
-  if (!weights)
-    return weights.takeError();
-  return bindParameters(model, *weights);
+llvm::Error loadParameters(runtime::Session &session, const std::string &path) {
+  return toError(runtime::loadParametersFile(session, path));
 }
 
-llvm::Expected<double> runTrainStep(cpu::CpuModel &model,
-                                    const cpu::Tensor &src,
-                                    const cpu::Tensor &tgt, int64_t seed,
+llvm::Expected<double> runTrainStep(runtime::Session &session,
+                                    const runtime::Tensor &src,
+                                    const runtime::Tensor &tgt, int64_t seed,
                                     int64_t step) {
-  cpu::Tensor seedT(runtime::Buffer::I64, {}), stepT(runtime::Buffer::I64, {});
-  *static_cast<int64_t *>(seedT.data()) = seed;
-  *static_cast<int64_t *>(stepT.data()) = step;
-  std::vector<cpu::TensorRef> inputs;
-  for (const std::string &name : model.inputNames("train_step")) {
-    if (name == "src")
-      inputs.push_back(src.ref());
-    else if (name == "tgt")
-      inputs.push_back(tgt.ref());
-    else if (name == "seed")
-      inputs.push_back(seedT.ref());
-    else if (name == "step")
-      inputs.push_back(stepT.ref());
-    else
-      return error("@train_step takes an unknown input '" + name + "'");
-  }
-  auto out = model.run("train_step", inputs);
-  if (!out)
-    return error(out.error());
-  for (const cpu::NamedTensor &t : *out)
-    if (t.name == "loss")
-      return double(t.tensor.f32()[0]);
-  return error("@train_step returns no loss");
+  return toExpected(
+      runtime::runTrainStep(session, src.ref(), tgt.ref(), seed, step));
 }
 
-cpu::Tensor idsTensor(const std::vector<std::vector<int64_t>> &rows) {
-  size_t width = 0;
-  for (const auto &row : rows)
-    width = std::max(width, row.size());
-  cpu::Tensor ids(runtime::Buffer::I32, {static_cast<int64_t>(rows.size()),
-                                         static_cast<int64_t>(width)});
-  auto *out = static_cast<int32_t *>(ids.data());
-  for (size_t r = 0; r < rows.size(); ++r)
-    for (size_t t = 0; t < rows[r].size(); ++t)
-      out[r * width + t] = static_cast<int32_t>(rows[r][t]);
-  return ids;
+llvm::Expected<runtime::Tensor>
+idsTensor(const std::vector<std::vector<int64_t>> &rows) {
+  return toExpected(runtime::idsTensor(rows));
 }
 
-cpu::Tensor scalarTensor(cpu::DType dtype, double value) {
-  cpu::Tensor t(dtype, {});
-  switch (dtype) {
-  case runtime::Buffer::F32:
-    *t.f32() = static_cast<float>(value);
-    break;
-  case runtime::Buffer::F64:
-    *static_cast<double *>(t.data()) = value;
-    break;
-  case runtime::Buffer::I32:
-    *static_cast<int32_t *>(t.data()) = static_cast<int32_t>(value);
-    break;
-  default:
-    *static_cast<int64_t *>(t.data()) = static_cast<int64_t>(value);
-    break;
-  }
-  return t;
+llvm::Expected<runtime::Tensor> scalarTensor(DType dtype, double value) {
+  return toExpected(runtime::scalarTensor(dtype, value));
 }
 
 } // namespace loom::cli

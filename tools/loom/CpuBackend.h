@@ -2,8 +2,9 @@
 //
 // What every command that runs a model on the CPU backend shares: build the
 // model from its config, run the compile pipeline for the bounds of the
-// batches it will see, write the executable, load it into a CpuModel and
-// bind named parameters.
+// batches it will see, write the executable, open a session on the CPU
+// device and bind named parameters. The runtime reports failures as
+// loom::Status; `toError` turns one into the llvm::Error the commands use.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,7 +14,8 @@
 #include "frontend/Config.h"
 #include "frontend/InterpretedModel.h"
 #include "passes/Pipeline.h"
-#include "runtime/cpu/CpuModel.h"
+#include "runtime/Session.h"
+#include "runtime/TrainStep.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/Error.h"
@@ -32,41 +34,45 @@ CompilePipelineOptions pipelineFor(const TransformerConfig &config,
                                    int64_t maxTokens, int64_t maxLen,
                                    int64_t maxBatch);
 
-/// Builds `config`'s model, compiles it and writes the CPU executable.
-llvm::Expected<runtime::Executable>
-compileCpuExecutable(const TransformerConfig &config,
-                     const CompilePipelineOptions &pipeline,
-                     llvm::StringRef dumpDir = "");
+/// Builds `config`'s model, compiles it and writes the CPU executable, with
+/// code for `cpu` ("native" or a portable level, as `loom compile --cpu`).
+llvm::Expected<runtime::Executable> compileCpuExecutable(
+    const TransformerConfig &config, const CompilePipelineOptions &pipeline,
+    llvm::StringRef dumpDir = "", llvm::StringRef cpu = "native");
 
-/// Loads `exe` with `threads` threads.
-llvm::Expected<std::unique_ptr<cpu::CpuModel>>
-loadCpuModel(runtime::Executable exe, int threads);
+/// Opens a session of `exe` on a CPU device with `threads` threads (<= 0:
+/// one per hardware thread).
+llvm::Expected<std::unique_ptr<runtime::Session>>
+loadCpuSession(runtime::Executable exe, int threads);
 
-/// Copies `weights` into the model's parameters; every parameter must be
+/// The threads of the CPU device `session` runs on.
+int cpuThreads(runtime::Session &session);
+
+/// Copies `weights` into the session's parameters; every parameter must be
 /// given with its shape.
-llvm::Error bindParameters(cpu::CpuModel &model, const NamedTensors &weights);
+llvm::Error bindParameters(runtime::Session &session,
+                           const NamedTensors &weights);
 
-/// Reads the model's parameters from the safetensors file at `path`: every
-/// parameter, by name, with its shape.
-llvm::Error loadParameters(cpu::CpuModel &model, const std::string &path);
+/// Reads the session's parameters from the safetensors file at `path`:
+/// every parameter, by name, with its shape.
+llvm::Error loadParameters(runtime::Session &session, const std::string &path);
 
 /// Draws every parameter as initialParameters(seed) would, straight into
-/// the model's f32 state.
-void initParameters(cpu::CpuModel &model, uint64_t seed);
+/// the session's f32 state.
+llvm::Error initParameters(runtime::Session &session, uint64_t seed);
 
-/// Runs one @train_step on a batch: dropout drawn from `seed`, the schedule
-/// and Adam's bias correction at `step` (from 1). The model's parameters and
-/// moments are updated in place; returns the batch's loss as computed.
-llvm::Expected<double> runTrainStep(cpu::CpuModel &model,
-                                    const cpu::Tensor &src,
-                                    const cpu::Tensor &tgt, int64_t seed,
+/// Runs one @train_step (runtime::runTrainStep).
+llvm::Expected<double> runTrainStep(runtime::Session &session,
+                                    const runtime::Tensor &src,
+                                    const runtime::Tensor &tgt, int64_t seed,
                                     int64_t step);
 
-/// A [rows, longest] i32 tensor of `rows`, padded with 0.
-cpu::Tensor idsTensor(const std::vector<std::vector<int64_t>> &rows);
+/// A [rows, longest] i32 host tensor of `rows`, padded with 0.
+llvm::Expected<runtime::Tensor>
+idsTensor(const std::vector<std::vector<int64_t>> &rows);
 
-/// A rank-0 tensor.
-cpu::Tensor scalarTensor(cpu::DType dtype, double value);
+/// A rank-0 host tensor.
+llvm::Expected<runtime::Tensor> scalarTensor(DType dtype, double value);
 
 } // namespace loom::cli
 

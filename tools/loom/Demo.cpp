@@ -16,7 +16,7 @@
 
 #include "frontend/Config.h"
 #include "frontend/SyntheticTask.h"
-#include "runtime/cpu/Decoding.h"
+#include "runtime/Decoding.h"
 #include "text/Bleu.h"
 
 #include "llvm/Support/Format.h"
@@ -60,8 +60,9 @@ int fail(llvm::Error err) {
 
 /// One @train_step; returns the batch's loss, or an error when it is not
 /// finite (the parameters are then already updated, and the demo stops).
-llvm::Expected<double> trainStep(cpu::CpuModel &model, const cpu::Tensor &src,
-                                 const cpu::Tensor &tgt, int64_t step) {
+llvm::Expected<double> trainStep(runtime::Session &model,
+                                 const runtime::Tensor &src,
+                                 const runtime::Tensor &tgt, int64_t step) {
   auto loss = cli::runTrainStep(model, src, tgt, /*seed=*/step, step);
   if (loss && !std::isfinite(*loss))
     return llvm::createStringError(
@@ -100,13 +101,12 @@ int loom::runDemo(const DemoOptions &options) {
   auto exe = cli::compileCpuExecutable(*config, pipeline);
   if (!exe)
     return fail(exe.takeError());
-  auto model = cli::loadCpuModel(std::move(*exe), options.threads);
+  auto model = cli::loadCpuSession(std::move(*exe), options.threads);
   if (!model)
     return fail(model.takeError());
-  cli::initParameters(**model, options.seed);
-  int64_t numParams = 0;
-  for (const std::string &name : (*model)->parameterNames())
-    numParams += (*model)->state(name)->numel();
+  if (llvm::Error err = cli::initParameters(**model, options.seed))
+    return fail(std::move(err));
+  int64_t numParams = (*model)->program().parameterCount();
 
   llvm::outs() << "Loom demo: learning to " << options.task << " strings of "
                << task.minLength << "-" << task.maxLength << " symbols\n"
@@ -118,7 +118,7 @@ int loom::runDemo(const DemoOptions &options) {
                << llvm::format("%.1f", secondsSince(compileStart))
                << "s (fused attention, linear, elementwise regions, memory "
                   "plan, native kernels) on "
-               << (*model)->pool().size() << " threads\n";
+               << cli::cpuThreads(**model) << " threads\n";
 
   auto start = Clock::now();
   int64_t tokens = 0;
@@ -127,11 +127,13 @@ int loom::runDemo(const DemoOptions &options) {
   for (int64_t step = 1; step <= options.steps; ++step) {
     auto batch =
         makeSyntheticPairs(task, options.batch, options.seed * 1000003 + step);
-    cpu::Tensor src = cli::idsTensor(sourcesOf(batch));
-    cpu::Tensor tgt = cli::idsTensor(targetsOf(batch));
+    auto src = cli::idsTensor(sourcesOf(batch));
+    auto tgt = cli::idsTensor(targetsOf(batch));
+    if (!src || !tgt)
+      return fail(!src ? src.takeError() : tgt.takeError());
     for (const SentencePair &p : batch)
       tokens += int64_t(p.tgt.size()) - 1;
-    auto loss = trainStep(**model, src, tgt, step);
+    auto loss = trainStep(**model, *src, *tgt, step);
     if (!loss)
       return fail(loss.takeError());
     recent += *loss;
@@ -159,13 +161,15 @@ int loom::runDemo(const DemoOptions &options) {
     std::vector<SentencePair> part(
         heldOut.begin() + i,
         heldOut.begin() + std::min(heldOut.size(), i + kDecodeChunk));
-    cpu::Tensor src = cli::idsTensor(sourcesOf(part));
-    cpu::BeamOptions beam;
+    auto src = cli::idsTensor(sourcesOf(part));
+    if (!src)
+      return fail(src.takeError());
+    runtime::BeamOptions beam;
     beam.beam = kBeam;
     beam.maxLen = task.maxLength + 2;
     beam.bos = kBosId;
     beam.eos = kEosId;
-    auto found = cpu::beamSearch(**model, src.ref(), beam);
+    auto found = runtime::beamSearch(**model, src->ref(), beam);
     if (!found)
       return fail(llvm::createStringError(found.error()));
     for (size_t j = 0; j < part.size(); ++j) {

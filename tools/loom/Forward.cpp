@@ -112,14 +112,14 @@ withModel(const RunOptions &options, const Batch &batch, bool withGrad,
   return run(model);
 }
 
-using CpuOutputs = std::map<std::string, cpu::Tensor>;
+using CpuTensors = std::map<std::string, runtime::Tensor>;
 
 /// Compiles the model for the CPU with bounds that fit `batch`, binds the
 /// weights and runs `entry` on the named inputs.
-llvm::Expected<CpuOutputs>
-runOnCpu(const RunOptions &options, const Batch &batch,
-         const std::string &entry,
-         const std::map<std::string, cpu::Tensor> &inputs) {
+llvm::Expected<CpuTensors> runOnCpu(const RunOptions &options,
+                                    const Batch &batch,
+                                    const std::string &entry,
+                                    const CpuTensors &inputs) {
   int64_t rows = static_cast<int64_t>(batch.src.size());
   int64_t len =
       static_cast<int64_t>(std::max(longest(batch.src), longest(batch.tgt)));
@@ -127,12 +127,12 @@ runOnCpu(const RunOptions &options, const Batch &batch,
       batch.config, pipelineFor(batch.config, rows * len, len, rows));
   if (!exe)
     return exe.takeError();
-  auto model = loadCpuModel(std::move(*exe), options.threads);
+  auto model = loadCpuSession(std::move(*exe), options.threads);
   if (!model)
     return model.takeError();
   if (llvm::Error err = loadParameters(**model, options.weights))
     return std::move(err);
-  std::vector<cpu::TensorRef> refs;
+  std::vector<runtime::TensorRef> refs;
   for (const std::string &name : (*model)->inputNames(entry)) {
     auto it = inputs.find(name);
     if (it == inputs.end())
@@ -143,10 +143,28 @@ runOnCpu(const RunOptions &options, const Batch &batch,
   auto outputs = (*model)->run(entry, refs);
   if (!outputs)
     return error(outputs.error());
-  CpuOutputs named;
-  for (cpu::NamedTensor &output : *outputs)
-    named[output.name] = std::move(output.tensor);
+  CpuTensors named;
+  for (runtime::NamedTensor &output : *outputs) {
+    auto host = toExpected(runtime::toHost(output.tensor));
+    if (!host)
+      return host.takeError();
+    named[output.name] = std::move(*host);
+  }
   return named;
+}
+
+/// The batch as @token_log_probs and @loss_grad take it: src and tgt ids.
+llvm::Expected<CpuTensors> idsInputs(const Batch &batch) {
+  auto src = idsTensor(batch.src);
+  if (!src)
+    return src.takeError();
+  auto tgt = idsTensor(batch.tgt);
+  if (!tgt)
+    return tgt.takeError();
+  CpuTensors inputs;
+  inputs["src"] = std::move(*src);
+  inputs["tgt"] = std::move(*tgt);
+  return inputs;
 }
 
 llvm::Error forward(const RunOptions &options) {
@@ -171,13 +189,13 @@ llvm::Error forward(const RunOptions &options) {
   };
   if (options.backend == "cpu") {
     if (longest(batch->tgt) >= 2) {
-      std::map<std::string, cpu::Tensor> inputs;
-      inputs["src"] = idsTensor(batch->src);
-      inputs["tgt"] = idsTensor(batch->tgt);
-      auto out = runOnCpu(options, *batch, "token_log_probs", inputs);
+      auto inputs = idsInputs(*batch);
+      if (!inputs)
+        return inputs.takeError();
+      auto out = runOnCpu(options, *batch, "token_log_probs", *inputs);
       if (!out)
         return out.takeError();
-      const cpu::Tensor &logProbs = (*out)["log_probs"];
+      const runtime::Tensor &logProbs = (*out)["log_probs"];
       int64_t width = logProbs.shape().at(1);
       for (size_t b = 0; b < rows.size(); ++b)
         for (int64_t t = 0; t + 1 < int64_t(batch->tgt[b].size()); ++t)
@@ -202,11 +220,14 @@ llvm::Error grad(const RunOptions &options) {
     return error("every tgt-ids line has fewer than 2 tokens: the loss has "
                  "no target to predict");
   if (options.backend == "cpu") {
-    std::map<std::string, cpu::Tensor> inputs;
-    inputs["src"] = idsTensor(batch->src);
-    inputs["tgt"] = idsTensor(batch->tgt);
-    inputs["seed"] = scalarTensor(runtime::Buffer::I64, 0);
-    auto out = runOnCpu(options, *batch, "loss_grad", inputs);
+    auto inputs = idsInputs(*batch);
+    if (!inputs)
+      return inputs.takeError();
+    auto seed = scalarTensor(DType::I64, 0);
+    if (!seed)
+      return seed.takeError();
+    (*inputs)["seed"] = std::move(*seed);
+    auto out = runOnCpu(options, *batch, "loss_grad", *inputs);
     if (!out)
       return out.takeError();
     NamedTensors grads;
@@ -214,7 +235,7 @@ llvm::Error grad(const RunOptions &options) {
       llvm::StringRef key(name);
       if (!key.consume_front("grad."))
         continue;
-      HostTensor host(value.shape(), ElementKind::F32);
+      HostTensor host(value.shape(), DType::F32);
       for (int64_t i = 0; i < value.numel(); ++i)
         host.data[i] = value.f32()[i];
       grads[key.str()] = std::move(host);
@@ -226,10 +247,10 @@ llvm::Error grad(const RunOptions &options) {
   }
   return withModel(
       options, *batch, true, [&](InterpretedModel &model) -> llvm::Error {
-        auto out = model.call(
-            "loss_grad", {{"src", padBatch(batch->src)},
-                          {"tgt", padBatch(batch->tgt)},
-                          {"seed", HostTensor::scalar(0, ElementKind::I64)}});
+        auto out = model.call("loss_grad",
+                              {{"src", padBatch(batch->src)},
+                               {"tgt", padBatch(batch->tgt)},
+                               {"seed", HostTensor::scalar(0, DType::I64)}});
         if (!out)
           return out.takeError();
         NamedTensors grads;

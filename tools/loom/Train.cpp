@@ -10,6 +10,7 @@
 //                        and where training stood; the last --keep and the
 //                        best (by validation BLEU)
 //   DIR/metrics.jsonl    one JSON object per report and per validation
+//   DIR/translate.loomx  the decoder compiled for this CPU (ModelDir.h)
 //   DIR/model.safetensors  the parameters when training ends
 //
 // With --resume, the directory's config, vocabulary and latest checkpoint
@@ -21,6 +22,7 @@
 #include "tools/loom/Commands.h"
 #include "tools/loom/Common.h"
 #include "tools/loom/CpuBackend.h"
+#include "tools/loom/ModelDir.h"
 #include "tools/loom/Trainer.h"
 
 #include "runtime/AtomicFile.h"
@@ -282,12 +284,14 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
   auto exe = compileCpuExecutable(config, pipeline);
   if (!exe)
     return fail(exe.takeError());
-  auto model = loadCpuModel(std::move(*exe), o.threads);
+  auto model = loadCpuSession(std::move(*exe), o.threads);
   if (!model)
     return fail(model.takeError());
-  int64_t parameters = 0;
-  for (const std::string &name : (*model)->parameterNames())
-    parameters += (*model)->state(name)->numel();
+  int64_t parameters = (*model)->program().parameterCount();
+  // The decoder `loom translate` and `loom export` use, compiled now so the
+  // directory translates without compiling (and is rebuilt if stale).
+  if (llvm::Error err = writeTranslateExecutable(dir, config))
+    return fail(std::move(err));
   std::printf("model: d_model %lld, %lld heads, %lld+%lld layers, %lld "
               "parameters; compiled for this CPU in %.1fs; %d threads\n",
               (long long)config.d_model(), (long long)config.heads(),
@@ -296,7 +300,7 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
               std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                             compileStart)
                   .count(),
-              (*model)->pool().size());
+              cpuThreads(**model));
 
   // What every checkpoint of this run records beside its position.
   std::string configText;
@@ -326,7 +330,8 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
                 resumeFrom.c_str(), (long long)position.step,
                 (long long)position.epoch, (long long)position.batch);
   } else {
-    initParameters(**model, o.seed);
+    if (llvm::Error err = initParameters(**model, o.seed))
+      return fail(std::move(err));
   }
 
   TrainSettings settings;

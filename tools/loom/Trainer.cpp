@@ -73,7 +73,7 @@ std::string json(double value) {
 
 class Trainer {
 public:
-  Trainer(cpu::CpuModel &model, const TrainSettings &settings,
+  Trainer(runtime::Session &model, const TrainSettings &settings,
           TrainPosition position, const TrainData &train,
           const ValidationSet *valid, const text::Tokenizer &tokenizer,
           const Metadata &runMetadata)
@@ -111,7 +111,7 @@ private:
            std::chrono::duration<double>(Clock::now() - started).count();
   }
 
-  cpu::CpuModel &model;
+  runtime::Session &model;
   const TrainSettings &s;
   TrainPosition at;
   const TrainData &train;
@@ -144,8 +144,12 @@ llvm::Expected<double> Trainer::step(const text::Batch &batch, int64_t &tokens,
     tokens +=
         int64_t(train.sources[index].size() + train.targets[index].size()) - 1;
   }
-  return runTrainStep(model, idsTensor(src), idsTensor(tgt),
-                      stepSeed(s.seed, at.step + 1), at.step + 1);
+  auto srcIds = idsTensor(src);
+  auto tgtIds = idsTensor(tgt);
+  if (!srcIds || !tgtIds)
+    return !srcIds ? srcIds.takeError() : tgtIds.takeError();
+  return runTrainStep(model, *srcIds, *tgtIds, stepSeed(s.seed, at.step + 1),
+                      at.step + 1);
 }
 
 void Trainer::writeMetrics(const std::string &line) {
@@ -379,7 +383,7 @@ llvm::Expected<TrainPosition> TrainPosition::load(const Metadata &m) {
   return p;
 }
 
-int runTraining(cpu::CpuModel &model, const TrainSettings &settings,
+int runTraining(runtime::Session &model, const TrainSettings &settings,
                 TrainPosition position, const TrainData &train,
                 const ValidationSet *valid, const text::Tokenizer &tokenizer,
                 const Metadata &runMetadata) {

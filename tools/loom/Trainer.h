@@ -16,7 +16,7 @@
 #include "tools/loom/Validation.h"
 
 #include "passes/Pipeline.h"
-#include "runtime/cpu/CpuModel.h"
+#include "runtime/Session.h"
 #include "text/Tokenizer.h"
 
 #include <cstdint>
@@ -73,7 +73,7 @@ struct TrainData {
 /// goes into every checkpoint beside the position. Returns the process exit
 /// code: 0 when done, 1 on an error or a non-finite loss, 130 when
 /// interrupted (after saving a checkpoint).
-int runTraining(cpu::CpuModel &model, const TrainSettings &settings,
+int runTraining(runtime::Session &model, const TrainSettings &settings,
                 TrainPosition position, const TrainData &train,
                 const ValidationSet *valid, const text::Tokenizer &tokenizer,
                 const Metadata &runMetadata);

@@ -1,9 +1,11 @@
 //===- Validation.cpp - Validation loss and BLEU during training ----------===//
 
 #include "tools/loom/Validation.h"
+#include "tools/loom/Common.h"
 #include "tools/loom/CpuBackend.h"
 
-#include "runtime/cpu/Decoding.h"
+#include "abi/ModelAbi.h"
+#include "runtime/Decoding.h"
 #include "text/Batching.h"
 
 #include <algorithm>
@@ -33,7 +35,7 @@ int64_t decodeLength(int64_t width, int64_t maxLen) {
 
 } // namespace
 
-llvm::Expected<ValidationResult> validate(cpu::CpuModel &model,
+llvm::Expected<ValidationResult> validate(runtime::Session &session,
                                           const ValidationSet &set,
                                           const text::Tokenizer &tokenizer,
                                           const ValidationLimits &limits) {
@@ -48,14 +50,23 @@ llvm::Expected<ValidationResult> validate(cpu::CpuModel &model,
   double nll = 0;
   for (const text::Batch &batch : text::makeSortedBatches(
            lengths, limits.maxTokens, limits.maxSentences)) {
-    cpu::Tensor src = idsTensor(pick(set.sources, batch));
-    cpu::Tensor tgt = idsTensor(pick(set.targets, batch));
-    auto out = model.run("token_log_probs", {src.ref(), tgt.ref()});
+    auto src = idsTensor(pick(set.sources, batch));
+    auto tgt = idsTensor(pick(set.targets, batch));
+    if (!src || !tgt)
+      return !src ? src.takeError() : tgt.takeError();
+    std::vector<runtime::Tensor> staging;
+    auto srcIn = runtime::deviceInput(session.device(), src->ref(), staging);
+    auto tgtIn = runtime::deviceInput(session.device(), tgt->ref(), staging);
+    if (!srcIn || !tgtIn)
+      return toError(!srcIn ? srcIn.status() : tgtIn.status());
+    auto out = session.run(abi::kTokenLogProbs, {*srcIn, *tgtIn});
     if (!out)
       return error("validation: " + out.error());
-    const cpu::Tensor &logProbs = (*out)[0].tensor;
-    for (int64_t i = 0; i < logProbs.numel(); ++i)
-      nll -= logProbs.f32()[i];
+    auto logProbs = toExpected(runtime::toHost((*out)[0].tensor));
+    if (!logProbs)
+      return logProbs.takeError();
+    for (int64_t i = 0; i < logProbs->numel(); ++i)
+      nll -= logProbs->f32()[i];
     for (int64_t index : batch)
       result.tokens += int64_t(set.targets[index].size()) - 1;
   }
@@ -71,18 +82,24 @@ llvm::Expected<ValidationResult> validate(cpu::CpuModel &model,
   result.hypotheses.resize(set.sources.size());
   for (const text::Batch &batch : text::makeSortedBatches(
            decodeLengths, limits.maxTokens, limits.maxSentences)) {
-    cpu::Tensor src = idsTensor(pick(set.sources, batch));
-    cpu::GreedyOptions greedy;
+    auto src = idsTensor(pick(set.sources, batch));
+    if (!src)
+      return src.takeError();
+    runtime::GreedyOptions greedy;
     greedy.bos = text::Tokenizer::kBos;
     greedy.eos = text::Tokenizer::kEos;
     greedy.maxLen = 0;
     for (int64_t index : batch)
       greedy.maxLen = std::max(greedy.maxLen, decodeLengths[index].tgt);
-    auto decoded = cpu::greedyDecode(model, src.ref(), greedy);
+    auto decoded = runtime::greedyDecode(session, src->ref(), greedy);
     if (!decoded)
       return error("validation: " + decoded.error());
-    for (size_t i = 0; i < batch.size(); ++i)
-      result.hypotheses[batch[i]] = tokenizer.decode((*decoded)[i]);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      auto text = toExpected(tokenizer.decode((*decoded)[i]));
+      if (!text)
+        return text.takeError();
+      result.hypotheses[batch[i]] = std::move(*text);
+    }
   }
   result.bleu = text::corpusBleu(result.hypotheses, set.references);
   result.seconds =

@@ -10,7 +10,7 @@
 #ifndef LOOM_TOOLS_LOOM_VALIDATION_H
 #define LOOM_TOOLS_LOOM_VALIDATION_H
 
-#include "runtime/cpu/CpuModel.h"
+#include "runtime/Session.h"
 #include "text/Bleu.h"
 #include "text/Tokenizer.h"
 
@@ -45,7 +45,7 @@ struct ValidationResult {
   double seconds = 0;
 };
 
-llvm::Expected<ValidationResult> validate(cpu::CpuModel &model,
+llvm::Expected<ValidationResult> validate(runtime::Session &session,
                                           const ValidationSet &set,
                                           const text::Tokenizer &tokenizer,
                                           const ValidationLimits &limits);

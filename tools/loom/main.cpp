@@ -1,8 +1,8 @@
 //===- main.cpp - The loom command-line tool ------------------------------===//
 //
-// `loom <command> ...`: compile, forward, grad, demo, bench, score. Each
-// command lives in its own file (see Commands.h). Any failure prints one line
-// naming the problem and exits 1.
+// `loom <command> ...`: compile, inspect, forward, grad, demo, bench, score,
+// translate, export, average, train. Each command lives in its own file (see
+// Commands.h). Any failure prints one line naming the problem and exits 1.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,8 +22,10 @@ int main(int argc, char **argv) {
   loom::cli::addBenchCommand(app, exitCode);
   loom::cli::addScoreCommand(app, exitCode);
   loom::cli::addTranslateCommand(app, exitCode);
+  loom::cli::addExportCommand(app, exitCode);
   loom::cli::addAverageCommand(app, exitCode);
   loom::cli::addTrainCommand(app, exitCode);
+  loom::cli::addInspectCommand(app, exitCode);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

@@ -1,0 +1,189 @@
+//===- CApi.cpp - include/loom/loom.h over the Translator -----------------===//
+//
+// The C API is a shell around loom::Translator: it copies options in,
+// catches every exception (an allocation failure inside the standard
+// library) so that none crosses the C boundary, and copies results out into
+// memory the caller frees.
+//
+//===----------------------------------------------------------------------===//
+
+#include "loom/loom.h"
+
+#include "abi/Version.h"
+#include "api/Translator.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+struct loom_translator {
+  std::unique_ptr<loom::Translator> impl;
+};
+
+struct loom_result {
+  std::vector<std::vector<loom::Translation>> sentences;
+};
+
+namespace {
+
+/// A malloc'ed copy of `message` for the caller, when it asked for one.
+void report(char **error, const std::string &message) {
+  if (!error)
+    return;
+  *error = static_cast<char *>(std::malloc(message.size() + 1));
+  if (*error)
+    std::memcpy(*error, message.c_str(), message.size() + 1);
+}
+
+loom_status fail(char **error, const loom::Status &status) {
+  report(error, status.message());
+  return static_cast<loom_status>(status.code());
+}
+
+loom_status failWith(char **error, loom_status code, const char *message) {
+  report(error, message);
+  return code;
+}
+
+const loom::Translation *at(const loom_result *result, size_t sentence,
+                            size_t rank) {
+  if (!result || sentence >= result->sentences.size() ||
+      rank >= result->sentences[sentence].size())
+    return nullptr;
+  return &result->sentences[sentence][rank];
+}
+
+} // namespace
+
+extern "C" {
+
+void loom_translator_options_init(loom_translator_options *options) {
+  if (!options)
+    return;
+  options->threads = 0;
+  options->executable = nullptr;
+  options->weights = nullptr;
+}
+
+void loom_translation_options_init(loom_translation_options *options) {
+  if (!options)
+    return;
+  loom::TranslationOptions defaults;
+  options->beam = static_cast<int>(defaults.beam);
+  options->alpha = defaults.alpha;
+  options->max_len_ratio = defaults.maxLenRatio;
+  options->nbest = static_cast<int>(defaults.nbest);
+  options->batch = static_cast<int>(defaults.batch);
+}
+
+loom_status loom_translator_create(const char *folder,
+                                   const loom_translator_options *options,
+                                   loom_translator **translator, char **error) {
+  if (error)
+    *error = nullptr;
+  if (!folder || !translator)
+    return failWith(error, LOOM_ERROR_INVALID_ARGUMENT,
+                    "loom_translator_create needs a folder and a place for "
+                    "the translator");
+  *translator = nullptr;
+  try {
+    loom::TranslatorOptions o;
+    if (options) {
+      o.threads = options->threads;
+      o.executable = options->executable ? options->executable : "";
+      o.weights = options->weights ? options->weights : "";
+    }
+    loom::ErrorOr<std::unique_ptr<loom::Translator>> opened =
+        loom::Translator::open(folder, o);
+    if (!opened)
+      return fail(error, opened.status());
+    *translator = new loom_translator{std::move(*opened)};
+    return LOOM_OK;
+  } catch (const std::bad_alloc &) {
+    return failWith(error, LOOM_ERROR_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::exception &e) {
+    return failWith(error, LOOM_ERROR_INTERNAL, e.what());
+  }
+}
+
+void loom_translator_free(loom_translator *translator) { delete translator; }
+
+loom_status loom_translate(loom_translator *translator,
+                           const char *const *sentences, size_t count,
+                           const loom_translation_options *options,
+                           loom_result **result, char **error) {
+  if (error)
+    *error = nullptr;
+  if (!translator || !result || (count && !sentences))
+    return failWith(error, LOOM_ERROR_INVALID_ARGUMENT,
+                    "loom_translate needs a translator, sentences and a "
+                    "place for the result");
+  *result = nullptr;
+  try {
+    loom::TranslationOptions o;
+    if (options) {
+      o.beam = options->beam;
+      o.alpha = options->alpha;
+      o.maxLenRatio = options->max_len_ratio;
+      o.nbest = options->nbest;
+      o.batch = options->batch;
+    }
+    std::vector<std::string> input;
+    input.reserve(count);
+    for (size_t i = 0; i < count; ++i) {
+      if (!sentences[i])
+        return failWith(error, LOOM_ERROR_INVALID_ARGUMENT,
+                        "a sentence pointer is NULL");
+      input.emplace_back(sentences[i]);
+    }
+    auto translated = translator->impl->translate(input, o);
+    if (!translated)
+      return fail(error, translated.status());
+    *result = new loom_result{std::move(*translated)};
+    return LOOM_OK;
+  } catch (const std::bad_alloc &) {
+    return failWith(error, LOOM_ERROR_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::exception &e) {
+    return failWith(error, LOOM_ERROR_INTERNAL, e.what());
+  }
+}
+
+size_t loom_result_count(const loom_result *result) {
+  return result ? result->sentences.size() : 0;
+}
+
+size_t loom_result_nbest(const loom_result *result, size_t sentence) {
+  if (!result || sentence >= result->sentences.size())
+    return 0;
+  return result->sentences[sentence].size();
+}
+
+const char *loom_result_text(const loom_result *result, size_t sentence,
+                             size_t rank) {
+  const loom::Translation *t = at(result, sentence, rank);
+  return t ? t->text.c_str() : nullptr;
+}
+
+double loom_result_score(const loom_result *result, size_t sentence,
+                         size_t rank) {
+  const loom::Translation *t = at(result, sentence, rank);
+  return t ? t->score : 0;
+}
+
+double loom_result_log_prob(const loom_result *result, size_t sentence,
+                            size_t rank) {
+  const loom::Translation *t = at(result, sentence, rank);
+  return t ? t->logProb : 0;
+}
+
+void loom_result_free(loom_result *result) { delete result; }
+
+void loom_free_string(char *string) { std::free(string); }
+
+const char *loom_status_name(loom_status status) {
+  return loom::errorCodeName(static_cast<loom::ErrorCode>(status));
+}
+
+const char *loom_version(void) { return loom::kLoomVersion; }
+
+} // extern "C"

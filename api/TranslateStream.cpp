@@ -1,0 +1,62 @@
+//===- TranslateStream.cpp - Lines in, translations out -------------------===//
+
+#include "api/TranslateStream.h"
+
+#include "text/Bleu.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+namespace loom {
+
+ErrorOr<std::vector<std::string>> readInputLines(const std::string &path) {
+  std::ifstream file;
+  if (!path.empty()) {
+    file.open(path, std::ios::binary);
+    if (!file)
+      return Status::failure("cannot open '" + path +
+                                 "': " + std::strerror(errno),
+                             ErrorCode::NotFound);
+  }
+  std::istream &in = path.empty() ? std::cin : file;
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r')
+      line.pop_back();
+    if (!text::isValidUtf8(line))
+      return Status::failure((path.empty() ? "<stdin>" : path) + ":" +
+                             std::to_string(lines.size() + 1) +
+                             ": invalid UTF-8");
+    lines.push_back(line);
+  }
+  if (in.bad())
+    return Status::failure("cannot read '" + (path.empty() ? "<stdin>" : path) +
+                               "'",
+                           ErrorCode::Io);
+  return lines;
+}
+
+Status translateStream(Translator &translator,
+                       const TranslationOptions &options,
+                       const std::string &inputPath, std::FILE *out,
+                       const std::function<void(const std::string &)> &warn) {
+  ErrorOr<std::vector<std::string>> lines = readInputLines(inputPath);
+  if (!lines)
+    return lines.status();
+  auto translated = translator.translate(*lines, options, warn);
+  if (!translated)
+    return translated.status();
+  for (const std::vector<Translation> &nbest : *translated)
+    for (const Translation &t : nbest)
+      std::fprintf(out, "%s\n", t.text.c_str());
+  if (std::fflush(out) != 0)
+    return Status::failure(std::string("cannot write the translations: ") +
+                               std::strerror(errno),
+                           ErrorCode::Io);
+  return Status::success();
+}
+
+} // namespace loom

@@ -1,0 +1,168 @@
+//===- Translator.cpp - A model directory that translates text ------------===//
+
+#include "api/Translator.h"
+
+#include "abi/ModelAbi.h"
+#include "runtime/Decoding.h"
+#include "runtime/TrainStep.h"
+#include "runtime/Weights.h"
+#include "runtime/cpu/CpuDevice.h"
+#include "text/Bleu.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace loom {
+
+ErrorOr<std::unique_ptr<Translator>>
+Translator::open(const std::string &dir, const TranslatorOptions &options) {
+  std::string exePath = options.executable.empty()
+                            ? dir + "/" + kTranslateExecutable
+                            : options.executable;
+  ErrorOr<std::shared_ptr<const runtime::Program>> program =
+      runtime::Program::load(exePath);
+  if (!program)
+    return program.status();
+  ErrorOr<text::Tokenizer> tokenizer =
+      text::Tokenizer::loadFile(dir + "/" + kVocabulary);
+  if (!tokenizer)
+    return tokenizer.status();
+  return create(std::move(*program), std::move(*tokenizer),
+                options.weights.empty() ? dir + "/" + kModelWeights
+                                        : options.weights,
+                options.threads);
+}
+
+ErrorOr<std::unique_ptr<Translator>>
+Translator::create(std::shared_ptr<const runtime::Program> program,
+                   text::Tokenizer tokenizer, const std::string &weights,
+                   int threads) {
+  for (const char *entry : {abi::kEncode, abi::kDecodeStep})
+    if (!program->hasEntry(entry))
+      return Status::failure("the executable has no @" + std::string(entry) +
+                                 "; it cannot translate",
+                             ErrorCode::Unsupported);
+  // The vocabulary must be the one the model was trained with, or at least
+  // fit its embeddings.
+  for (const char *table : {"src_embed.weight", "tgt_embed.weight"})
+    if (const runtime::Program::StateTensor *embed =
+            program->stateTensor(table))
+      if (embed->shape.empty() || embed->shape[0] < tokenizer.vocabSize())
+        return Status::failure(
+            "the vocabulary has " + std::to_string(tokenizer.vocabSize()) +
+                " pieces, more than the model's " + table + " rows (" +
+                (embed->shape.empty() ? std::string("none")
+                                      : std::to_string(embed->shape[0])) +
+                ")",
+            ErrorCode::InvalidArgument);
+  auto device = std::make_shared<cpu::CpuDevice>(threads);
+  ErrorOr<std::unique_ptr<runtime::Session>> session =
+      runtime::Session::create(std::move(program), device);
+  if (!session)
+    return session.status();
+  LOOM_RETURN_IF_ERROR(runtime::loadParametersFile(**session, weights));
+  return std::unique_ptr<Translator>(
+      new Translator(std::move(*session), std::move(tokenizer)));
+}
+
+int64_t Translator::maxSourceTokens() const {
+  return session->program().executable().max_len();
+}
+
+int Translator::threads() const {
+  return static_cast<cpu::CpuDevice &>(session->device()).threads();
+}
+
+ErrorOr<std::vector<std::vector<Translation>>>
+Translator::translate(const std::vector<std::string> &sentences,
+                      const TranslationOptions &o,
+                      const std::function<void(const std::string &)> &warn) {
+  if (o.beam < 1 || o.nbest < 1 || o.nbest > o.beam || o.batch < 1 ||
+      !(o.maxLenRatio > 0) || !(o.alpha >= 0))
+    return Status::failure("beam, batch and the length ratio must be "
+                           "positive, nbest between 1 and beam, alpha not "
+                           "negative");
+  const runtime::Executable &exe = session->program().executable();
+  // The executable was planned for at most max_batch rows of max_len; a
+  // larger batch is decoded in parts rather than refused.
+  int64_t limit = exe.max_len();
+  if (o.beam > exe.max_batch())
+    return Status::failure(
+        "beam " + std::to_string(o.beam) + " needs more rows than the " +
+        std::to_string(exe.max_batch()) + " the executable was compiled for");
+  int64_t batch = std::min<int64_t>(o.batch, exe.max_batch() / o.beam);
+  if (limit < 2)
+    return Status::failure("the executable takes sentences of at most " +
+                               std::to_string(limit) + " tokens",
+                           ErrorCode::Unsupported);
+  std::lock_guard<std::mutex> lock(calls);
+
+  // Every sentence as ids + eos, cut to what the executable takes.
+  std::vector<std::vector<int32_t>> sources(sentences.size());
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    if (!text::isValidUtf8(sentences[i]))
+      return Status::failure("sentence " + std::to_string(i + 1) +
+                             " is not valid UTF-8");
+    if (text::splitWhitespace(sentences[i]).empty())
+      continue;
+    ErrorOr<std::vector<int32_t>> ids = tokenizer.encode(sentences[i]);
+    if (!ids)
+      return ids.status();
+    if (int64_t(ids->size()) + 1 > limit) {
+      if (warn)
+        warn("line " + std::to_string(i + 1) + " has " +
+             std::to_string(ids->size() + 1) + " tokens; the model takes " +
+             std::to_string(limit) + ", so it is cut");
+      ids->resize(limit - 1);
+    }
+    ids->push_back(abi::kEosId);
+    sources[i] = std::move(*ids);
+  }
+
+  // Similar lengths together; the output goes back to input order.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < sources.size(); ++i)
+    if (!sources[i].empty())
+      order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return sources[a].size() < sources[b].size();
+  });
+  std::vector<std::vector<Translation>> outputs(sources.size());
+  for (size_t start = 0; start < order.size(); start += batch) {
+    size_t end = std::min(order.size(), start + size_t(batch));
+    std::vector<std::vector<int64_t>> part;
+    for (size_t i = start; i < end; ++i)
+      part.emplace_back(sources[order[i]].begin(), sources[order[i]].end());
+    ErrorOr<runtime::Tensor> src = runtime::idsTensor(part);
+    if (!src)
+      return src.status();
+    runtime::BeamOptions beam;
+    beam.beam = o.beam;
+    beam.alpha = o.alpha;
+    beam.nbest = o.nbest;
+    // Each sentence's own limit, so that its translation does not depend
+    // on the sentences it is batched with.
+    for (size_t i = start; i < end; ++i)
+      beam.maxLens.push_back(std::min<int64_t>(
+          limit,
+          std::max<int64_t>(
+              2, int64_t(o.maxLenRatio * sources[order[i]].size()) + 1)));
+    auto found = runtime::beamSearch(*session, src->ref(), beam);
+    if (!found)
+      return found.status();
+    for (size_t i = start; i < end; ++i)
+      for (const runtime::Hypothesis &h : (*found)[i - start]) {
+        ErrorOr<std::string> text = tokenizer.decode(h.tokens);
+        if (!text)
+          return text.status();
+        outputs[order[i]].push_back({std::move(*text), h.score, h.logProb});
+      }
+  }
+  // A blank sentence has n-best empty translations.
+  for (size_t i = 0; i < sources.size(); ++i)
+    if (sources[i].empty())
+      outputs[i].assign(o.nbest, Translation{});
+  return outputs;
+}
+
+} // namespace loom

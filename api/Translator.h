@@ -1,0 +1,103 @@
+//===- Translator.h - A model directory that translates text ----*- C++ -*-===//
+//
+// The runtime's translator, without the compiler: a folder holding a
+// compiled executable, the weights and the SentencePiece vocabulary becomes
+// an object that turns sentences into n-best translations. `loom translate`,
+// `loom-translate` and the C API (include/loom/loom.h) are all this class.
+//
+//   DIR/translate.loomx    @encode and @decode_step compiled for this CPU
+//   DIR/model.safetensors  the parameters
+//   DIR/spm.model          the vocabulary
+//
+// Sentences are tokenized, followed by eos, sorted by length into batches
+// (so similar lengths decode together), beam-searched, and returned in input
+// order. Each sentence has its own length limit, so its translation does not
+// depend on the sentences it is batched with. A blank sentence translates to
+// empty text; one longer than the executable takes is cut, with a warning.
+//
+// translate() may be called from several threads; the calls run one at a
+// time (each already uses every thread the translator was given).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_API_TRANSLATOR_H
+#define LOOM_API_TRANSLATOR_H
+
+#include "runtime/Session.h"
+#include "text/Tokenizer.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace loom {
+
+/// The files of a translator folder, by name.
+inline constexpr const char kTranslateExecutable[] = "translate.loomx";
+inline constexpr const char kModelWeights[] = "model.safetensors";
+inline constexpr const char kVocabulary[] = "spm.model";
+inline constexpr const char kModelConfig[] = "config.pbtxt";
+
+struct TranslatorOptions {
+  /// CPU threads; <= 0 uses one per hardware thread.
+  int threads = 0;
+  /// Files to use instead of the folder's own (empty: the folder's).
+  std::string executable;
+  std::string weights;
+};
+
+struct TranslationOptions {
+  int64_t beam = 4;
+  double alpha = 0.6;       // length penalty ((5 + len) / 6)^alpha
+  double maxLenRatio = 1.5; // longest output per source token
+  int64_t nbest = 1;
+  int64_t batch = 32; // sentences decoded together, at most
+};
+
+struct Translation {
+  std::string text;
+  double score = 0;   // logProb / length penalty
+  double logProb = 0; // sum of the tokens' log-probabilities
+};
+
+class Translator {
+public:
+  /// Opens the translator folder `dir`.
+  static ErrorOr<std::unique_ptr<Translator>>
+  open(const std::string &dir, const TranslatorOptions &options = {});
+  /// A translator of an executable already loaded (`loom translate` compiles
+  /// one in the same process) with the parameters at `weights`.
+  static ErrorOr<std::unique_ptr<Translator>>
+  create(std::shared_ptr<const runtime::Program> program,
+         text::Tokenizer tokenizer, const std::string &weights, int threads);
+
+  /// Per sentence, its n-best translations, best first. `warn`, when given,
+  /// receives one message per sentence that had to be cut.
+  ErrorOr<std::vector<std::vector<Translation>>>
+  translate(const std::vector<std::string> &sentences,
+            const TranslationOptions &options,
+            const std::function<void(const std::string &)> &warn = {});
+
+  const runtime::Program &program() const { return session->program(); }
+  const text::Tokenizer &vocabulary() const { return tokenizer; }
+  /// The longest source, eos included, the executable takes.
+  int64_t maxSourceTokens() const;
+  /// Threads decoding runs on.
+  int threads() const;
+
+private:
+  Translator(std::unique_ptr<runtime::Session> session,
+             text::Tokenizer tokenizer)
+      : session(std::move(session)), tokenizer(std::move(tokenizer)) {}
+
+  std::unique_ptr<runtime::Session> session;
+  text::Tokenizer tokenizer;
+  std::mutex calls;
+};
+
+} // namespace loom
+
+#endif // LOOM_API_TRANSLATOR_H

@@ -1,0 +1,101 @@
+//===- loom.hpp - Loom's embeddable translator: C++ wrapper -----*- C++ -*-===//
+//
+// A thin, header-only C++ layer over loom.h: RAII ownership and exceptions
+// instead of status codes. The same thread-safety rules apply.
+//
+//   loom::api::Translator translator("model");
+//   for (const auto &best : translator.translate({"A dog runs."}))
+//     std::cout << best.front().text << "\n";
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_LOOM_HPP
+#define LOOM_LOOM_HPP
+
+#include "loom/loom.h"
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace loom::api {
+
+/// A failed call: its status and the message loom.h gave.
+class Error : public std::runtime_error {
+public:
+  Error(loom_status status, const std::string &message)
+      : std::runtime_error(message), code(status) {}
+  loom_status status() const { return code; }
+
+private:
+  loom_status code;
+};
+
+struct Translation {
+  std::string text;
+  double score = 0;
+  double logProb = 0;
+};
+
+class Translator {
+public:
+  explicit Translator(const std::string &folder, int threads = 0) {
+    loom_translator_options options;
+    loom_translator_options_init(&options);
+    options.threads = threads;
+    loom_translator *raw = nullptr;
+    char *error = nullptr;
+    check(loom_translator_create(folder.c_str(), &options, &raw, &error),
+          error);
+    handle.reset(raw);
+  }
+
+  /// Options with loom.h's defaults.
+  static loom_translation_options defaults() {
+    loom_translation_options options;
+    loom_translation_options_init(&options);
+    return options;
+  }
+
+  /// Per sentence, its n-best translations, best first.
+  std::vector<std::vector<Translation>>
+  translate(const std::vector<std::string> &sentences,
+            const loom_translation_options &options = defaults()) {
+    std::vector<const char *> input;
+    for (const std::string &s : sentences)
+      input.push_back(s.c_str());
+    loom_result *raw = nullptr;
+    char *error = nullptr;
+    check(loom_translate(handle.get(), input.data(), input.size(), &options,
+                         &raw, &error),
+          error);
+    std::unique_ptr<loom_result, void (*)(loom_result *)> result(
+        raw, loom_result_free);
+    std::vector<std::vector<Translation>> out(loom_result_count(raw));
+    for (size_t s = 0; s < out.size(); ++s)
+      for (size_t r = 0; r < loom_result_nbest(raw, s); ++r)
+        out[s].push_back({loom_result_text(raw, s, r),
+                          loom_result_score(raw, s, r),
+                          loom_result_log_prob(raw, s, r)});
+    return out;
+  }
+
+private:
+  static void check(loom_status status, char *error) {
+    if (status == LOOM_OK)
+      return;
+    std::string message = error ? error : loom_status_name(status);
+    loom_free_string(error);
+    throw Error(status, message);
+  }
+
+  struct Free {
+    void operator()(loom_translator *t) const { loom_translator_free(t); }
+  };
+  std::unique_ptr<loom_translator, Free> handle;
+};
+
+} // namespace loom::api
+
+#endif // LOOM_LOOM_HPP

@@ -1,0 +1,78 @@
+//===- main.cpp - loom-translate: a shipped translator --------------------===//
+//
+// Translates stdin (or --input) to stdout with a translator folder, by
+// default the folder this binary sits in, as `loom export` writes it. It
+// links the runtime and text/ only: no compiler, so it starts in
+// milliseconds and runs where no LLVM is installed. Its output is exactly
+// `loom translate`'s for the same model and options.
+//
+//===----------------------------------------------------------------------===//
+
+#include "api/TranslateStream.h"
+
+#include "CLI/CLI.hpp"
+
+#include <climits>
+#include <cstdio>
+#include <unistd.h>
+
+namespace {
+
+/// The directory of this binary, or "." when unknown.
+std::string binaryDir() {
+  char buffer[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);
+  if (n <= 0)
+    return ".";
+  std::string path(buffer, static_cast<size_t>(n));
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"Translate sentences, one per line, with a Loom translator "
+               "folder (stdin to stdout)"};
+  std::string model, input;
+  loom::TranslatorOptions opening;
+  loom::TranslationOptions options;
+  app.add_option("--model", model,
+                 "The translator folder (default: the folder of this "
+                 "binary)");
+  app.add_option("--input", input, "Sentences, one per line (default: stdin)");
+  app.add_option("--weights", opening.weights,
+                 "Parameters to use instead of the folder's "
+                 "model.safetensors");
+  app.add_option("--beam", options.beam, "Beam size (1: greedy)")
+      ->capture_default_str();
+  app.add_option("--alpha", options.alpha,
+                 "Length penalty ((5 + len) / 6)^alpha")
+      ->capture_default_str();
+  app.add_option("--max-len-ratio", options.maxLenRatio,
+                 "Longest output, as a multiple of the source's length")
+      ->capture_default_str();
+  app.add_option("--nbest", options.nbest, "Translations printed per sentence")
+      ->capture_default_str();
+  app.add_option("--batch", options.batch, "Sentences decoded together")
+      ->capture_default_str();
+  app.add_option("--threads", opening.threads,
+                 "CPU threads (0: one per hardware thread)")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  auto fail = [](const loom::Status &status) {
+    std::fprintf(stderr, "loom-translate: error: %s\n",
+                 status.message().c_str());
+    return 1;
+  };
+  auto translator =
+      loom::Translator::open(model.empty() ? binaryDir() : model, opening);
+  if (!translator)
+    return fail(translator.status());
+  loom::Status status = loom::translateStream(
+      **translator, options, input, stdout, [](const std::string &warning) {
+        std::fprintf(stderr, "loom-translate: warning: %s\n", warning.c_str());
+      });
+  return status.ok() ? 0 : fail(status);
+}

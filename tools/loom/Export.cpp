@@ -1,0 +1,198 @@
+//===- Export.cpp - `loom export` -----------------------------------------===//
+//
+// Turns a model directory into a translator folder that runs without Loom's
+// compiler:
+//
+//   OUT/loom-translate                 the runtime-only translator binary
+//   OUT/lib/libloom_sentencepiece.so   the tokenizer module it opens
+//   OUT/translate.loomx                @encode/@decode_step for --cpu
+//   OUT/model.safetensors              the parameters (or --weights)
+//   OUT/spm.model, OUT/config.pbtxt    the vocabulary and the config
+//
+// The folder may be copied anywhere, or to another machine of the same CPU
+// class with the same shared libraries (protobuf, oneDNN, OpenBLAS,
+// SentencePiece); `OUT/loom-translate < in > out` then prints what
+// `loom translate --model DIR` prints. Every file is written atomically and
+// the weights are checked against the executable before anything is written.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/loom/Commands.h"
+#include "tools/loom/Common.h"
+#include "tools/loom/CpuBackend.h"
+#include "tools/loom/ModelDir.h"
+
+#include "abi/CpuFeatures.h"
+#include "api/Translator.h"
+#include "runtime/AtomicFile.h"
+#include "runtime/Weights.h"
+#include "runtime/cpu/CpuDevice.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+
+#include <cstdio>
+#include <filesystem>
+
+namespace loom::cli {
+
+namespace {
+
+struct ExportOptions {
+  std::string model;
+  std::string out;
+  std::string weights;
+  std::string cpu = "native";
+};
+
+llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// Copies `from` to `to` atomically, with `executable` permissions.
+llvm::Error copyFile(const std::string &from, const std::string &to,
+                     bool executable = false) {
+  auto bytes = llvm::MemoryBuffer::getFile(from, /*IsText=*/false,
+                                           /*RequiresNullTerminator=*/false);
+  if (!bytes)
+    return error("cannot read '" + from + "': " + bytes.getError().message());
+  llvm::StringRef data = (*bytes)->getBuffer();
+  if (std::string problem =
+          writeFileAtomically(to, {BytePiece{data.data(), data.size()}});
+      !problem.empty())
+    return error(problem);
+  if (executable) {
+    std::error_code ec;
+    std::filesystem::permissions(to,
+                                 std::filesystem::perms::owner_all |
+                                     std::filesystem::perms::group_read |
+                                     std::filesystem::perms::group_exec |
+                                     std::filesystem::perms::others_read |
+                                     std::filesystem::perms::others_exec,
+                                 ec);
+    if (ec)
+      return error("cannot make '" + to + "' executable: " + ec.message());
+  }
+  return llvm::Error::success();
+}
+
+/// loom-translate beside the running `loom` (the build tree's bin/, or an
+/// installed prefix's).
+llvm::Expected<std::string> translatorBinary() {
+  std::string self = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
+  std::string path =
+      (llvm::sys::path::parent_path(self) + "/loom-translate").str();
+  if (!llvm::sys::fs::can_execute(path))
+    return error("cannot find loom-translate beside '" + self +
+                 "'; build or install it with loom");
+  return path;
+}
+
+llvm::Error exportModel(const ExportOptions &o) {
+  if (!abi::isCpuLevel(o.cpu))
+    return error("unknown --cpu '" + o.cpu + "'; the choices are " +
+                 abi::cpuLevelList());
+  std::error_code ec;
+  if (std::filesystem::exists(o.out, ec) &&
+      std::filesystem::equivalent(o.out, o.model, ec))
+    return error("--out must not be the model directory itself");
+  auto config = loadConfig(o.model + "/" + kModelConfig);
+  if (!config)
+    return config.takeError();
+  std::string weights =
+      o.weights.empty() ? o.model + "/" + kModelWeights : o.weights;
+  std::string vocabulary = o.model + "/" + kVocabulary;
+  auto binary = translatorBinary();
+  if (!binary)
+    return binary.takeError();
+  auto shim = toExpected(text::sentencePieceModulePath());
+  if (!shim)
+    return shim.takeError();
+
+  // The executable: the directory's own when it is current for the native
+  // CPU, else compiled for --cpu here.
+  std::shared_ptr<const runtime::Program> program;
+  if (o.cpu == abi::kNativeCpuLevel) {
+    auto cached = cachedTranslateProgram(o.model, *config, "loom export");
+    if (!cached)
+      return cached.takeError();
+    program = std::move(*cached);
+  } else {
+    auto exe = compileTranslateExecutable(*config, o.cpu);
+    if (!exe)
+      return exe.takeError();
+    auto created = toExpected(runtime::Program::create(std::move(*exe)));
+    if (!created)
+      return created.takeError();
+    program = std::move(*created);
+  }
+  // The weights must fit the executable before anything is written. A
+  // session needs a CPU this executable runs on; an executable for another
+  // level is checked by the parameter shapes alone.
+  auto session = toExpected(
+      runtime::Session::create(program, std::make_shared<cpu::CpuDevice>(1)));
+  if (session) {
+    if (llvm::Error err =
+            toError(runtime::loadParametersFile(**session, weights)))
+      return err;
+  } else {
+    llvm::consumeError(session.takeError());
+  }
+
+  std::filesystem::create_directories(o.out + "/lib", ec);
+  if (ec)
+    return error("cannot create '" + o.out + "/lib': " + ec.message());
+  if (std::string problem = saveExecutable(o.out + "/" + kTranslateExecutable,
+                                           program->executable());
+      !problem.empty())
+    return error(problem);
+  std::string shimName = llvm::sys::path::filename(*shim).str();
+  for (auto [from, to, executable] :
+       {std::tuple{weights, std::string(kModelWeights), false},
+        std::tuple{vocabulary, std::string(kVocabulary), false},
+        std::tuple{o.model + "/" + kModelConfig, std::string(kModelConfig),
+                   false},
+        std::tuple{*binary, std::string("loom-translate"), true},
+        std::tuple{*shim, "lib/" + shimName, false}})
+    if (llvm::Error err = copyFile(from, o.out + "/" + to, executable))
+      return err;
+
+  uint64_t total = 0;
+  for (const auto &entry :
+       std::filesystem::recursive_directory_iterator(o.out, ec))
+    if (entry.is_regular_file(ec))
+      total += entry.file_size(ec);
+  const runtime::CpuTarget &target = program->executable().cpu_target();
+  std::printf("exported %s to %s: %.1f MiB (translate.loomx for %s, %s)\n"
+              "translate with: %s/loom-translate < input > output\n",
+              o.model.c_str(), o.out.c_str(), double(total) / (1 << 20),
+              target.level().c_str(), target.cpu().c_str(), o.out.c_str());
+  return llvm::Error::success();
+}
+
+} // namespace
+
+void addExportCommand(CLI::App &app, int &exitCode) {
+  auto o = std::make_shared<ExportOptions>();
+  CLI::App *cmd = app.add_subcommand(
+      "export", "Write a self-contained translator folder (loom-translate, "
+                "the compiled decoder, weights, vocabulary) that runs "
+                "without the compiler");
+  cmd->add_option("--model", o->model, "The model directory")->required();
+  cmd->add_option("-o,--out", o->out, "The folder to write")->required();
+  cmd->add_option("--weights", o->weights,
+                  "Parameters to ship instead of the directory's "
+                  "model.safetensors");
+  cmd->add_option("--cpu", o->cpu,
+                  "The CPUs it must run on: native (this one) or "
+                  "x86-64-v2, x86-64-v3, x86-64-v4")
+      ->capture_default_str();
+  cmd->callback([o, &exitCode] {
+    if (llvm::Error err = exportModel(*o))
+      exitCode = fail("export", std::move(err));
+  });
+}
+
+} // namespace loom::cli

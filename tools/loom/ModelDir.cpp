@@ -1,0 +1,88 @@
+//===- ModelDir.cpp - The executable a model directory keeps --------------===//
+
+#include "tools/loom/ModelDir.h"
+#include "tools/loom/Common.h"
+#include "tools/loom/CpuBackend.h"
+
+#include "abi/Version.h"
+#include "api/Translator.h"
+#include "runtime/cpu/CpuFeatures.h"
+
+#include <google/protobuf/text_format.h>
+
+#include <cstdio>
+
+namespace loom::cli {
+
+llvm::Expected<runtime::Executable>
+compileTranslateExecutable(const TransformerConfig &config,
+                           llvm::StringRef cpu) {
+  int64_t limit = config.max_len();
+  int64_t rows = kTranslateBatch * kTranslateBeam;
+  return compileCpuExecutable(config,
+                              pipelineFor(config, rows * limit, limit, rows),
+                              /*dumpDir=*/"", cpu);
+}
+
+std::string staleReason(const runtime::Executable &exe,
+                        const TransformerConfig &config, llvm::StringRef cpu) {
+  std::string configText;
+  google::protobuf::TextFormat::PrintToString(config, &configText);
+  if (exe.loom_version() != kLoomVersion)
+    return "it was compiled by Loom " +
+           (exe.loom_version().empty() ? std::string("of another release")
+                                       : exe.loom_version()) +
+           ", this is " + kLoomVersion;
+  if (exe.config_text() != configText)
+    return "it was compiled for another config";
+  if (exe.cpu_target().level() != cpu)
+    return "it was compiled for --cpu " + exe.cpu_target().level() + ", not " +
+           cpu.str();
+  if (Status status = cpu::checkCpuTarget(exe.cpu_target()); !status.ok())
+    return status.message();
+  for (const char *entry : {"encode", "decode_step"}) {
+    bool found = false;
+    for (const runtime::EntryPoint &e : exe.entry_points())
+      found |= e.name() == entry;
+    if (!found)
+      return std::string("it has no @") + entry;
+  }
+  return "";
+}
+
+llvm::Error writeTranslateExecutable(const std::string &dir,
+                                     const TransformerConfig &config) {
+  auto exe = compileTranslateExecutable(config, "native");
+  if (!exe)
+    return exe.takeError();
+  std::string problem = saveExecutable(dir + "/" + kTranslateExecutable, *exe);
+  return toError(problem.empty() ? Status::success()
+                                 : Status::failure(problem, ErrorCode::Io));
+}
+
+llvm::Expected<std::shared_ptr<const runtime::Program>>
+cachedTranslateProgram(const std::string &dir, const TransformerConfig &config,
+                       llvm::StringRef command) {
+  std::string path = dir + "/" + kTranslateExecutable;
+  std::string why;
+  if (ErrorOr<runtime::Executable> cached = loadExecutable(path)) {
+    why = staleReason(*cached, config, "native");
+    if (why.empty())
+      return toExpected(runtime::Program::create(std::move(*cached)));
+  } else if (cached.code() == ErrorCode::NotFound) {
+    why = "there is none yet";
+  } else {
+    why = cached.error();
+  }
+  std::fprintf(stderr, "%s: note: compiling %s (%s)\n", command.str().c_str(),
+               path.c_str(), why.c_str());
+  auto exe = compileTranslateExecutable(config, "native");
+  if (!exe)
+    return exe.takeError();
+  if (std::string problem = saveExecutable(path, *exe); !problem.empty())
+    std::fprintf(stderr, "%s: note: cannot keep it: %s\n",
+                 command.str().c_str(), problem.c_str());
+  return toExpected(runtime::Program::create(std::move(*exe)));
+}
+
+} // namespace loom::cli
