@@ -5,6 +5,7 @@
 # translated line, the peak RSS, and the sizes of the binary and the folder,
 # beside `loom translate` reusing the directory's cached executable and
 # `loom translate` compiling at start-up (the cache deleted first).
+# bench/startup.py prints one Markdown table per input.
 # Usage: bench/export.sh DATA [WORK]   (DATA holds Multi30k's train.en/de)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,8 +32,15 @@ echo
 # deletes it before each run, so it compiles every time.
 rm -f "$work/run/translate.loomx"
 run $loom translate --model "$work/run" --threads 2 < /dev/null
-run python3 bench/startup.py --runs 7 \
-  --name "loom-translate (exported folder)" -- "$work/out/loom-translate" --threads 2 \
-  --name "loom translate (cached executable)" -- $loom translate --model "$work/run" --threads 2 \
-  --name "loom translate (compiling at start-up)" -- \
-      bash -c "rm -f $work/run/translate.loomx && exec $loom translate --model $work/run --threads 2"
+# An empty line: loading alone (it translates to an empty line). Then one
+# sentence: loading and decoding it (an untrained model decodes to the
+# length limit, so this bounds the decoding part from above).
+for sentence in "" "A man in a blue shirt is riding a bike."; do
+  echo
+  echo "sentence: '$sentence'"
+  run python3 bench/startup.py --runs 7 --sentence "$sentence" \
+    --name "loom-translate (exported folder)" -- "$work/out/loom-translate" --threads 2 \
+    --name "loom translate (cached executable)" -- $loom translate --model "$work/run" --threads 2 \
+    --name "loom translate (compiling at start-up)" -- \
+        bash -c "rm -f $work/run/translate.loomx && exec $loom translate --model $work/run --threads 2"
+done
