@@ -6,7 +6,6 @@
 #include "runtime/Decoding.h"
 #include "runtime/TrainStep.h"
 #include "runtime/Weights.h"
-#include "runtime/cpu/CpuDevice.h"
 #include "text/Bleu.h"
 
 #include <algorithm>
@@ -55,9 +54,14 @@ Translator::create(std::shared_ptr<const runtime::Program> program,
                                       : std::to_string(embed->shape[0])) +
                 ")",
             ErrorCode::InvalidArgument);
-  auto device = std::make_shared<cpu::CpuDevice>(threads);
+  // The device the executable was compiled for.
+  bool cpu = program->executable().target() == runtime::Executable::CPU;
+  ErrorOr<std::shared_ptr<runtime::Device>> device =
+      runtime::openDevice(cpu ? "cpu" : "cuda", threads);
+  if (!device)
+    return device.status();
   ErrorOr<std::unique_ptr<runtime::Session>> session =
-      runtime::Session::create(std::move(program), device);
+      runtime::Session::create(std::move(program), *device);
   if (!session)
     return session.status();
   LOOM_RETURN_IF_ERROR(runtime::loadParametersFile(**session, weights));
@@ -67,10 +71,6 @@ Translator::create(std::shared_ptr<const runtime::Program> program,
 
 int64_t Translator::maxSourceTokens() const {
   return session->program().executable().max_len();
-}
-
-int Translator::threads() const {
-  return static_cast<cpu::CpuDevice &>(session->device()).threads();
 }
 
 ErrorOr<std::vector<std::vector<Translation>>>

@@ -85,8 +85,6 @@ public:
   const text::Tokenizer &vocabulary() const { return tokenizer; }
   /// The longest source, eos included, the executable takes.
   int64_t maxSourceTokens() const;
-  /// Threads decoding runs on.
-  int threads() const;
 
 private:
   Translator(std::unique_ptr<runtime::Session> session,

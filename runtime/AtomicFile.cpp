@@ -28,8 +28,8 @@ bool writeAll(int fd, const void *data, size_t size) {
 
 } // namespace
 
-std::string writeFileAtomically(const std::string &path,
-                                const std::vector<BytePiece> &pieces) {
+Status writeFileAtomically(const std::string &path,
+                           const std::vector<BytePiece> &pieces) {
   // A unique name beside the target keeps the rename within one file system,
   // so it is atomic.
   static std::atomic<unsigned> counter{0};
@@ -37,7 +37,8 @@ std::string writeFileAtomically(const std::string &path,
                     std::to_string(counter++);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd < 0)
-    return "cannot create '" + tmp + "': " + std::strerror(errno);
+    return Status::failure(
+        "cannot create '" + tmp + "': " + std::strerror(errno), ErrorCode::Io);
   bool ok = true;
   for (const BytePiece &piece : pieces)
     ok = ok && writeAll(fd, piece.data, piece.size);
@@ -48,7 +49,9 @@ std::string writeFileAtomically(const std::string &path,
     if (ok)
       savedErrno = errno;
     ::unlink(tmp.c_str());
-    return "cannot write '" + path + "': " + std::strerror(savedErrno);
+    return Status::failure("cannot write '" + path +
+                               "': " + std::strerror(savedErrno),
+                           ErrorCode::Io);
   }
   // Persist the rename itself; failure here loses durability, not data.
   size_t slash = path.rfind('/');
@@ -60,7 +63,7 @@ std::string writeFileAtomically(const std::string &path,
     ::fsync(dirFd);
     ::close(dirFd);
   }
-  return "";
+  return Status::success();
 }
 
 } // namespace loom

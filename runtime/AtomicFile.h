@@ -10,6 +10,8 @@
 #ifndef LOOM_RUNTIME_ATOMICFILE_H
 #define LOOM_RUNTIME_ATOMICFILE_H
 
+#include "abi/Error.h"
+
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -23,10 +25,10 @@ struct BytePiece {
   size_t size;
 };
 
-/// Writes `pieces` to `path` atomically. Returns "" on success, else the
-/// reason, naming the file.
-std::string writeFileAtomically(const std::string &path,
-                                const std::vector<BytePiece> &pieces);
+/// Writes `pieces` to `path` atomically. Fails with Io and a message naming
+/// the file.
+Status writeFileAtomically(const std::string &path,
+                           const std::vector<BytePiece> &pieces);
 
 } // namespace loom
 

@@ -39,6 +39,11 @@ std::string describeEntry(const Executable &exe, int index) {
          std::to_string(index) + ")";
 }
 
+/// A malformed executable: the only kind of failure validation reports.
+Status corrupt(std::string message) {
+  return Status::failure(std::move(message), ErrorCode::Corrupt);
+}
+
 std::string hex(uint64_t value) {
   std::ostringstream os;
   os << "0x" << std::hex << value;
@@ -66,219 +71,225 @@ std::optional<int64_t> staticBytes(const Buffer &buffer) {
   return bytes;
 }
 
-std::string validateKernels(const Executable &exe) {
+Status validateKernels(const Executable &exe) {
   std::set<std::string> names;
   for (int k = 0; k < exe.kernels_size(); ++k) {
     const Kernel &kernel = exe.kernels(k);
     std::string where = describeKernel(exe, k);
     if (kernel.name().empty())
-      return where + " has no name";
+      return corrupt(where + " has no name");
     if (!names.insert(kernel.name()).second)
-      return where + ": duplicate kernel name " + quoted(kernel.name());
+      return corrupt(where + ": duplicate kernel name " +
+                     quoted(kernel.name()));
     if (kernel.symbol().empty())
-      return where + " has no symbol";
+      return corrupt(where + " has no symbol");
     if (!Kernel::Kind_IsValid(kernel.kind()) ||
         kernel.kind() == Kernel::KIND_UNSPECIFIED)
-      return where + " has unknown kind " + std::to_string(kernel.kind());
+      return corrupt(where + " has unknown kind " +
+                     std::to_string(kernel.kind()));
     if (kernel.num_args() < 0)
-      return where + " takes a negative number of arguments (" +
-             std::to_string(kernel.num_args()) + ")";
+      return corrupt(where + " takes a negative number of arguments (" +
+                     std::to_string(kernel.num_args()) + ")");
   }
-  return "";
+  return Status::success();
 }
 
-std::string validateBuffer(const Executable &exe, int b) {
+Status validateBuffer(const Executable &exe, int b) {
   const Buffer &buffer = exe.buffers(b);
   std::string where = describeBuffer(exe, b);
   if (!Buffer::Role_IsValid(buffer.role()) ||
       buffer.role() == Buffer::ROLE_UNSPECIFIED)
-    return where + " has unknown role " + std::to_string(buffer.role());
+    return corrupt(where + " has unknown role " +
+                   std::to_string(buffer.role()));
   if (!Buffer::DType_IsValid(buffer.dtype()) ||
       buffer.dtype() == Buffer::DTYPE_UNSPECIFIED)
-    return where + " has unknown dtype " + std::to_string(buffer.dtype());
+    return corrupt(where + " has unknown dtype " +
+                   std::to_string(buffer.dtype()));
   for (int d = 0; d < buffer.shape_size(); ++d) {
     const runtime::Dim &dim = buffer.shape(d);
     std::string dimWhere = where + ": dim " + std::to_string(d);
     if (dim.has_size() && dim.size() < 0)
-      return dimWhere + " has negative size " + std::to_string(dim.size());
+      return corrupt(dimWhere + " has negative size " +
+                     std::to_string(dim.size()));
     if (dim.has_poly()) {
       if (dim.poly().terms_size() == 0)
-        return dimWhere + " is an empty polynomial";
+        return corrupt(dimWhere + " is an empty polynomial");
       for (const runtime::Monomial &term : dim.poly().terms())
         for (int32_t symbol : term.symbols())
           if (symbol < 0 || symbol >= exe.symbols_size())
-            return dimWhere + " refers to symbol " + std::to_string(symbol) +
-                   ", but " + std::to_string(exe.symbols_size()) +
-                   " symbols exist";
+            return corrupt(dimWhere + " refers to symbol " +
+                           std::to_string(symbol) + ", but " +
+                           std::to_string(exe.symbols_size()) +
+                           " symbols exist");
     }
     if (!dim.has_size() && !dim.has_poly())
-      return dimWhere + " has neither a size nor a polynomial";
+      return corrupt(dimWhere + " has neither a size nor a polynomial");
   }
 
   bool isTemporary = buffer.role() == Buffer::TEMPORARY;
   bool hasSlice = buffer.has_arena_offset() || buffer.has_max_bytes();
   if (isTemporary) {
     if (!buffer.has_arena_offset() || !buffer.has_max_bytes())
-      return where + " is a temporary without an arena slice";
+      return corrupt(where + " is a temporary without an arena slice");
     if (buffer.arena_offset() < 0)
-      return where + " has negative arena_offset " +
-             std::to_string(buffer.arena_offset());
+      return corrupt(where + " has negative arena_offset " +
+                     std::to_string(buffer.arena_offset()));
     // The arena itself is aligned; the kernels may assume its slices are.
     int64_t alignment = exe.cpu_target().alignment();
     if (alignment > 0 && buffer.arena_offset() % alignment != 0)
-      return where + " starts at arena byte " +
-             std::to_string(buffer.arena_offset()) +
-             ", not a multiple of the cpu_target alignment " +
-             std::to_string(alignment);
+      return corrupt(where + " starts at arena byte " +
+                     std::to_string(buffer.arena_offset()) +
+                     ", not a multiple of the cpu_target alignment " +
+                     std::to_string(alignment));
     if (buffer.max_bytes() < 0)
-      return where + " has negative max_bytes " +
-             std::to_string(buffer.max_bytes());
+      return corrupt(where + " has negative max_bytes " +
+                     std::to_string(buffer.max_bytes()));
     std::optional<int64_t> needed = staticBytes(buffer);
     if (needed && *needed > buffer.max_bytes())
-      return where + " needs " + std::to_string(*needed) +
-             " bytes but its slice holds " + std::to_string(buffer.max_bytes());
+      return corrupt(where + " needs " + std::to_string(*needed) +
+                     " bytes but its slice holds " +
+                     std::to_string(buffer.max_bytes()));
   } else if (hasSlice) {
     // Persistent buffers are allocated by the runtime, not carved from an
     // arena; a slice here means the writer and the reader disagree.
-    return where + " is persistent but has an arena slice";
+    return corrupt(where + " is persistent but has an arena slice");
   }
 
   if (buffer.has_view_of()) {
     if (buffer.view_of() < 0 || buffer.view_of() >= exe.buffers_size())
-      return where + " is a view of buffer " +
-             std::to_string(buffer.view_of()) + ", but " +
-             std::to_string(exe.buffers_size()) + " buffers exist";
+      return corrupt(where + " is a view of buffer " +
+                     std::to_string(buffer.view_of()) + ", but " +
+                     std::to_string(exe.buffers_size()) + " buffers exist");
     const Buffer &base = exe.buffers(buffer.view_of());
     if (base.role() == Buffer::TEMPORARY || base.has_view_of())
-      return where + " is a view of " + describeBuffer(exe, buffer.view_of()) +
-             ", which is not a persistent buffer of its own";
+      return corrupt(where + " is a view of " +
+                     describeBuffer(exe, buffer.view_of()) +
+                     ", which is not a persistent buffer of its own");
     if (isTemporary)
-      return where + " is a temporary and a view";
+      return corrupt(where + " is a temporary and a view");
     if (buffer.view_offset() < 0)
-      return where + " has negative view_offset " +
-             std::to_string(buffer.view_offset());
+      return corrupt(where + " has negative view_offset " +
+                     std::to_string(buffer.view_offset()));
   }
 
   if (buffer.role() == Buffer::CONSTANT) {
     std::optional<int64_t> needed = staticBytes(buffer);
     if (!needed)
-      return where + " is a constant with a dynamic or oversized shape";
+      return corrupt(where +
+                     " is a constant with a dynamic or oversized shape");
     if (static_cast<uint64_t>(*needed) != buffer.data().size())
-      return where + " is a constant of " + std::to_string(*needed) +
-             " bytes but carries " + std::to_string(buffer.data().size()) +
-             " bytes of data";
+      return corrupt(where + " is a constant of " + std::to_string(*needed) +
+                     " bytes but carries " +
+                     std::to_string(buffer.data().size()) + " bytes of data");
   } else if (!buffer.data().empty()) {
-    return where + " carries data but is not a constant";
+    return corrupt(where + " carries data but is not a constant");
   }
-  return "";
+  return Status::success();
 }
 
 /// What a CPU executable records of the target its code was compiled for.
 /// Whether this machine has the target's features is not asked here: that
 /// is the CPU device's check when it loads the code (checkCpuTarget in
 /// runtime/cpu/CpuFeatures.h), and validation needs no device.
-std::string validateCpuTarget(const Executable &exe) {
+Status validateCpuTarget(const Executable &exe) {
   if (exe.target() != Executable::CPU)
-    return "";
+    return Status::success();
   if (!exe.has_cpu_target())
-    return "a CPU executable without a cpu_target: the CPU its code was "
-           "compiled for is unknown";
+    return corrupt(
+        "a CPU executable without a cpu_target: the CPU its code was "
+        "compiled for is unknown");
   const runtime::CpuTarget &target = exe.cpu_target();
   if (target.triple().empty())
-    return "cpu_target has no triple";
+    return corrupt("cpu_target has no triple");
   if (target.cpu().empty())
-    return "cpu_target has no cpu";
+    return corrupt("cpu_target has no cpu");
   for (int f = 0; f < target.features_size(); ++f) {
     const std::string &feature = target.features(f);
     // An unknown name would be a feature no loader can check.
     if (!abi::isKnownCpuFeature(feature))
-      return "cpu_target records CPU feature " + quoted(feature) +
-             ", which this runtime does not know";
+      return corrupt("cpu_target records CPU feature " + quoted(feature) +
+                     ", which this runtime does not know");
     if (f > 0 && !(target.features(f - 1) < feature))
-      return "cpu_target's features are not sorted and unique (" +
-             quoted(target.features(f - 1)) + " before " + quoted(feature) +
-             ")";
+      return corrupt("cpu_target's features are not sorted and unique (" +
+                     quoted(target.features(f - 1)) + " before " +
+                     quoted(feature) + ")");
   }
   int32_t alignment = target.alignment();
   if (alignment <= 0 || (alignment & (alignment - 1)) != 0)
-    return "cpu_target alignment " + std::to_string(alignment) +
-           " is not a positive power of two";
-  return "";
+    return corrupt("cpu_target alignment " + std::to_string(alignment) +
+                   " is not a positive power of two");
+  return Status::success();
 }
 
-std::string validateBuffers(const Executable &exe) {
+Status validateBuffers(const Executable &exe) {
   std::set<std::string> names;
   for (int b = 0; b < exe.buffers_size(); ++b) {
     const std::string &name = exe.buffers(b).name();
     if (name.empty())
-      return describeBuffer(exe, b) + " has no name";
+      return corrupt(describeBuffer(exe, b) + " has no name");
     if (!names.insert(name).second)
-      return describeBuffer(exe, b) + ": duplicate buffer name " + quoted(name);
-    if (std::string error = validateBuffer(exe, b); !error.empty())
-      return error;
+      return corrupt(describeBuffer(exe, b) + ": duplicate buffer name " +
+                     quoted(name));
+    LOOM_RETURN_IF_ERROR(validateBuffer(exe, b));
   }
-  return "";
+  return Status::success();
 }
 
 /// Checks that `index` names a buffer, and if it is a temporary, that its
 /// slice lies inside the arena of the entry point `e` that uses it.
-std::string checkBufferUse(const Executable &exe, int e, int index,
-                           const std::string &where) {
+Status checkBufferUse(const Executable &exe, int e, int index,
+                      const std::string &where) {
   if (index < 0 || index >= exe.buffers_size())
-    return where + " refers to buffer " + std::to_string(index) + ", but " +
-           std::to_string(exe.buffers_size()) + " buffers exist";
+    return corrupt(where + " refers to buffer " + std::to_string(index) +
+                   ", but " + std::to_string(exe.buffers_size()) +
+                   " buffers exist");
   const Buffer &buffer = exe.buffers(index);
   if (buffer.role() != Buffer::TEMPORARY)
-    return "";
+    return Status::success();
   int64_t arena = exe.entry_points(e).arena_bytes();
   // Written so that offset + max_bytes cannot overflow.
   if (buffer.arena_offset() > arena ||
       buffer.max_bytes() > arena - buffer.arena_offset())
-    return describeBuffer(exe, index) + " occupies arena bytes [" +
-           std::to_string(buffer.arena_offset()) + ", " +
-           std::to_string(static_cast<uint64_t>(buffer.arena_offset()) +
-                          static_cast<uint64_t>(buffer.max_bytes())) +
-           "), outside the " + std::to_string(arena) + "-byte arena of " +
-           describeEntry(exe, e);
-  return "";
+    return corrupt(describeBuffer(exe, index) + " occupies arena bytes [" +
+                   std::to_string(buffer.arena_offset()) + ", " +
+                   std::to_string(static_cast<uint64_t>(buffer.arena_offset()) +
+                                  static_cast<uint64_t>(buffer.max_bytes())) +
+                   "), outside the " + std::to_string(arena) +
+                   "-byte arena of " + describeEntry(exe, e));
+  return Status::success();
 }
 
-std::string validateEntryPoint(const Executable &exe, int e) {
+Status validateEntryPoint(const Executable &exe, int e) {
   const EntryPoint &entry = exe.entry_points(e);
   std::string where = describeEntry(exe, e);
   if (entry.arena_bytes() < 0)
-    return where + " has negative arena_bytes " +
-           std::to_string(entry.arena_bytes());
+    return corrupt(where + " has negative arena_bytes " +
+                   std::to_string(entry.arena_bytes()));
   for (int i = 0; i < entry.inputs_size(); ++i)
-    if (std::string error = checkBufferUse(
-            exe, e, entry.inputs(i), where + ": input " + std::to_string(i));
-        !error.empty())
-      return error;
+    LOOM_RETURN_IF_ERROR(checkBufferUse(
+        exe, e, entry.inputs(i), where + ": input " + std::to_string(i)));
   for (int i = 0; i < entry.outputs_size(); ++i)
-    if (std::string error = checkBufferUse(
-            exe, e, entry.outputs(i), where + ": output " + std::to_string(i));
-        !error.empty())
-      return error;
+    LOOM_RETURN_IF_ERROR(checkBufferUse(
+        exe, e, entry.outputs(i), where + ": output " + std::to_string(i)));
   for (int s = 0; s < entry.steps_size(); ++s) {
     const Step &step = entry.steps(s);
     std::string stepWhere =
         "step " + std::to_string(s) + " of " + quoted(entry.name());
     if (step.kernel() < 0 || step.kernel() >= exe.kernels_size())
-      return stepWhere + " calls kernel " + std::to_string(step.kernel()) +
-             ", but " + std::to_string(exe.kernels_size()) + " kernels exist";
+      return corrupt(stepWhere + " calls kernel " +
+                     std::to_string(step.kernel()) + ", but " +
+                     std::to_string(exe.kernels_size()) + " kernels exist");
     const Kernel &kernel = exe.kernels(step.kernel());
     if (step.args_size() != kernel.num_args())
-      return stepWhere + " calls " + quoted(kernel.name()) + " with " +
-             std::to_string(step.args_size()) + " arguments, it takes " +
-             std::to_string(kernel.num_args());
+      return corrupt(stepWhere + " calls " + quoted(kernel.name()) + " with " +
+                     std::to_string(step.args_size()) +
+                     " arguments, it takes " +
+                     std::to_string(kernel.num_args()));
     for (int a = 0; a < step.args_size(); ++a)
-      if (std::string error =
-              checkBufferUse(exe, e, step.args(a),
-                             stepWhere + ": argument " + std::to_string(a));
-          !error.empty())
-        return error;
+      LOOM_RETURN_IF_ERROR(checkBufferUse(
+          exe, e, step.args(a), stepWhere + ": argument " + std::to_string(a)));
   }
-  return "";
+  return Status::success();
 }
 
 } // namespace
@@ -292,42 +303,38 @@ uint64_t fnv1a64(const std::string &bytes) {
   return hash;
 }
 
-std::string validateExecutable(const Executable &exe) {
+Status validateExecutable(const Executable &exe) {
   // Version first: a file from another version may mean anything below.
   if (exe.format_version() == 0)
-    return "not a Loom executable: it has no format version";
+    return corrupt("not a Loom executable: it has no format version");
   if (exe.format_version() != kFormatVersion)
-    return "format version " + std::to_string(exe.format_version()) +
-           ", this runtime reads " + std::to_string(kFormatVersion);
+    return corrupt("format version " + std::to_string(exe.format_version()) +
+                   ", this runtime reads " + std::to_string(kFormatVersion));
   // The checksum next, so a corrupt file is reported as corrupt rather than
   // as whatever field the corruption happened to hit.
   uint64_t checksum = fnv1a64(exe.code());
   if (checksum != exe.code_checksum())
-    return "code checksum mismatch: the code hashes to " + hex(checksum) +
-           " but the file records " + hex(exe.code_checksum()) +
-           "; the file is corrupt";
+    return corrupt("code checksum mismatch: the code hashes to " +
+                   hex(checksum) + " but the file records " +
+                   hex(exe.code_checksum()) + "; the file is corrupt");
   if (!Executable::Target_IsValid(exe.target()) ||
       exe.target() == Executable::TARGET_UNSPECIFIED)
-    return "unknown target " + std::to_string(exe.target());
-  if (std::string error = validateCpuTarget(exe); !error.empty())
-    return error;
-  if (std::string error = validateKernels(exe); !error.empty())
-    return error;
+    return corrupt("unknown target " + std::to_string(exe.target()));
+  LOOM_RETURN_IF_ERROR(validateCpuTarget(exe));
+  LOOM_RETURN_IF_ERROR(validateKernels(exe));
   // After the CPU target, whose alignment the temporaries are checked for.
-  if (std::string error = validateBuffers(exe); !error.empty())
-    return error;
+  LOOM_RETURN_IF_ERROR(validateBuffers(exe));
   std::set<std::string> names;
   for (int e = 0; e < exe.entry_points_size(); ++e) {
     const std::string &name = exe.entry_points(e).name();
     if (name.empty())
-      return describeEntry(exe, e) + " has no name";
+      return corrupt(describeEntry(exe, e) + " has no name");
     if (!names.insert(name).second)
-      return describeEntry(exe, e) + ": duplicate entry point name " +
-             quoted(name);
-    if (std::string error = validateEntryPoint(exe, e); !error.empty())
-      return error;
+      return corrupt(describeEntry(exe, e) + ": duplicate entry point name " +
+                     quoted(name));
+    LOOM_RETURN_IF_ERROR(validateEntryPoint(exe, e));
   }
-  return "";
+  return Status::success();
 }
 
 namespace {
@@ -391,21 +398,21 @@ ErrorOr<Executable> loadExecutable(const std::string &path) {
             "': not a Loom executable: it does not parse as a "
             "loom.runtime.Executable (truncated or not an executable)",
         ErrorCode::Corrupt);
-  if (std::string error = validateExecutable(exe); !error.empty())
-    return ErrorOr<Executable>::failure("'" + path + "': " + error,
-                                        ErrorCode::Corrupt);
+  if (Status valid = validateExecutable(exe); !valid.ok())
+    return valid.withContext("'" + path + "'");
   return exe;
 }
 
-std::string saveExecutable(const std::string &path,
-                           const Executable &executable) {
+Status saveExecutable(const std::string &path, const Executable &executable) {
   // Refusing here keeps a buggy writer from producing a file that every
   // reader would refuse later, far from the bug.
-  if (std::string error = validateExecutable(executable); !error.empty())
-    return "cannot save '" + path + "': " + error;
+  LOOM_RETURN_IF_ERROR(
+      validateExecutable(executable).withContext("cannot save '" + path + "'"));
   std::string bytes;
+  // Protobuf refuses a message of 2 GiB or more: too large an executable.
   if (!executable.SerializeToString(&bytes))
-    return "cannot save '" + path + "': serialization failed";
+    return Status::failure("cannot save '" + path + "': serialization failed",
+                           ErrorCode::InvalidArgument);
 
   std::string file = executableFileBytes(bytes);
   return writeFileAtomically(path, {{file.data(), file.size()}});

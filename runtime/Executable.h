@@ -82,17 +82,19 @@ uint64_t fnv1a64(const std::string &bytes);
 /// truncation and every flipped bit of a file detectable before parsing.
 std::string executableFileBytes(const std::string &payload);
 
-/// Why `executable` cannot be run, or an empty string when it can.
-std::string validateExecutable(const Executable &executable);
+/// Success when `executable` can be run; otherwise a Corrupt failure whose
+/// message names the first problem (the buffer, kernel, entry point or step
+/// at fault).
+Status validateExecutable(const Executable &executable);
 
 /// Reads, parses and validates the executable at `path`.
 ErrorOr<Executable> loadExecutable(const std::string &path);
 
 /// Validates `executable` and writes it to `path` atomically: a temporary
-/// file beside the target, fsync'd and renamed over it. Returns an empty
-/// string on success and the reason otherwise.
-std::string saveExecutable(const std::string &path,
-                           const Executable &executable);
+/// file beside the target, fsync'd and renamed over it. An invalid
+/// executable fails as validateExecutable does, a failed write with Io; the
+/// message names the file.
+Status saveExecutable(const std::string &path, const Executable &executable);
 
 } // namespace loom
 

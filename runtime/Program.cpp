@@ -42,8 +42,7 @@ int32_t bareSymbol(const Dim &dim) {
 } // namespace
 
 ErrorOr<std::shared_ptr<const Program>> Program::create(Executable exe) {
-  if (std::string error = validateExecutable(exe); !error.empty())
-    return Status::failure(error, ErrorCode::Corrupt);
+  LOOM_RETURN_IF_ERROR(validateExecutable(exe));
   std::shared_ptr<Program> program(new Program);
   program->exe = std::move(exe);
   LOOM_RETURN_IF_ERROR(program->prepare());

@@ -113,6 +113,11 @@ std::optional<uint64_t> byteSize(const std::vector<int64_t> &shape,
   return total;
 }
 
+/// A malformed file.
+Status corrupt(std::string message) {
+  return Status::failure(std::move(message), ErrorCode::Corrupt);
+}
+
 bool isNonNegativeInteger(const json &j) {
   return j.is_number_unsigned() ||
          (j.is_number_integer() && j.get<int64_t>() >= 0);
@@ -124,55 +129,58 @@ struct Extent {
 };
 
 // Parses one header entry into `tensor` (without data) and its extent.
-std::string parseEntry(const std::string &name, const json &entry,
-                       SafeTensor &tensor, Extent &extent) {
+Status parseEntry(const std::string &name, const json &entry,
+                  SafeTensor &tensor, Extent &extent) {
   std::string where = "tensor '" + name + "': ";
   if (!entry.is_object())
-    return where + "header entry is not a JSON object";
+    return corrupt(where + "header entry is not a JSON object");
   auto dtype = entry.find("dtype");
   if (dtype == entry.end() || !dtype->is_string())
-    return where + "missing or non-string \"dtype\"";
+    return corrupt(where + "missing or non-string \"dtype\"");
   tensor.dtype = dtype->get<std::string>();
   std::optional<int64_t> elementSize = dtypeSize(tensor.dtype);
   if (!elementSize)
-    return where + "unknown dtype '" + tensor.dtype + "'";
+    return corrupt(where + "unknown dtype '" + tensor.dtype + "'");
   auto shape = entry.find("shape");
   if (shape == entry.end() || !shape->is_array())
-    return where + "missing or non-array \"shape\"";
+    return corrupt(where + "missing or non-array \"shape\"");
   for (const json &d : *shape) {
     if (!isNonNegativeInteger(d) ||
         d.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
-      return where + "shape " + shape->dump() +
-             " has an entry that is not a non-negative integer";
+      return corrupt(where + "shape " + shape->dump() +
+                     " has an entry that is not a non-negative integer");
     tensor.shape.push_back(d.get<int64_t>());
   }
   auto offsets = entry.find("data_offsets");
   if (offsets == entry.end() || !offsets->is_array() || offsets->size() != 2 ||
       !isNonNegativeInteger((*offsets)[0]) ||
       !isNonNegativeInteger((*offsets)[1]))
-    return where + "\"data_offsets\" must be two non-negative integers";
+    return corrupt(where +
+                   "\"data_offsets\" must be two non-negative integers");
   extent = {(*offsets)[0].get<uint64_t>(), (*offsets)[1].get<uint64_t>(), name};
   if (extent.end < extent.begin)
-    return where + "data_offsets " + offsets->dump() + " end before they begin";
+    return corrupt(where + "data_offsets " + offsets->dump() +
+                   " end before they begin");
   std::optional<uint64_t> expected = byteSize(tensor.shape, *elementSize);
   if (!expected)
-    return where + "shape " + shapeString(tensor.shape) + " is too large";
+    return corrupt(where + "shape " + shapeString(tensor.shape) +
+                   " is too large");
   if (extent.end - extent.begin != *expected)
-    return where + "data_offsets " + offsets->dump() + " span " +
-           std::to_string(extent.end - extent.begin) + " bytes but shape " +
-           shapeString(tensor.shape) + " of " + tensor.dtype + " needs " +
-           std::to_string(*expected);
-  return "";
+    return corrupt(where + "data_offsets " + offsets->dump() + " span " +
+                   std::to_string(extent.end - extent.begin) +
+                   " bytes but shape " + shapeString(tensor.shape) + " of " +
+                   tensor.dtype + " needs " + std::to_string(*expected));
+  return Status::success();
 }
 
 // Checks that the extents tile [0, dataSize) exactly, as the format demands.
-std::string checkExtents(std::vector<Extent> extents, uint64_t dataSize) {
+Status checkExtents(std::vector<Extent> extents, uint64_t dataSize) {
   for (const Extent &e : extents)
     if (e.end > dataSize)
-      return "tensor '" + e.name + "': data_offsets [" +
-             std::to_string(e.begin) + ", " + std::to_string(e.end) +
-             "] run past the data section (" + std::to_string(dataSize) +
-             " bytes)";
+      return corrupt("tensor '" + e.name + "': data_offsets [" +
+                     std::to_string(e.begin) + ", " + std::to_string(e.end) +
+                     "] run past the data section (" +
+                     std::to_string(dataSize) + " bytes)");
   std::sort(extents.begin(), extents.end(),
             [](const Extent &a, const Extent &b) {
               return std::tie(a.begin, a.end) < std::tie(b.begin, b.end);
@@ -181,18 +189,18 @@ std::string checkExtents(std::vector<Extent> extents, uint64_t dataSize) {
   for (size_t i = 0; i < extents.size(); ++i) {
     const Extent &e = extents[i];
     if (e.begin < covered)
-      return "tensors '" + extents[i - 1].name + "' and '" + e.name +
-             "' overlap in the data section";
+      return corrupt("tensors '" + extents[i - 1].name + "' and '" + e.name +
+                     "' overlap in the data section");
     if (e.begin > covered)
-      return "bytes [" + std::to_string(covered) + ", " +
-             std::to_string(e.begin) +
-             ") of the data section belong to no tensor";
+      return corrupt("bytes [" + std::to_string(covered) + ", " +
+                     std::to_string(e.begin) +
+                     ") of the data section belong to no tensor");
     covered = e.end;
   }
   if (covered != dataSize)
-    return "the data section is " + std::to_string(dataSize) +
-           " bytes but the tensors cover " + std::to_string(covered);
-  return "";
+    return corrupt("the data section is " + std::to_string(dataSize) +
+                   " bytes but the tensors cover " + std::to_string(covered));
+  return Status::success();
 }
 
 } // namespace
@@ -221,66 +229,74 @@ ErrorOr<SafeTensorFile> loadSafetensors(const std::string &path) {
   // what is wrong instead of reporting a short file.
   struct stat status;
   if (::stat(path.c_str(), &status) == 0 && !S_ISREG(status.st_mode))
-    return Result::failure("'" + path + "' is not a regular file");
+    return Result::failure("'" + path + "' is not a regular file",
+                           ErrorCode::Io);
   std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Result::failure("cannot open '" + path +
-                           "': " + std::strerror(errno));
+  if (!in) {
+    int openErrno = errno;
+    return Result::failure(
+        "cannot open '" + path + "': " + std::strerror(openErrno),
+        openErrno == ENOENT ? ErrorCode::NotFound : ErrorCode::Io);
+  }
   in.seekg(0, std::ios::end);
   auto fileSize = static_cast<uint64_t>(in.tellg());
   in.seekg(0);
-  std::string prefix = "'" + path + "': ";
+  std::string prefix = "'" + path + "'";
   if (fileSize < 8)
-    return Result::failure(prefix + "file too short (" +
-                           std::to_string(fileSize) +
-                           " bytes) to hold the 8-byte header length");
+    return Result::failure(prefix + ": file too short (" +
+                               std::to_string(fileSize) +
+                               " bytes) to hold the 8-byte header length",
+                           ErrorCode::Corrupt);
   uint8_t lengthBytes[8];
   in.read(reinterpret_cast<char *>(lengthBytes), 8);
   uint64_t headerSize = loadLE(lengthBytes, 8);
   if (headerSize > fileSize - 8)
-    return Result::failure(prefix + "header length " +
-                           std::to_string(headerSize) +
-                           " is larger than the rest of the file (" +
-                           std::to_string(fileSize - 8) + " bytes)");
+    return Result::failure(prefix + ": header length " +
+                               std::to_string(headerSize) +
+                               " is larger than the rest of the file (" +
+                               std::to_string(fileSize - 8) + " bytes)",
+                           ErrorCode::Corrupt);
   std::string header(headerSize, '\0');
   if (!in.read(header.data(), static_cast<std::streamsize>(headerSize)))
-    return Result::failure(prefix + "cannot read the header");
+    return Result::failure(prefix + ": cannot read the header", ErrorCode::Io);
 
   json root;
   try {
     root = json::parse(header);
   } catch (const json::exception &e) {
-    return Result::failure(prefix + "malformed JSON header: " + e.what());
+    return Result::failure(prefix + ": malformed JSON header: " + e.what(),
+                           ErrorCode::Corrupt);
   }
   if (!root.is_object())
-    return Result::failure(prefix + "the JSON header is not an object");
+    return Result::failure(prefix + ": the JSON header is not an object",
+                           ErrorCode::Corrupt);
 
   SafeTensorFile file;
   std::vector<Extent> extents;
   for (auto it = root.begin(); it != root.end(); ++it) {
     if (it.key() == kMetadataKey) {
       if (!it->is_object())
-        return Result::failure(prefix + "__metadata__ is not an object");
+        return Result::failure(prefix + ": __metadata__ is not an object",
+                               ErrorCode::Corrupt);
       for (auto m = it->begin(); m != it->end(); ++m) {
         if (!m->is_string())
-          return Result::failure(prefix + "__metadata__ entry '" + m.key() +
-                                 "' is not a string");
+          return Result::failure(prefix + ": __metadata__ entry '" + m.key() +
+                                     "' is not a string",
+                                 ErrorCode::Corrupt);
         file.metadata[m.key()] = m->get<std::string>();
       }
       continue;
     }
     SafeTensor tensor;
     Extent extent;
-    std::string error = parseEntry(it.key(), *it, tensor, extent);
-    if (!error.empty())
-      return Result::failure(prefix + error);
+    if (Status entry = parseEntry(it.key(), *it, tensor, extent); !entry.ok())
+      return entry.withContext(prefix);
     extents.push_back(extent);
     file.tensors.emplace(it.key(), std::move(tensor));
   }
   uint64_t dataStart = 8 + headerSize;
-  std::string error = checkExtents(extents, fileSize - dataStart);
-  if (!error.empty())
-    return Result::failure(prefix + error);
+  if (Status tiled = checkExtents(extents, fileSize - dataStart); !tiled.ok())
+    return tiled.withContext(prefix);
 
   for (const Extent &e : extents) {
     std::vector<uint8_t> &bytes = file.tensors[e.name].bytes;
@@ -288,29 +304,30 @@ ErrorOr<SafeTensorFile> loadSafetensors(const std::string &path) {
     in.seekg(static_cast<std::streamoff>(dataStart + e.begin));
     if (!in.read(reinterpret_cast<char *>(bytes.data()),
                  static_cast<std::streamsize>(bytes.size())))
-      return Result::failure(prefix + "cannot read the data of tensor '" +
-                             e.name + "'");
+      return Result::failure(prefix + ": cannot read the data of tensor '" +
+                                 e.name + "'",
+                             ErrorCode::Io);
   }
   return file;
 }
 
-std::string saveSafetensors(const std::string &path,
-                            const SafeTensorFile &file) {
+Status saveSafetensors(const std::string &path, const SafeTensorFile &file) {
   json root = json::object();
   uint64_t offset = 0;
   for (const auto &[name, tensor] : file.tensors) {
     std::string where = "cannot save tensor '" + name + "': ";
     if (name == kMetadataKey)
-      return where + "the name is reserved for metadata";
+      return Status::failure(where + "the name is reserved for metadata");
     std::optional<int64_t> elementSize = dtypeSize(tensor.dtype);
     if (!elementSize)
-      return where + "unknown dtype '" + tensor.dtype + "'";
+      return Status::failure(where + "unknown dtype '" + tensor.dtype + "'");
     std::optional<uint64_t> expected = byteSize(tensor.shape, *elementSize);
     if (!expected || *expected != tensor.bytes.size())
-      return where + "it holds " + std::to_string(tensor.bytes.size()) +
-             " bytes but shape " + shapeString(tensor.shape) + " of " +
-             tensor.dtype + " needs " +
-             (expected ? std::to_string(*expected) : std::string("more"));
+      return Status::failure(
+          where + "it holds " + std::to_string(tensor.bytes.size()) +
+          " bytes but shape " + shapeString(tensor.shape) + " of " +
+          tensor.dtype + " needs " +
+          (expected ? std::to_string(*expected) : std::string("more")));
     root[name] = {{"dtype", tensor.dtype},
                   {"shape", tensor.shape},
                   {"data_offsets", {offset, offset + *expected}}};

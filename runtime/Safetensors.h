@@ -50,14 +50,15 @@ struct SafeTensorFile {
 /// not a safetensors dtype.
 std::optional<int64_t> dtypeSize(const std::string &dtype);
 
-/// Reads and validates the safetensors file at `path`.
+/// Reads and validates the safetensors file at `path`. Fails with NotFound
+/// when there is no such file, Io when it cannot be read, and Corrupt when
+/// it is not a well-formed safetensors file.
 ErrorOr<SafeTensorFile> loadSafetensors(const std::string &path);
 
-/// Writes `file` to `path` atomically. Returns an empty string on success and
-/// the reason otherwise (a tensor whose bytes do not match its shape, or an
-/// I/O error).
-std::string saveSafetensors(const std::string &path,
-                            const SafeTensorFile &file);
+/// Writes `file` to `path` atomically. Fails with InvalidArgument for a
+/// tensor that cannot be stored (a reserved name, an unknown dtype, bytes
+/// that do not match its shape) and with Io when writing fails.
+Status saveSafetensors(const std::string &path, const SafeTensorFile &file);
 
 /// The elements of `tensor` as doubles; F32, F64, F16, BF16, I32 and I64.
 ErrorOr<std::vector<double>> toDoubles(const SafeTensor &tensor);

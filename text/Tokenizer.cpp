@@ -66,9 +66,9 @@ std::string thisObjectDir() {
   return slash == std::string::npos ? "" : path.substr(0, slash);
 }
 
-/// Opens the module at `path` and resolves every entry point; returns an
-/// empty string or why it could not.
-std::string tryOpen(const std::string &path, Library &lib) {
+/// Opens the module at `path` and resolves every entry point, or says why it
+/// could not.
+Status tryOpen(const std::string &path, Library &lib) {
   // LOCAL: SentencePiece's protobuf symbols must not become visible to
   // libprotobuf. DEEPBIND: SentencePiece must bind to its own protobuf, not
   // to the system libprotobuf already loaded. NOW: a missing symbol shows
@@ -80,7 +80,7 @@ std::string tryOpen(const std::string &path, Library &lib) {
     // dlerror starts with the path, which the caller prints already.
     if (why.compare(0, path.size() + 2, path + ": ") == 0)
       why.erase(0, path.size() + 2);
-    return why;
+    return Status::failure(why, ErrorCode::NotFound);
   }
   auto resolve = [&](auto &fn, const char *name) {
     fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
@@ -98,20 +98,24 @@ std::string tryOpen(const std::string &path, Library &lib) {
       !resolve(lib.idToPiece, "loom_spm_id_to_piece") ||
       !resolve(lib.freeBuffer, "loom_spm_free_buffer")) {
     ::dlclose(handle);
-    return "not a Loom SentencePiece module (missing entry points)";
+    return Status::failure(
+        "not a Loom SentencePiece module (missing entry points)",
+        ErrorCode::Corrupt);
   }
   if (int32_t version = abiVersion(); version != LOOM_SPM_ABI_VERSION) {
     ::dlclose(handle);
-    return "interface version " + std::to_string(version) + ", expected " +
-           std::to_string(LOOM_SPM_ABI_VERSION) +
-           " (a module of another build)";
+    return Status::failure("interface version " + std::to_string(version) +
+                               ", expected " +
+                               std::to_string(LOOM_SPM_ABI_VERSION) +
+                               " (a module of another build)",
+                           ErrorCode::Unsupported);
   }
-  return "";
+  return Status::success();
 }
 
 struct LoadedLibrary {
   Library lib;
-  std::string error;
+  Status status;    // NotFound when no candidate loads
   std::string path; // where it was loaded from
 };
 
@@ -135,17 +139,18 @@ const LoadedLibrary &library() {
 #endif
     std::ostringstream tried;
     for (const std::string &path : candidates) {
-      std::string why = tryOpen(path, result.lib);
-      if (why.empty()) {
+      Status opened = tryOpen(path, result.lib);
+      if (opened.ok()) {
         result.path = path;
         return result;
       }
-      tried << "\n  " << path << ": " << why;
+      tried << "\n  " << path << ": " << opened.message();
     }
-    result.error =
+    result.status = Status::failure(
         "cannot load the SentencePiece module " +
-        std::string(LOOM_SENTENCEPIECE_SHIM_NAME) +
-        " (set LOOM_SENTENCEPIECE_SHIM to its path); tried:" + tried.str();
+            std::string(LOOM_SENTENCEPIECE_SHIM_NAME) +
+            " (set LOOM_SENTENCEPIECE_SHIM to its path); tried:" + tried.str(),
+        ErrorCode::NotFound);
     return result;
   }();
   return loaded;
@@ -163,20 +168,20 @@ struct Tokenizer::Model {
   LoomSpm *handle;
 };
 
-std::string loadSentencePiece() { return library().error; }
+Status loadSentencePiece() { return library().status; }
 
 ErrorOr<std::string> sentencePieceModulePath() {
   const LoadedLibrary &loaded = library();
-  if (!loaded.error.empty())
-    return Status::failure(loaded.error, ErrorCode::NotFound);
+  if (!loaded.status.ok())
+    return loaded.status;
   return loaded.path;
 }
 
 ErrorOr<Tokenizer> Tokenizer::train(const std::vector<std::string> &files,
                                     const TokenizerTrainOptions &options) {
   const LoadedLibrary &loaded = library();
-  if (!loaded.error.empty())
-    return ErrorOr<Tokenizer>::failure(loaded.error);
+  if (!loaded.status.ok())
+    return loaded.status;
   if (options.modelType != "unigram" && options.modelType != "bpe")
     return ErrorOr<Tokenizer>::failure("unknown tokenizer model type '" +
                                        options.modelType +
@@ -220,8 +225,8 @@ ErrorOr<Tokenizer> Tokenizer::train(const std::vector<std::string> &files,
 
 ErrorOr<Tokenizer> Tokenizer::load(const std::string &modelBytes) {
   const LoadedLibrary &loaded = library();
-  if (!loaded.error.empty())
-    return ErrorOr<Tokenizer>::failure(loaded.error);
+  if (!loaded.status.ok())
+    return loaded.status;
   LoomSpm *handle = nullptr;
   if (char *error =
           loaded.lib.load(modelBytes.data(), modelBytes.size(), &handle))
@@ -261,15 +266,15 @@ ErrorOr<Tokenizer> Tokenizer::loadFile(const std::string &path) {
   return result;
 }
 
-std::string Tokenizer::saveFile(const std::string &path) const {
+Status Tokenizer::saveFile(const std::string &path) const {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out)
-    return "cannot create " + path;
+    return Status::failure("cannot create " + path, ErrorCode::Io);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   out.close();
   if (!out)
-    return "error writing " + path;
-  return "";
+    return Status::failure("error writing " + path, ErrorCode::Io);
+  return Status::success();
 }
 
 ErrorOr<std::vector<int32_t>> Tokenizer::encode(const std::string &text) const {

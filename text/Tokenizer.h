@@ -81,8 +81,8 @@ public:
   /// The serialized model, to save with the trained weights.
   const std::string &modelBytes() const { return bytes; }
   /// Writes modelBytes() to `path` (a file that SentencePiece's own tools
-  /// also read). Returns an empty string on success, else the reason.
-  std::string saveFile(const std::string &path) const;
+  /// also read); fails with Io.
+  Status saveFile(const std::string &path) const;
 
 private:
   struct Model;
@@ -94,9 +94,9 @@ private:
   int32_t size = 0;
 };
 
-/// Opens the SentencePiece module (once per process) and returns an empty
-/// string, or the reason it cannot be opened with every place tried.
-std::string loadSentencePiece();
+/// Opens the SentencePiece module (once per process). Fails with NotFound,
+/// naming every place tried, when it cannot be opened.
+Status loadSentencePiece();
 
 /// The file the SentencePiece module was loaded from, to ship beside a
 /// translator.

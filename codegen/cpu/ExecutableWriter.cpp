@@ -467,8 +467,9 @@ FailureOr<Executable> Writer::run(ModuleOp module) {
     return module.emitError("CPU code generation failed: ") << error;
   exe.set_code(*code);
   exe.set_code_checksum(fnv1a64(exe.code()));
-  if (std::string problem = validateExecutable(exe); !problem.empty())
-    return module.emitError("the written executable is invalid: ") << problem;
+  if (Status valid = validateExecutable(exe); !valid.ok())
+    return module.emitError("the written executable is invalid: ")
+           << valid.message();
   return std::move(exe);
 }
 

@@ -142,8 +142,8 @@ int main(int argc, char **argv) {
       writeCpuExecutable(*module, options);
   if (mlir::failed(exe))
     return fail("code generation failed");
-  if (std::string problem = saveExecutable(out, *exe); !problem.empty())
-    return fail(problem);
+  if (loom::Status saved = saveExecutable(out, *exe); !saved.ok())
+    return fail(saved.message());
 
   // Run: the runtime loads the file, as a program without the compiler would.
   auto program = runtime::Program::load(out);

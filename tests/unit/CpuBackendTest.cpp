@@ -283,7 +283,8 @@ TEST_P(CpuBackendTest, RefusesMismatchedExecutables) {
 TEST_P(CpuBackendTest, RefusesDamagedFiles) {
   std::string path =
       ::testing::TempDir() + "/cpu-backend-" + GetParam() + ".loomx";
-  ASSERT_EQ(saveExecutable(path, executable), "");
+  Status saved = saveExecutable(path, executable);
+  ASSERT_TRUE(saved.ok()) << saved.message();
   auto loaded = loadExecutable(path);
   ASSERT_TRUE(bool(loaded)) << loaded.error();
   EXPECT_EQ(createError(*loaded), "");

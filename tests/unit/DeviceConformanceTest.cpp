@@ -754,7 +754,8 @@ DEVICE_SUITE(Sessions);
 
 TEST_P(Sessions, RunAHandWrittenExecutable) {
   runtime::Executable exe = matmulExecutable(device->target());
-  ASSERT_EQ(validateExecutable(exe), "");
+  Status valid = validateExecutable(exe);
+  ASSERT_TRUE(valid.ok()) << valid.message();
   ErrorOr<std::shared_ptr<const runtime::Program>> program =
       runtime::Program::create(exe);
   ASSERT_TRUE(bool(program)) << program.error();

@@ -149,8 +149,9 @@ protected:
     if (loaded)
       return "";
     EXPECT_FALSE(loaded.error().empty());
+    EXPECT_EQ(loaded.code(), ErrorCode::Corrupt) << loaded.error();
     // The validator alone must agree with the loader.
-    EXPECT_NE(validateExecutable(exe), "");
+    EXPECT_FALSE(validateExecutable(exe).ok());
     return loaded.error();
   }
 
@@ -168,8 +169,10 @@ TEST(Executable, Fnv1a64MatchesReferenceValues) {
 
 TEST_F(ExecutableFile, RoundTrips) {
   Executable exe = makeExecutable();
-  ASSERT_EQ(validateExecutable(exe), "");
-  ASSERT_EQ(saveExecutable(path, exe), "");
+  Status valid = validateExecutable(exe);
+  ASSERT_TRUE(valid.ok()) << valid.message();
+  Status saved = saveExecutable(path, exe);
+  ASSERT_TRUE(saved.ok()) << saved.message();
   ErrorOr<Executable> loaded = loadExecutable(path);
   ASSERT_TRUE(loaded) << loaded.error();
   EXPECT_EQ(loaded->SerializeAsString(), exe.SerializeAsString());
@@ -184,14 +187,26 @@ TEST_F(ExecutableFile, RoundTrips) {
 TEST_F(ExecutableFile, SaveRefusesAnInvalidExecutable) {
   Executable exe = makeExecutable();
   exe.set_format_version(7);
-  std::string error = saveExecutable(path, exe);
-  EXPECT_NE(error.find("format version 7"), std::string::npos) << error;
+  Status saved = saveExecutable(path, exe);
+  EXPECT_EQ(saved.code(), ErrorCode::Corrupt);
+  EXPECT_NE(
+      saved.message().find("cannot save '" + path + "': format version 7"),
+      std::string::npos)
+      << saved.message();
   EXPECT_FALSE(std::ifstream(path).good());
+}
+
+TEST_F(ExecutableFile, SaveReportsAnUnwritablePath) {
+  Status saved = saveExecutable(path + ".absent/exe.loomx", makeExecutable());
+  EXPECT_EQ(saved.code(), ErrorCode::Io);
+  EXPECT_NE(saved.message().find("cannot create"), std::string::npos)
+      << saved.message();
 }
 
 TEST_F(ExecutableFile, RefusesAMissingFile) {
   ErrorOr<Executable> loaded = loadExecutable(path + ".absent");
   ASSERT_FALSE(loaded);
+  EXPECT_EQ(loaded.code(), ErrorCode::NotFound);
   EXPECT_NE(loaded.error().find("cannot open"), std::string::npos);
 }
 
@@ -260,7 +275,7 @@ TEST_F(ExecutableFile, SurvivesAFlippedBitAnywhere) {
     writeBytes(flipped);
     ErrorOr<Executable> loaded = loadExecutable(path);
     if (loaded)
-      EXPECT_EQ(validateExecutable(*loaded), "");
+      EXPECT_TRUE(validateExecutable(*loaded).ok());
     else
       ++refused;
   }

@@ -67,7 +67,10 @@ protected:
   std::string loadError(const std::string &header, const Bytes &data) {
     auto file = loadSafetensors(write(header, data));
     EXPECT_FALSE(file) << "loaded a corrupt file: " << header;
-    return file ? "" : file.error();
+    if (file)
+      return "";
+    EXPECT_EQ(file.code(), ErrorCode::Corrupt) << file.error();
+    return file.error();
   }
 
   std::string dir;
@@ -111,7 +114,8 @@ TEST_F(Safetensors, RoundTripsEveryDtypeAndMetadata) {
   file.tensors["u8"] = SafeTensor{"U8", {3}, {1, 2, 255}};
   file.metadata["format"] = "pt";
   std::string path = dir + "/ckpt.safetensors";
-  ASSERT_EQ(saveSafetensors(path, file), "");
+  Status saved = saveSafetensors(path, file);
+  ASSERT_TRUE(saved.ok()) << saved.message();
 
   auto loaded = loadSafetensors(path);
   ASSERT_TRUE(loaded) << loaded.error();
@@ -145,8 +149,10 @@ TEST_F(Safetensors, SaveReplacesAnExistingFile) {
   SafeTensorFile first, second;
   first.tensors["x"] = tensorOf({1, 2, 3}, {3}, "F32");
   second.tensors["y"] = tensorOf({4}, {1}, "F64");
-  ASSERT_EQ(saveSafetensors(path, first), "");
-  ASSERT_EQ(saveSafetensors(path, second), "");
+  Status saved = saveSafetensors(path, first);
+  ASSERT_TRUE(saved.ok()) << saved.message();
+  saved = saveSafetensors(path, second);
+  ASSERT_TRUE(saved.ok()) << saved.message();
   auto loaded = loadSafetensors(path);
   ASSERT_TRUE(loaded) << loaded.error();
   EXPECT_EQ(loaded->tensors.count("x"), 0u);
@@ -158,19 +164,26 @@ TEST_F(Safetensors, SaveRefusesBadInputWithoutTouchingTheTarget) {
   std::string path = dir + "/ckpt.safetensors";
   SafeTensorFile file;
   file.tensors["short"] = SafeTensor{"F32", {2, 2}, Bytes(12)};
-  std::string error = saveSafetensors(path, file);
-  EXPECT_NE(error.find("'short'"), std::string::npos) << error;
-  EXPECT_NE(error.find("needs 16"), std::string::npos) << error;
+  Status saved = saveSafetensors(path, file);
+  EXPECT_EQ(saved.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(saved.message().find("'short'"), std::string::npos)
+      << saved.message();
+  EXPECT_NE(saved.message().find("needs 16"), std::string::npos)
+      << saved.message();
   EXPECT_TRUE(listDir().empty());
 
   file.tensors.clear();
   file.tensors["x"] = SafeTensor{"Q4", {1}, Bytes(1)};
-  error = saveSafetensors(path, file);
-  EXPECT_NE(error.find("unknown dtype 'Q4'"), std::string::npos) << error;
+  saved = saveSafetensors(path, file);
+  EXPECT_EQ(saved.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(saved.message().find("unknown dtype 'Q4'"), std::string::npos)
+      << saved.message();
 
   file.tensors.clear();
-  error = saveSafetensors(dir + "/missing/ckpt.safetensors", file);
-  EXPECT_NE(error.find("missing/ckpt.safetensors"), std::string::npos) << error;
+  saved = saveSafetensors(dir + "/missing/ckpt.safetensors", file);
+  EXPECT_EQ(saved.code(), ErrorCode::Io);
+  EXPECT_NE(saved.message().find("missing/ckpt.safetensors"), std::string::npos)
+      << saved.message();
 }
 
 // Bytes laid out by hand as another writer (PyTorch's safetensors) would.
@@ -197,22 +210,26 @@ TEST_F(Safetensors, ReadsAHandBuiltFile) {
 TEST_F(Safetensors, RejectsTruncatedFiles) {
   auto file = loadSafetensors(write(Bytes{1, 2, 3, 4, 5}));
   ASSERT_FALSE(file);
+  EXPECT_EQ(file.code(), ErrorCode::Corrupt);
   EXPECT_NE(file.error().find("file too short"), std::string::npos)
       << file.error();
 
   Bytes bytes = {100, 0, 0, 0, 0, 0, 0, 0, '{', '}'};
   file = loadSafetensors(write(bytes));
   ASSERT_FALSE(file);
+  EXPECT_EQ(file.code(), ErrorCode::Corrupt);
   EXPECT_NE(file.error().find("header length 100 is larger than the rest"),
             std::string::npos)
       << file.error();
 
   file = loadSafetensors(dir + "/nonexistent.safetensors");
   ASSERT_FALSE(file);
+  EXPECT_EQ(file.code(), ErrorCode::NotFound);
   EXPECT_NE(file.error().find("cannot open"), std::string::npos);
 
   file = loadSafetensors(dir);
   ASSERT_FALSE(file);
+  EXPECT_EQ(file.code(), ErrorCode::Io);
   EXPECT_NE(file.error().find("not a regular file"), std::string::npos)
       << file.error();
 }

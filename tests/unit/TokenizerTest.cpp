@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 using loom::ErrorOr;
+using loom::Status;
 using namespace loom::text;
 
 namespace {
@@ -141,7 +142,8 @@ const std::vector<std::string> kHeldOut = {
 };
 
 TEST(Tokenizer, ReservesPadUnkBosEos) {
-  EXPECT_EQ(loadSentencePiece(), "");
+  Status loaded = loadSentencePiece();
+  EXPECT_TRUE(loaded.ok()) << loaded.message();
   ASSERT_JOINT(tok);
   EXPECT_EQ(Tokenizer::kPad, 0);
   EXPECT_EQ(Tokenizer::kUnk, 1);
@@ -199,7 +201,8 @@ TEST(Tokenizer, ModelBytesReloadToTheSameEncoding) {
   EXPECT_EQ(reloaded->modelBytes(), tok.modelBytes());
 
   std::string path = tempDir() + "/joint.model";
-  ASSERT_EQ(tok.saveFile(path), "");
+  Status saved = tok.saveFile(path);
+  ASSERT_TRUE(saved.ok()) << saved.message();
   auto fromFile = Tokenizer::loadFile(path);
   ASSERT_TRUE(fromFile) << fromFile.error();
   for (const std::string &s : kHeldOut) {

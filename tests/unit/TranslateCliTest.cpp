@@ -69,7 +69,8 @@ protected:
     options.vocabSize = 40;
     auto tokenizer = text::Tokenizer::train({dir + "/corpus.txt"}, options);
     ASSERT_TRUE(bool(tokenizer)) << tokenizer.error();
-    ASSERT_EQ(tokenizer->saveFile(dir + "/spm.model"), "");
+    Status savedVocabulary = tokenizer->saveFile(dir + "/spm.model");
+    ASSERT_TRUE(savedVocabulary.ok()) << savedVocabulary.message();
     int64_t vocab = tokenizer->vocabSize();
     writeFile(dir + "/config.pbtxt",
               "d_model: 32 heads: 2 d_ff: 64 encoder_layers: 2 "
@@ -114,7 +115,8 @@ protected:
       ASSERT_TRUE(bool(tensor)) << tensor.error();
       file.tensors[name] = *tensor;
     }
-    ASSERT_EQ(saveSafetensors(dir + "/model.safetensors", file), "");
+    Status savedWeights = saveSafetensors(dir + "/model.safetensors", file);
+    ASSERT_TRUE(savedWeights.ok()) << savedWeights.message();
   }
 
   static void TearDownTestSuite() { std::filesystem::remove_all(dir); }

@@ -98,8 +98,8 @@ llvm::Error average(const AverageOptions &o) {
     out.metadata["averaged_steps"] +=
         (c ? "," : "") + std::to_string(chosen[c].first);
   std::string path = o.output.empty() ? o.dir + "/model.safetensors" : o.output;
-  if (std::string problem = saveSafetensors(path, out); !problem.empty())
-    return error(problem);
+  if (llvm::Error err = toError(saveSafetensors(path, out)))
+    return err;
   std::printf("averaged %zu checkpoints (steps %s) into %s\n", chosen.size(),
               out.metadata["averaged_steps"].c_str(), path.c_str());
   return llvm::Error::success();

@@ -68,9 +68,7 @@ llvm::Error saveState(runtime::Session &session, const std::string &path,
     const auto *bytes = static_cast<const uint8_t *>(state->data());
     t.bytes.assign(bytes, bytes + state->bytes());
   }
-  if (std::string problem = saveSafetensors(path, file); !problem.empty())
-    return error(problem);
-  return llvm::Error::success();
+  return toError(saveSafetensors(path, file));
 }
 
 llvm::Error loadState(runtime::Session &session, const SafeTensorFile &file,

@@ -145,10 +145,8 @@ llvm::Error saveWeights(const std::string &path, const NamedTensors &tensors) {
       return error(formatv("cannot store '{0}': {1}", name, converted.error()));
     file.tensors[name] = std::move(*converted);
   }
-  std::string problem = saveSafetensors(path, file);
-  if (!problem.empty())
-    return error(formatv("cannot write '{0}': {1}", path, problem));
-  return llvm::Error::success();
+  return toError(
+      saveSafetensors(path, file).withContext("cannot write '" + path + "'"));
 }
 
 llvm::Error checkBackend(const std::string &backend) {

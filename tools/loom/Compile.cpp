@@ -154,10 +154,7 @@ llvm::Error compile(const CompileOptions &options) {
         writeCpuExecutable(*module, cpuOptions);
     if (mlir::failed(exe))
       return error("CPU code generation failed");
-    std::string problem = saveExecutable(options.output, *exe);
-    if (!problem.empty())
-      return error(problem);
-    return llvm::Error::success();
+    return toError(saveExecutable(options.output, *exe));
   }
 
   std::string text;

@@ -59,10 +59,9 @@ llvm::Error copyFile(const std::string &from, const std::string &to,
   if (!bytes)
     return error("cannot read '" + from + "': " + bytes.getError().message());
   llvm::StringRef data = (*bytes)->getBuffer();
-  if (std::string problem =
-          writeFileAtomically(to, {BytePiece{data.data(), data.size()}});
-      !problem.empty())
-    return error(problem);
+  if (llvm::Error err = toError(
+          writeFileAtomically(to, {BytePiece{data.data(), data.size()}})))
+    return err;
   if (executable) {
     std::error_code ec;
     std::filesystem::permissions(to,
@@ -144,10 +143,9 @@ llvm::Error exportModel(const ExportOptions &o) {
   std::filesystem::create_directories(o.out + "/lib", ec);
   if (ec)
     return error("cannot create '" + o.out + "/lib': " + ec.message());
-  if (std::string problem = saveExecutable(o.out + "/" + kTranslateExecutable,
-                                           program->executable());
-      !problem.empty())
-    return error(problem);
+  if (llvm::Error err = toError(saveExecutable(
+          o.out + "/" + kTranslateExecutable, program->executable())))
+    return err;
   std::string shimName = llvm::sys::path::filename(*shim).str();
   for (auto [from, to, executable] :
        {std::tuple{weights, std::string(kModelWeights), false},

@@ -55,9 +55,7 @@ llvm::Error writeTranslateExecutable(const std::string &dir,
   auto exe = compileTranslateExecutable(config, "native");
   if (!exe)
     return exe.takeError();
-  std::string problem = saveExecutable(dir + "/" + kTranslateExecutable, *exe);
-  return toError(problem.empty() ? Status::success()
-                                 : Status::failure(problem, ErrorCode::Io));
+  return toError(saveExecutable(dir + "/" + kTranslateExecutable, *exe));
 }
 
 llvm::Expected<std::shared_ptr<const runtime::Program>>
@@ -79,9 +77,9 @@ cachedTranslateProgram(const std::string &dir, const TransformerConfig &config,
   auto exe = compileTranslateExecutable(config, "native");
   if (!exe)
     return exe.takeError();
-  if (std::string problem = saveExecutable(path, *exe); !problem.empty())
+  if (Status saved = saveExecutable(path, *exe); !saved.ok())
     std::fprintf(stderr, "%s: note: cannot keep it: %s\n",
-                 command.str().c_str(), problem.c_str());
+                 command.str().c_str(), saved.message().c_str());
   return toExpected(runtime::Program::create(std::move(*exe)));
 }
 

@@ -77,9 +77,8 @@ std::string hexHash(const std::string &bytes) {
 }
 
 llvm::Error writeText(const std::string &path, const std::string &text) {
-  std::string problem =
-      writeFileAtomically(path, {BytePiece{text.data(), text.size()}});
-  return problem.empty() ? llvm::Error::success() : error(problem);
+  return toError(
+      writeFileAtomically(path, {BytePiece{text.data(), text.size()}}));
 }
 
 /// Reads a parallel corpus as the model takes it: source ids + eos, target
@@ -232,9 +231,8 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
         tokenizer->vocabSize(),
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count());
-    if (std::string problem = tokenizer->saveFile(dir + "/spm.model");
-        !problem.empty())
-      return fail(error(problem));
+    if (llvm::Error err = toError(tokenizer->saveFile(dir + "/spm.model")))
+      return fail(std::move(err));
     config.set_src_vocab(tokenizer->vocabSize());
     config.set_tgt_vocab(tokenizer->vocabSize());
     std::string text;
