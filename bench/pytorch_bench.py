@@ -120,8 +120,10 @@ def parse_args(argv):
     return a
 
 
-ARGS = parse_args(sys.argv[1:])
-if ARGS.mode != "config":
+# Imported as a module (bench/pytorch_translate.py uses the model), the
+# importer sets the threads itself.
+ARGS = parse_args(sys.argv[1:]) if __name__ == "__main__" else None
+if ARGS and ARGS.mode != "config":
     # Before torch loads OpenBLAS (pthreads), which sizes its pool on load.
     for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[_var] = str(ARGS.threads)

@@ -11,7 +11,7 @@ packages=(
   libsentencepiece-dev libopenblas-dev libdnnl-dev
   nlohmann-json3-dev libcli11-dev
   zlib1g-dev libzstd-dev libedit-dev libxml2-dev libcurl4-openssl-dev
-  python3 python3-torch python3-numpy
+  python3 python3-torch python3-numpy python3-sentencepiece
 )
 
 missing=()
