@@ -105,7 +105,7 @@ public:
                             const std::vector<int64_t> &rows,
                             const TensorRef &dst) = 0;
   /// Per row of f32 `scores` [rows, n]: the index of the largest value (the
-  /// lowest index among equals), on the host.
+  /// lowest index among equals; NaN ranks below every number), on the host.
   virtual ErrorOr<std::vector<int32_t>> argmax(const TensorRef &scores) = 0;
   /// Per row of f32 `scores` [rows, n]: the `k` largest values and their
   /// indices, best first (lower index first among equals), on the host as

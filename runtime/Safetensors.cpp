@@ -2,6 +2,7 @@
 
 #include "runtime/Safetensors.h"
 
+#include "abi/DType.h"
 #include "runtime/AtomicFile.h"
 
 #include <nlohmann/json.hpp>
@@ -213,12 +214,15 @@ int64_t SafeTensor::numElements() const {
 }
 
 std::optional<int64_t> dtypeSize(const std::string &dtype) {
-  static const std::map<std::string, int64_t> sizes = {
-      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E4M3", 1}, {"F8_E5M2", 1},
-      {"I16", 2},  {"U16", 2}, {"F16", 2}, {"BF16", 2},    {"I32", 4},
-      {"U32", 4},  {"F32", 4}, {"I64", 8}, {"U64", 8},     {"F64", 8}};
-  auto it = sizes.find(dtype);
-  if (it == sizes.end())
+  if (std::optional<DType> known = dtypeOfSafetensors(dtype))
+    return loom::dtypeSize(*known);
+  // What the format allows beyond Loom's element types: a file may hold
+  // such tensors (a PyTorch checkpoint's), which Loom reads but never uses.
+  static const std::map<std::string, int64_t> others = {
+      {"U8", 1},  {"I8", 1},  {"F8_E4M3", 1}, {"F8_E5M2", 1},
+      {"I16", 2}, {"U16", 2}, {"U32", 4},     {"U64", 8}};
+  auto it = others.find(dtype);
+  if (it == others.end())
     return std::nullopt;
   return it->second;
 }

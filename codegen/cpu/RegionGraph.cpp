@@ -349,24 +349,23 @@ LogicalResult GraphBuilder::visit(Operation *op) {
   };
   auto floatOnly = [&](Type t) { return isa<FloatType>(t); };
 
+  // The arithmetic ops, found through the interpreter's op-to-function map,
+  // the one list of them (ir/InterpreterOps.cpp): a new unary or binary op
+  // compiles once the interpreter evaluates it.
+  if (std::optional<BinaryFn> fn = interp::binaryFnOf(op)) {
+    Type t = resultType().getElementType();
+    if (getElementTypeOrSelf(op->getOperand(0)) != t ||
+        getElementTypeOrSelf(op->getOperand(1)) != t || t.isInteger(1))
+      return fail(op, "its operands and result differ in element type or "
+                      "are i1");
+    if (*fn == BinaryFn::Pow && !floatOnly(t))
+      return fail(op, "integer powers are not supported");
+    return elementwise(NodeKind::Binary, unsigned(*fn));
+  }
+  if (std::optional<UnaryFn> fn = interp::unaryFnOf(op))
+    return elementwise(NodeKind::Unary, unsigned(*fn));
+
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case<AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp, PowOp>(
-          [&](auto o) -> LogicalResult {
-            Type t = resultType().getElementType();
-            if (getElementTypeOrSelf(o.getLhs()) != t ||
-                getElementTypeOrSelf(o.getRhs()) != t || t.isInteger(1))
-              return fail(op, "its operands and result differ in element "
-                              "type or are i1");
-            BinaryFn fn = *interp::binaryFnOf(op);
-            if (fn == BinaryFn::Pow && !floatOnly(t))
-              return fail(op, "integer powers are not supported");
-            return elementwise(NodeKind::Binary, unsigned(fn));
-          })
-      .Case<NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp,
-            ReluOp, GeluOp, ErfOp, SinOp, CosOp>([&](auto) {
-        UnaryFn fn = *interp::unaryFnOf(op);
-        return elementwise(NodeKind::Unary, unsigned(fn));
-      })
       .Case<CompareOp>([&](CompareOp o) -> LogicalResult {
         if (getElementTypeOrSelf(o.getLhs()) !=
             getElementTypeOrSelf(o.getRhs()))

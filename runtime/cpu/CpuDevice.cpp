@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <dlfcn.h>
 #include <sys/mman.h>
@@ -86,6 +87,15 @@ std::pair<int64_t, int64_t> kernelDomain(const std::vector<TensorRef> &args) {
 
 /// Elements per task below which splitting costs more than it saves.
 constexpr int64_t kParallelElements = 16384;
+
+/// Whether score `a` ranks above `b`: NaN (a model that diverged) ranks
+/// below every number, -inf included, so that the order stays a strict weak
+/// order and a NaN is never chosen over a number.
+bool ranksAbove(float a, float b) {
+  if (std::isnan(a))
+    return false;
+  return std::isnan(b) || a > b;
+}
 
 Status checkScores(const TensorRef &scores, const char *what) {
   if (scores.dtype != DType::F32 || scores.rank() != 2 || scores.shape[1] < 1)
@@ -247,7 +257,11 @@ ErrorOr<std::vector<int32_t>> CpuDevice::argmax(const TensorRef &scores) {
   std::vector<int32_t> out(rows);
   for (int64_t r = 0; r < rows; ++r) {
     const float *row = scores.f32() + r * n;
-    out[r] = static_cast<int32_t>(std::max_element(row, row + n) - row);
+    int64_t best = 0;
+    for (int64_t i = 1; i < n; ++i)
+      if (ranksAbove(row[i], row[best]))
+        best = i;
+    out[r] = static_cast<int32_t>(best);
   }
   return out;
 }
@@ -269,7 +283,8 @@ ErrorOr<runtime::Device::TopK> CpuDevice::topK(const TensorRef &scores,
       order[i] = static_cast<int32_t>(i);
     std::partial_sort(order.begin(), order.begin() + k, order.end(),
                       [row](int32_t a, int32_t b) {
-                        return row[a] > row[b] || (row[a] == row[b] && a < b);
+                        return ranksAbove(row[a], row[b]) ||
+                               (!ranksAbove(row[b], row[a]) && a < b);
                       });
     for (int64_t j = 0; j < k; ++j) {
       out.indices[r * k + j] = order[j];

@@ -218,24 +218,6 @@ struct Variant {
   CallFn call;
 };
 
-/// The device kinds this runtime was built with, and "cuda" in any case: a
-/// build or machine without it shows the CUDA cases as skipped rather than
-/// not at all.
-std::vector<std::string> deviceKindsUnderTest() {
-  std::vector<std::string> kinds = runtime::deviceKinds();
-  if (std::find(kinds.begin(), kinds.end(), "cuda") == kinds.end())
-    kinds.push_back("cuda");
-  return kinds;
-}
-
-std::string deviceKindName(const testing::TestParamInfo<std::string> &info) {
-  std::string name = info.param;
-  for (char &c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c)))
-      c = '_';
-  return name;
-}
-
 Status callOnDevice(runtime::Device &device, const std::string &kernel,
                     const runtime::LibraryCallArgs &args) {
   Status status = device.callLibrary(kernel, args);
@@ -432,8 +414,8 @@ protected:
 };
 
 INSTANTIATE_TEST_SUITE_P(DeviceAttention, AttentionKernels,
-                         testing::ValuesIn(deviceKindsUnderTest()),
-                         deviceKindName);
+                         testing::ValuesIn(test::deviceKindsUnderTest()),
+                         test::deviceKindName);
 
 //===----------------------------------------------------------------------===//
 // Against the interpreter

@@ -30,6 +30,8 @@
 #include "runtime/Tensor.h"
 #include "runtime/cpu/CpuFeatures.h"
 
+#include "TestUtil.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -54,24 +56,6 @@ namespace {
 //===----------------------------------------------------------------------===//
 // The devices under test
 //===----------------------------------------------------------------------===//
-
-/// The device kinds this runtime was built with, and "cuda" in any case: a
-/// build or machine without it shows the CUDA cases as skipped rather than
-/// not at all.
-std::vector<std::string> deviceKindsUnderTest() {
-  std::vector<std::string> kinds = runtime::deviceKinds();
-  if (std::find(kinds.begin(), kinds.end(), "cuda") == kinds.end())
-    kinds.push_back("cuda");
-  return kinds;
-}
-
-std::string deviceKindName(const testing::TestParamInfo<std::string> &info) {
-  std::string name = info.param;
-  for (char &c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c)))
-      c = '_';
-  return name;
-}
 
 /// Opens a device of the kind under test (the CPU with 3 threads), or skips
 /// the test when this build or machine has none.
@@ -132,8 +116,8 @@ protected:
 #define DEVICE_SUITE(Suite)                                                    \
   class Suite : public DeviceTest {};                                          \
   INSTANTIATE_TEST_SUITE_P(DeviceConformance, Suite,                           \
-                           testing::ValuesIn(deviceKindsUnderTest()),          \
-                           deviceKindName)
+                           testing::ValuesIn(test::deviceKindsUnderTest()),    \
+                           test::deviceKindName)
 
 bool isAligned(const void *p, size_t alignment) {
   return reinterpret_cast<uintptr_t>(p) % alignment == 0;
@@ -411,6 +395,25 @@ TEST_P(Primitives, GatherRowsRefusesRowsOutOfRangeAndMismatchedShapes) {
         << dtypeName(b.dtype) << " " << runtime::shapeString(b.shape) << ": "
         << status.message();
   }
+}
+
+// A diverged model's NaN scores rank below every number, in both
+// primitives, so decoding never picks a NaN while a number is there.
+TEST_P(Primitives, NaNScoresRankBelowEveryNumber) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> scores = {
+      nan, 1,    nan, 3,   2,   // numbers among NaNs
+      nan, nan,  nan, nan, nan, // nothing but NaN: the first
+      nan, -inf, nan, -1,  nan, // -inf still above NaN
+  };
+  Tensor t = upload(DType::F32, {3, 5}, scores);
+  ErrorOr<std::vector<int32_t>> best = device->argmax(t.ref());
+  ASSERT_TRUE(bool(best)) << best.error();
+  EXPECT_EQ(*best, (std::vector<int32_t>{3, 0, 3}));
+  ErrorOr<Device::TopK> top = device->topK(t.ref(), 3);
+  ASSERT_TRUE(bool(top)) << top.error();
+  EXPECT_EQ(top->indices, (std::vector<int32_t>{3, 4, 1, 0, 1, 2, 3, 1, 0}));
 }
 
 TEST_P(Primitives, ArgmaxTakesTheLowestIndexAmongEquals) {

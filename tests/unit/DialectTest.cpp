@@ -2,6 +2,7 @@
 
 #include "TestUtil.h"
 
+#include "ir/InterpreterOps.h"
 #include "ir/LoomDialect.h"
 
 #include "mlir/IR/Builders.h"
@@ -30,4 +31,35 @@ TEST(Dialect, InfersBroadcastAndMatmulTypes) {
   b.create<func::ReturnOp>(loc);
   EXPECT_TRUE(succeeded(mlir::verify(module)));
   module->erase();
+}
+
+// Passes ask the Loom_ElementwiseMap trait instead of listing ops; the
+// interpreter and the CPU region compiler map each such op to a function.
+// Every op with the trait must be mapped (or be one of the four handled by
+// name), so a new elementwise op cannot be fused without a way to run it;
+// and the trait sits on no op that reads other elements.
+TEST(Dialect, EveryElementwiseMapOpHasAnEvaluation) {
+  auto ctx = test::makeContext();
+  OpBuilder b(ctx.get());
+  int withTrait = 0;
+  for (RegisteredOperationName name : ctx->getRegisteredOperations()) {
+    if (name.getDialectNamespace() != "loom")
+      continue;
+    // An op without operands: only its name matters to the queries below.
+    OperationState state(b.getUnknownLoc(), name);
+    Operation *op = Operation::create(state);
+    bool elementwise = op->hasTrait<loom::OpTrait::ElementwiseMap>();
+    bool mapped = interp::binaryFnOf(op) || interp::unaryFnOf(op) ||
+                  isa<CompareOp, SelectOp, CastOp, DropoutOp>(op);
+    EXPECT_EQ(elementwise, mapped) << name.getStringRef().str();
+    withTrait += elementwise;
+    op->destroy();
+  }
+  EXPECT_EQ(withTrait,
+            24); // 7 binary, 13 unary, compare, select, cast, dropout
+  for (const char *other : {"loom.softmax", "loom.matmul", "loom.reduce_sum",
+                            "loom.layer_norm", "loom.fusion"})
+    EXPECT_FALSE(RegisteredOperationName::lookup(other, ctx.get())
+                     ->hasTrait<loom::OpTrait::ElementwiseMap>())
+        << other;
 }

@@ -327,24 +327,6 @@ std::vector<int64_t> withLast(std::vector<int64_t> shape, int64_t last) {
 // The devices under test
 //===----------------------------------------------------------------------===//
 
-/// The device kinds this runtime was built with, and "cuda" in any case: a
-/// build or machine without it shows the CUDA cases as skipped rather than
-/// not at all.
-std::vector<std::string> deviceKindsUnderTest() {
-  std::vector<std::string> kinds = runtime::deviceKinds();
-  if (std::find(kinds.begin(), kinds.end(), "cuda") == kinds.end())
-    kinds.push_back("cuda");
-  return kinds;
-}
-
-std::string deviceKindName(const testing::TestParamInfo<std::string> &info) {
-  std::string name = info.param;
-  for (char &c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c)))
-      c = '_';
-  return name;
-}
-
 /// A tensor of `dtype` and `shape` whose memory callZeroed provides.
 TensorRef shaped(DType dtype, std::vector<int64_t> shape) {
   return {nullptr, dtype, std::move(shape)};
@@ -493,8 +475,8 @@ protected:
 #define DEVICE_KERNEL_SUITE(Suite)                                             \
   class Suite : public DeviceKernelTest {};                                    \
   INSTANTIATE_TEST_SUITE_P(DeviceKernels, Suite,                               \
-                           testing::ValuesIn(deviceKindsUnderTest()),          \
-                           deviceKindName)
+                           testing::ValuesIn(test::deviceKindsUnderTest()),    \
+                           test::deviceKindName)
 
 } // namespace
 

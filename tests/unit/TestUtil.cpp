@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 
@@ -82,6 +83,21 @@ std::unique_ptr<runtime::Session> cpuSession(runtime::Executable exe,
     return nullptr;
   }
   return std::move(*session);
+}
+
+std::vector<std::string> deviceKindsUnderTest() {
+  std::vector<std::string> kinds = runtime::deviceKinds();
+  if (std::find(kinds.begin(), kinds.end(), "cuda") == kinds.end())
+    kinds.push_back("cuda");
+  return kinds;
+}
+
+std::string deviceKindName(const testing::TestParamInfo<std::string> &info) {
+  std::string name = info.param;
+  for (char &c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)))
+      c = '_';
+  return name;
 }
 
 } // namespace loom::test

@@ -7,8 +7,10 @@
 #include "runtime/Session.h"
 
 #include "mlir/IR/BuiltinOps.h"
+
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
+#include <gtest/gtest.h>
 
 #include <random>
 #include <string>
@@ -41,6 +43,13 @@ runtime::Tensor idsOf(const std::vector<std::vector<int32_t>> &rows);
 /// current test (and returns null) when the runtime refuses it.
 std::unique_ptr<runtime::Session> cpuSession(runtime::Executable exe,
                                              int threads);
+
+/// The device kinds this runtime was built with, and "cuda" in any case: a
+/// build or machine without it shows the CUDA cases of the conformance
+/// suite as skipped rather than not at all.
+std::vector<std::string> deviceKindsUnderTest();
+/// A device kind as a test-name suffix ("cpu").
+std::string deviceKindName(const testing::TestParamInfo<std::string> &info);
 
 } // namespace loom::test
 

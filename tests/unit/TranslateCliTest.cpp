@@ -3,9 +3,13 @@
 // Builds a model directory (a SentencePiece vocabulary trained on generated
 // text, a tiny config, random weights), then runs the `loom` binary: one
 // output line per input line in input order, empty lines kept empty, long
-// lines cut with a warning, n-best lines, and clear refusals.
+// lines cut with a warning, n-best lines, and clear refusals. The C API
+// (include/loom/loom.h, libloom.so) on the same directory gives what the
+// command prints, reports errors as codes, and may be shared by threads.
 //
 //===----------------------------------------------------------------------===//
+
+#include "loom/loom.h"
 
 #include "frontend/InterpretedModel.h"
 #include "runtime/Safetensors.h"
@@ -18,6 +22,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <thread>
 #include <unistd.h>
 
 using namespace loom;
@@ -121,6 +126,7 @@ protected:
 
   static void TearDownTestSuite() { std::filesystem::remove_all(dir); }
 
+public:
   /// Runs `loom translate` on `input`; returns its exit code.
   int translate(const std::string &input, const std::string &flags,
                 std::string &out, std::string &err) {
@@ -134,6 +140,7 @@ protected:
     return WEXITSTATUS(status);
   }
 
+protected:
   static std::string dir;
 };
 
@@ -184,6 +191,149 @@ TEST_F(TranslateCli, RefusesBadInput) {
                         "/absent </dev/null >/dev/null 2>" + dir + "/err.txt";
   EXPECT_NE(std::system(command.c_str()), 0);
   EXPECT_NE(readFile(dir + "/err.txt").find("absent"), std::string::npos);
+}
+
+//===----------------------------------------------------------------------===//
+// The C API
+//===----------------------------------------------------------------------===//
+
+/// Every translation of `result`, sentence by sentence, best first: the
+/// lines `loom translate --nbest` prints.
+std::vector<std::string> texts(const loom_result *result) {
+  std::vector<std::string> lines;
+  for (size_t s = 0; s < loom_result_count(result); ++s)
+    for (size_t r = 0; r < loom_result_nbest(result, s); ++r)
+      lines.push_back(loom_result_text(result, s, r));
+  return lines;
+}
+
+/// A translator of the fixture's directory with one thread; the directory's
+/// translate.loomx is compiled first by running `loom translate` once.
+loom_translator *openTranslator(TranslateCli &fixture, const std::string &dir) {
+  std::string out, err;
+  EXPECT_EQ(fixture.translate("a cat.\n", "", out, err), 0) << err;
+  loom_translator_options options;
+  loom_translator_options_init(&options);
+  options.threads = 1;
+  loom_translator *translator = nullptr;
+  char *error = nullptr;
+  EXPECT_EQ(loom_translator_create(dir.c_str(), &options, &translator, &error),
+            LOOM_OK)
+      << (error ? error : "");
+  loom_free_string(error);
+  return translator;
+}
+
+const char *const kSentences[] = {"the dog runs.", "",
+                                  "eine Katze läuft über grass."};
+
+TEST_F(TranslateCli, CApiTranslatesAsTheCommandDoes) {
+  std::string expected, err;
+  ASSERT_EQ(
+      translate(std::string(kSentences[0]) + "\n\n" + kSentences[2] + "\n",
+                "--beam 3 --nbest 2", expected, err),
+      0)
+      << err;
+  loom_translator *translator = openTranslator(*this, dir);
+  ASSERT_NE(translator, nullptr);
+  loom_translation_options options;
+  loom_translation_options_init(&options);
+  options.beam = 3;
+  options.nbest = 2;
+  loom_result *result = nullptr;
+  char *error = nullptr;
+  ASSERT_EQ(
+      loom_translate(translator, kSentences, 3, &options, &result, &error),
+      LOOM_OK)
+      << (error ? error : "");
+  EXPECT_EQ(texts(result), splitLines(expected));
+  ASSERT_EQ(loom_result_count(result), 3u);
+  EXPECT_EQ(loom_result_nbest(result, 1), 2u); // a blank line: n-best blanks
+  EXPECT_STREQ(loom_result_text(result, 1, 0), "");
+  for (size_t s : {size_t(0), size_t(2)}) {
+    ASSERT_EQ(loom_result_nbest(result, s), 2u);
+    EXPECT_GE(loom_result_score(result, s, 0), loom_result_score(result, s, 1));
+    EXPECT_LT(loom_result_log_prob(result, s, 0), 0);
+  }
+  EXPECT_EQ(loom_result_text(result, 3, 0), nullptr);
+  EXPECT_EQ(loom_result_text(result, 0, 2), nullptr);
+  EXPECT_EQ(loom_result_score(result, 9, 0), 0);
+  loom_result_free(result);
+  loom_translator_free(translator);
+}
+
+TEST_F(TranslateCli, CApiReportsErrorsAsCodesWithMessages) {
+  char *error = nullptr;
+  loom_translator *translator = nullptr;
+  std::string absent = dir + "/absent";
+  EXPECT_EQ(
+      loom_translator_create(absent.c_str(), nullptr, &translator, &error),
+      LOOM_ERROR_NOT_FOUND);
+  ASSERT_NE(error, nullptr);
+  EXPECT_NE(std::string(error).find(absent), std::string::npos) << error;
+  loom_free_string(error);
+  EXPECT_EQ(translator, nullptr);
+  EXPECT_EQ(loom_translator_create(nullptr, nullptr, &translator, nullptr),
+            LOOM_ERROR_INVALID_ARGUMENT);
+
+  translator = openTranslator(*this, dir);
+  ASSERT_NE(translator, nullptr);
+  loom_result *result = nullptr;
+  loom_translation_options options;
+  loom_translation_options_init(&options);
+  options.nbest = options.beam + 1;
+  EXPECT_EQ(
+      loom_translate(translator, kSentences, 3, &options, &result, &error),
+      LOOM_ERROR_INVALID_ARGUMENT);
+  ASSERT_NE(error, nullptr);
+  EXPECT_NE(std::string(error).find("nbest"), std::string::npos) << error;
+  loom_free_string(error);
+  EXPECT_EQ(result, nullptr);
+  const char *broken[] = {"ok", "\xff\xfe"};
+  EXPECT_EQ(loom_translate(translator, broken, 2, nullptr, &result, &error),
+            LOOM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("UTF-8"), std::string::npos) << error;
+  loom_free_string(error);
+  const char *null[] = {nullptr};
+  EXPECT_EQ(loom_translate(translator, null, 1, nullptr, &result, nullptr),
+            LOOM_ERROR_INVALID_ARGUMENT);
+  // No sentences: an empty result, not an error.
+  ASSERT_EQ(loom_translate(translator, nullptr, 0, nullptr, &result, nullptr),
+            LOOM_OK);
+  EXPECT_EQ(loom_result_count(result), 0u);
+  loom_result_free(result);
+  loom_translator_free(translator);
+  EXPECT_STREQ(loom_status_name(LOOM_ERROR_CORRUPT), "corrupt");
+  EXPECT_STRNE(loom_version(), "");
+}
+
+TEST_F(TranslateCli, CApiTranslatorIsSharedByThreads) {
+  loom_translator *translator = openTranslator(*this, dir);
+  ASSERT_NE(translator, nullptr);
+  loom_result *alone = nullptr;
+  ASSERT_EQ(loom_translate(translator, kSentences, 3, nullptr, &alone, nullptr),
+            LOOM_OK);
+  std::vector<std::string> expected = texts(alone);
+  loom_result_free(alone);
+  // Calls from four threads at once run one at a time, each as if alone.
+  std::vector<std::vector<std::string>> got(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < got.size(); ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 3; ++round) {
+        loom_result *result = nullptr;
+        if (loom_translate(translator, kSentences, 3, nullptr, &result,
+                           nullptr) != LOOM_OK)
+          return;
+        got[t] = texts(result);
+        loom_result_free(result);
+      }
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  for (const std::vector<std::string> &lines : got)
+    EXPECT_EQ(lines, expected);
+  loom_translator_free(translator);
 }
 
 } // namespace
