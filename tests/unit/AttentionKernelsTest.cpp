@@ -315,19 +315,16 @@ protected:
     const std::string &kind = GetParam();
     bool onCpu = kind == "cpu";
     for (int threads : onCpu ? std::vector<int>{3, 1} : std::vector<int>{0}) {
-      ErrorOr<std::shared_ptr<runtime::Device>> device =
-          runtime::openDevice(kind, threads);
+      std::string absent;
+      std::shared_ptr<runtime::Device> device =
+          test::openTestDevice(kind, threads, absent);
       if (!device) {
-        if (device.code() == ErrorCode::Unsupported ||
-            device.code() == ErrorCode::NotFound)
-          GTEST_SKIP() << "no " << kind << " device here: " << device.error();
-        FAIL() << "opening a " << kind << " device: " << device.error();
+        if (!absent.empty())
+          GTEST_SKIP() << absent;
+        return;
       }
-      std::string label = (*device)->name();
-      if (threads > 0)
-        label += ", " + std::to_string(threads) + " thread" +
-                 (threads == 1 ? "" : "s");
-      variants.push_back({label, std::move(*device), nullptr});
+      variants.push_back(
+          {test::deviceLabel(*device, threads), device, nullptr});
     }
     if (onCpu)
       variants.push_back(

@@ -63,15 +63,10 @@ class DeviceTest : public testing::TestWithParam<std::string> {
 protected:
   void SetUp() override {
     const std::string &kind = GetParam();
-    ErrorOr<std::shared_ptr<Device>> opened =
-        runtime::openDevice(kind, kind == "cpu" ? 3 : 0);
-    if (!opened) {
-      if (opened.code() == ErrorCode::Unsupported ||
-          opened.code() == ErrorCode::NotFound)
-        GTEST_SKIP() << "no " << kind << " device here: " << opened.error();
-      FAIL() << "opening a " << kind << " device: " << opened.error();
-    }
-    device = std::move(*opened);
+    std::string absent;
+    device = test::openTestDevice(kind, kind == "cpu" ? 3 : 0, absent);
+    if (!device && !absent.empty())
+      GTEST_SKIP() << absent;
   }
 
   /// A device tensor holding `values`.

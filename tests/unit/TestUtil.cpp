@@ -100,4 +100,26 @@ std::string deviceKindName(const testing::TestParamInfo<std::string> &info) {
   return name;
 }
 
+std::shared_ptr<runtime::Device>
+openTestDevice(const std::string &kind, int threads, std::string &absent) {
+  ErrorOr<std::shared_ptr<runtime::Device>> device =
+      runtime::openDevice(kind, threads);
+  if (device)
+    return std::move(*device);
+  if (device.code() == ErrorCode::Unsupported ||
+      device.code() == ErrorCode::NotFound)
+    absent = "no " + kind + " device here: " + device.error();
+  else
+    ADD_FAILURE() << "opening a " << kind << " device: " << device.error();
+  return nullptr;
+}
+
+std::string deviceLabel(const runtime::Device &device, int threads) {
+  std::string label = device.name();
+  if (threads > 0)
+    label +=
+        ", " + std::to_string(threads) + " thread" + (threads == 1 ? "" : "s");
+  return label;
+}
+
 } // namespace loom::test

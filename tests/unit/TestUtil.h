@@ -48,6 +48,14 @@ std::unique_ptr<runtime::Session> cpuSession(runtime::Executable exe,
 /// build or machine without it shows the CUDA cases of the conformance
 /// suite as skipped rather than not at all.
 std::vector<std::string> deviceKindsUnderTest();
+/// A device of `kind` with `threads` threads, or null when this build or
+/// machine has none (`absent` then says why, for GTEST_SKIP); any other
+/// failure to open it fails the current test.
+std::shared_ptr<runtime::Device>
+openTestDevice(const std::string &kind, int threads, std::string &absent);
+/// "cpu, 3 threads" ("cuda" when `threads` is 0), for traces.
+std::string deviceLabel(const runtime::Device &device, int threads);
+
 /// A device kind as a test-name suffix ("cpu").
 std::string deviceKindName(const testing::TestParamInfo<std::string> &info);
 
