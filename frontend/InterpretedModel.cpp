@@ -2,6 +2,8 @@
 
 #include "frontend/InterpretedModel.h"
 
+#include "abi/ModelAbi.h"
+
 #include "ir/LoomDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -125,25 +127,26 @@ llvm::Expected<double> InterpretedModel::trainStep(const HostTensor &src,
   if (optState.empty())
     for (auto &[name, value] : params) {
       HostTensor zeros(value.shape, value.kind);
-      optState["exp_avg." + name] = zeros;
-      optState["exp_avg_sq." + name] = zeros;
+      optState[abi::kFirstMomentPrefix + name] = zeros;
+      optState[abi::kSecondMomentPrefix + name] = zeros;
     }
-  NamedTensors inputs = {{"src", src},
-                         {"tgt", tgt},
-                         {"seed", HostTensor::scalar(seed, DType::I64)},
-                         {"step", HostTensor::scalar(steps + 1, DType::I64)}};
-  auto out = call("train_step", inputs);
+  NamedTensors inputs = {
+      {abi::kSrc, src},
+      {abi::kTgt, tgt},
+      {abi::kSeed, HostTensor::scalar(seed, DType::I64)},
+      {abi::kStep, HostTensor::scalar(steps + 1, DType::I64)}};
+  auto out = call(abi::kTrainStep, inputs);
   if (!out)
     return out.takeError();
   for (auto &[key, value] : *out) {
     StringRef k(key);
-    if (k.consume_front("param."))
+    if (k.consume_front(abi::kUpdatedParamPrefix))
       params[k.str()] = std::move(value);
     else if (k.starts_with("exp_avg"))
       optState[key] = std::move(value);
   }
   ++steps;
-  double loss = (*out)["loss"].data.at(0);
+  double loss = (*out)[abi::kLossOutput].data.at(0);
   if (!std::isfinite(loss))
     return llvm::createStringError(
         llvm::formatv("the loss is {0} at step {1}", loss, steps).str());
@@ -154,11 +157,11 @@ llvm::Expected<std::vector<std::vector<int64_t>>>
 InterpretedModel::greedy(const HostTensor &src, int64_t maxLen, int64_t bos,
                          int64_t eos) const {
   int64_t batch = src.shape.at(0);
-  auto encoded = call("encode", {{"src", src}});
+  auto encoded = call(abi::kEncode, {{abi::kSrc, src}});
   if (!encoded)
     return encoded.takeError();
   NamedTensors state = std::move(*encoded);
-  state["src"] = src;
+  state[abi::kSrc] = src;
   // Empty self-attention caches [B, H, 0, Dh], shaped like the cross caches.
   for (auto &[key, value] : NamedTensors(state)) {
     StringRef k(key);
@@ -175,12 +178,12 @@ InterpretedModel::greedy(const HostTensor &src, int64_t maxLen, int64_t bos,
     HostTensor tokens({batch, 1}, DType::I32);
     for (int64_t b = 0; b < batch; ++b)
       tokens.data[b] = double(last[b]);
-    state["tokens"] = tokens;
-    state["position"] = HostTensor::scalar(double(t), DType::I64);
-    auto step = call("decode_step", state);
+    state[abi::kTokens] = tokens;
+    state[abi::kPosition] = HostTensor::scalar(double(t), DType::I64);
+    auto step = call(abi::kDecodeStep, state);
     if (!step)
       return step.takeError();
-    const HostTensor &logProbs = (*step)["log_probs"];
+    const HostTensor &logProbs = (*step)[abi::kLogProbs];
     int64_t vocab = logProbs.shape.at(1);
     bool all = true;
     for (int64_t b = 0; b < batch; ++b) {

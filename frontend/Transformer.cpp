@@ -2,6 +2,7 @@
 
 #include "frontend/Transformer.h"
 
+#include "abi/ModelAbi.h"
 #include "ir/LoomDialect.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -108,10 +109,10 @@ RankedTensorType cacheType(Graph &g, const TransformerConfig &cfg) {
 
 void buildLoss(ModuleOp module, const TransformerModel &model) {
   const TransformerConfig &cfg = model.config();
-  Graph g(module, "loss");
-  Tensor src = g.input("src", idsType(g), {"batch", "src_len"});
-  Tensor tgt = g.input("tgt", idsType(g), {"batch", "tgt_len"});
-  Tensor seed = g.input("seed", tensorOf({}, g.i64()));
+  Graph g(module, abi::kLoss);
+  Tensor src = g.input(abi::kSrc, idsType(g), {"batch", "src_len"});
+  Tensor tgt = g.input(abi::kTgt, idsType(g), {"batch", "tgt_len"});
+  Tensor seed = g.input(abi::kSeed, tensorOf({}, g.i64()));
   nn::Context ctx(g, cfg.dropout(), seed);
   // Teacher forcing: the decoder reads tgt[:, :-1] and predicts tgt[:, 1:].
   Tensor tgtIn = slice(tgt, 1, 0, -1);
@@ -125,37 +126,37 @@ void buildLoss(ModuleOp module, const TransformerModel &model) {
   Tensor count = sumAll(castTo(real, g.f32()));
   Tensor loss = sumAll(losses) / maximum(count, g.scalar(1.0, g.f32()));
   g.setDifferentiable();
-  g.finish({{"loss", loss}});
+  g.finish({{abi::kLossOutput, loss}});
 }
 
 void buildTokenLogProbs(ModuleOp module, const TransformerModel &model) {
-  Graph g(module, "token_log_probs");
-  Tensor src = g.input("src", idsType(g), {"batch", "src_len"});
-  Tensor tgt = g.input("tgt", idsType(g), {"batch", "tgt_len"});
+  Graph g(module, abi::kTokenLogProbs);
+  Tensor src = g.input(abi::kSrc, idsType(g), {"batch", "src_len"});
+  Tensor tgt = g.input(abi::kTgt, idsType(g), {"batch", "tgt_len"});
   nn::Context ctx(g);
   Tensor tgtIn = slice(tgt, 1, 0, -1);
   Tensor targets = slice(tgt, 1, 1, 0);
   // Without smoothing, cross entropy is -log p(target), and 0 on padding.
   Tensor logProbs = -crossEntropy(model.logits(ctx, src, tgtIn), targets, 0.0,
                                   /*ignoreIndex=*/0);
-  g.finish({{"log_probs", logProbs}});
+  g.finish({{abi::kLogProbs, logProbs}});
 }
 
 void buildEncode(ModuleOp module, const TransformerModel &model) {
   using Projection = nn::MultiHeadAttention::Projection;
   const TransformerConfig &cfg = model.config();
-  Graph g(module, "encode");
-  Tensor src = g.input("src", idsType(g), {"batch", "src_len"});
+  Graph g(module, abi::kEncode);
+  Tensor src = g.input(abi::kSrc, idsType(g), {"batch", "src_len"});
   nn::Context ctx(g);
   Tensor memory = model.encode(ctx, src, paddingMask(src, 0, g.f32()));
   std::vector<std::pair<std::string, Tensor>> outputs;
   for (int64_t i = 0; i < cfg.decoder_layers(); ++i) {
     nn::MultiHeadAttention cross = model.decoderLayer(i).crossAttention();
     std::string index = std::to_string(i);
-    outputs.push_back(
-        {"cross_k." + index, cross.project(g, memory, Projection::Key)});
-    outputs.push_back(
-        {"cross_v." + index, cross.project(g, memory, Projection::Value)});
+    outputs.push_back({abi::kCrossKeyPrefix + index,
+                       cross.project(g, memory, Projection::Key)});
+    outputs.push_back({abi::kCrossValuePrefix + index,
+                       cross.project(g, memory, Projection::Value)});
   }
   g.finish(outputs);
 }
@@ -163,26 +164,26 @@ void buildEncode(ModuleOp module, const TransformerModel &model) {
 void buildDecodeStep(ModuleOp module, const TransformerModel &model) {
   const TransformerConfig &cfg = model.config();
   int64_t layers = cfg.decoder_layers();
-  Graph g(module, "decode_step");
-  Tensor src = g.input("src", idsType(g), {"batch", "src_len"});
+  Graph g(module, abi::kDecodeStep);
+  Tensor src = g.input(abi::kSrc, idsType(g), {"batch", "src_len"});
   std::vector<Tensor> crossK, crossV, selfK, selfV;
   for (int64_t i = 0; i < layers; ++i) {
     std::string index = std::to_string(i);
-    crossK.push_back(g.input("cross_k." + index, cacheType(g, cfg),
+    crossK.push_back(g.input(abi::kCrossKeyPrefix + index, cacheType(g, cfg),
                              {"batch", "", "src_len", ""}));
-    crossV.push_back(g.input("cross_v." + index, cacheType(g, cfg),
+    crossV.push_back(g.input(abi::kCrossValuePrefix + index, cacheType(g, cfg),
                              {"batch", "", "src_len", ""}));
   }
   for (int64_t i = 0; i < layers; ++i) {
     std::string index = std::to_string(i);
-    selfK.push_back(g.input("self_k." + index, cacheType(g, cfg),
+    selfK.push_back(g.input(abi::kSelfKeyPrefix + index, cacheType(g, cfg),
                             {"batch", "", "cache_len", ""}));
-    selfV.push_back(g.input("self_v." + index, cacheType(g, cfg),
+    selfV.push_back(g.input(abi::kSelfValuePrefix + index, cacheType(g, cfg),
                             {"batch", "", "cache_len", ""}));
   }
   Tensor tokens =
-      g.input("tokens", tensorOf({kDyn, 1}, g.i32()), {"batch", ""});
-  Tensor position = g.input("position", tensorOf({}, g.i64()));
+      g.input(abi::kTokens, tensorOf({kDyn, 1}, g.i32()), {"batch", ""});
+  Tensor position = g.input(abi::kPosition, tensorOf({}, g.i64()));
 
   nn::Context ctx(g);
   Tensor srcMask = paddingMask(src, 0, g.f32());
@@ -195,13 +196,13 @@ void buildDecodeStep(ModuleOp module, const TransformerModel &model) {
                                            crossK[i], crossV[i], srcMask);
     x = step.output;
     std::string index = std::to_string(i);
-    caches.push_back({"self_k." + index, step.selfK});
-    caches.push_back({"self_v." + index, step.selfV});
+    caches.push_back({abi::kSelfKeyPrefix + index, step.selfK});
+    caches.push_back({abi::kSelfValuePrefix + index, step.selfV});
   }
   Tensor logits = model.generate(g, model.decoderNorm(g, x)); // [B, 1, V]
   Tensor logProbs = reshape(logSoftmax(logits, -1), {0, cfg.tgt_vocab()});
   std::vector<std::pair<std::string, Tensor>> outputs = {
-      {"log_probs", logProbs}};
+      {abi::kLogProbs, logProbs}};
   outputs.insert(outputs.end(), caches.begin(), caches.end());
   g.finish(outputs);
 }

@@ -33,6 +33,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "abi/ModelAbi.h"
 #include "ir/GradientUtils.h"
 #include "passes/Passes.h"
 
@@ -189,12 +190,12 @@ LogicalResult GradientBuilder::run() {
   SmallVector<Value> results = {loss};
   SmallVector<Attribute> resultAttrs = {DictionaryAttr::get(
       ctx, {NamedAttribute(StringAttr::get(ctx, kOutputAttr),
-                           StringAttr::get(ctx, "loss"))})};
+                           StringAttr::get(ctx, abi::kLossOutput))})};
   for (BlockArgument arg : body.getArguments()) {
     if (!isFloatTensor(arg))
       continue;
     results.push_back(gradientOrZeros(b, fn.getLoc(), arg));
-    std::string name = "grad.";
+    std::string name = abi::kGradPrefix;
     if (auto param =
             fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kParamAttr))
       name += param.getValue().str();

@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "abi/ModelAbi.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -94,7 +95,7 @@ private:
     for (unsigned i = 0; i < gradType.getNumResults(); ++i)
       if (auto out = gradFn.getResultAttrOfType<StringAttr>(i, kOutputAttr))
         resultIndex[out.getValue()] = i;
-    if (!resultIndex.count("loss"))
+    if (!resultIndex.count(abi::kLossOutput))
       return gradFn.emitError("loom-optimizer: @")
              << gradFn.getName() << " has no result named \"loss\"";
 
@@ -107,7 +108,7 @@ private:
         others.push_back(i);
         continue;
       }
-      if (!resultIndex.count(("grad." + name.getValue()).str()))
+      if (!resultIndex.count(abi::kGradPrefix + name.getValue().str()))
         return gradFn.emitError("loom-optimizer: parameter \"")
                << name.getValue() << "\" has no gradient result";
       params.push_back({i, name, Value()});
@@ -125,13 +126,13 @@ private:
       inputs.push_back(gradType.getInput(p.argIndex));
       argAttrs.push_back(gradFn.getArgAttrDict(p.argIndex));
     }
-    for (StringRef moment : {"exp_avg.", "exp_avg_sq."})
+    for (StringRef moment : {abi::kFirstMomentPrefix, abi::kSecondMomentPrefix})
       for (const Parameter &p : params) {
         inputs.push_back(gradType.getInput(p.argIndex));
         argAttrs.push_back(named(kOptStateAttr, moment + p.name.getValue()));
       }
     inputs.push_back(RankedTensorType::get({}, IntegerType::get(ctx, 64)));
-    argAttrs.push_back(named(kInputAttr, "step"));
+    argAttrs.push_back(named(kInputAttr, abi::kStep));
     for (unsigned i : others) {
       inputs.push_back(gradType.getInput(i));
       argAttrs.push_back(gradFn.getArgAttrDict(i));
@@ -160,9 +161,9 @@ private:
     auto returned = [&](StringRef name) {
       return map.lookupOrDefault(ret->getOperand(resultIndex[name]));
     };
-    Value loss = returned("loss");
+    Value loss = returned(abi::kLossOutput);
     for (Parameter &p : params)
-      p.grad = returned(("grad." + p.name.getValue()).str());
+      p.grad = returned(abi::kGradPrefix + p.name.getValue().str());
 
     if (clipNorm > 0)
       clipGradients(params);
@@ -197,7 +198,8 @@ private:
     }
 
     SmallVector<Value> results = {loss};
-    SmallVector<DictionaryAttr> resultAttrs = {named(kOutputAttr, "loss")};
+    SmallVector<DictionaryAttr> resultAttrs = {
+        named(kOutputAttr, abi::kLossOutput)};
     auto append = [&](ArrayRef<Value> values, StringRef prefix) {
       for (auto [k, v] : llvm::enumerate(values)) {
         results.push_back(v);
@@ -205,9 +207,9 @@ private:
             named(kOutputAttr, prefix + params[k].name.getValue()));
       }
     };
-    append(newParams, "param.");
-    append(newM, "exp_avg.");
-    append(newV, "exp_avg_sq.");
+    append(newParams, abi::kUpdatedParamPrefix);
+    append(newM, abi::kFirstMomentPrefix);
+    append(newV, abi::kSecondMomentPrefix);
     builder.create<func::ReturnOp>(loc, results);
     stepFn.setType(
         builder.getFunctionType(inputs, ValueRange(results).getTypes()));

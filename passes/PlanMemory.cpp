@@ -41,6 +41,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "abi/ModelAbi.h"
 #include "ir/ArenaPlan.h"
 #include "ir/ShapeUtils.h"
 #include "passes/MemoryPlan.h"
@@ -278,7 +279,7 @@ void FunctionPlanner::assignStorage() {
 /// The name of the input each argument is, as an output would name it.
 static std::string inputName(func::FuncOp fn, unsigned i) {
   if (auto param = fn.getArgAttrOfType<StringAttr>(i, kParamAttr))
-    return ("param." + param.getValue()).str();
+    return abi::kUpdatedParamPrefix + param.getValue().str();
   for (const char *attr : {kOptStateAttr, kInputAttr})
     if (auto name = fn.getArgAttrOfType<StringAttr>(i, attr))
       return name.getValue().str();
