@@ -227,8 +227,11 @@ std::optional<int64_t> dtypeSize(const std::string &dtype) {
   return it->second;
 }
 
-ErrorOr<SafeTensorFile> loadSafetensors(const std::string &path) {
-  using Result = ErrorOr<SafeTensorFile>;
+Status readSafetensors(
+    const std::string &path,
+    const std::function<Status(const SafeTensorFile &)> &onHeader,
+    const std::function<Status(const std::string &, SafeTensor &)> &onTensor) {
+  using Result = Status;
   // A directory opens as a stream on Linux and only fails on reading; say
   // what is wrong instead of reporting a short file.
   struct stat status;
@@ -301,17 +304,40 @@ ErrorOr<SafeTensorFile> loadSafetensors(const std::string &path) {
   uint64_t dataStart = 8 + headerSize;
   if (Status tiled = checkExtents(extents, fileSize - dataStart); !tiled.ok())
     return tiled.withContext(prefix);
+  LOOM_RETURN_IF_ERROR(onHeader(file));
 
+  // One tensor's data at a time, in file order.
+  std::sort(extents.begin(), extents.end(),
+            [](const Extent &a, const Extent &b) { return a.begin < b.begin; });
   for (const Extent &e : extents) {
-    std::vector<uint8_t> &bytes = file.tensors[e.name].bytes;
-    bytes.resize(e.end - e.begin);
+    SafeTensor &tensor = file.tensors[e.name];
+    tensor.bytes.resize(e.end - e.begin);
     in.seekg(static_cast<std::streamoff>(dataStart + e.begin));
-    if (!in.read(reinterpret_cast<char *>(bytes.data()),
-                 static_cast<std::streamsize>(bytes.size())))
+    if (!in.read(reinterpret_cast<char *>(tensor.bytes.data()),
+                 static_cast<std::streamsize>(tensor.bytes.size())))
       return Result::failure(prefix + ": cannot read the data of tensor '" +
                                  e.name + "'",
                              ErrorCode::Io);
+    LOOM_RETURN_IF_ERROR(onTensor(e.name, tensor));
+    std::vector<uint8_t>().swap(tensor.bytes);
   }
+  return Status::success();
+}
+
+ErrorOr<SafeTensorFile> loadSafetensors(const std::string &path) {
+  SafeTensorFile file;
+  Status read = readSafetensors(
+      path,
+      [&](const SafeTensorFile &header) {
+        file = header;
+        return Status::success();
+      },
+      [&](const std::string &name, SafeTensor &tensor) {
+        file.tensors[name].bytes = std::move(tensor.bytes);
+        return Status::success();
+      });
+  if (!read.ok())
+    return read;
   return file;
 }
 

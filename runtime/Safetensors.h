@@ -21,6 +21,7 @@
 #include "abi/Error.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -54,6 +55,17 @@ std::optional<int64_t> dtypeSize(const std::string &dtype);
 /// when there is no such file, Io when it cannot be read, and Corrupt when
 /// it is not a well-formed safetensors file.
 ErrorOr<SafeTensorFile> loadSafetensors(const std::string &path);
+
+/// Reads `path` one tensor at a time, so that a large file never sits in
+/// memory whole: once the header is validated, `onHeader` gets every tensor
+/// (dtype and shape, no data) and the metadata; then `onTensor` gets each
+/// tensor with its data, in file order, the bytes freed after it returns.
+/// A failure of either callback stops the reading and is returned; the
+/// file's own failures are those of loadSafetensors.
+Status readSafetensors(
+    const std::string &path,
+    const std::function<Status(const SafeTensorFile &)> &onHeader,
+    const std::function<Status(const std::string &, SafeTensor &)> &onTensor);
 
 /// Writes `file` to `path` atomically. Fails with InvalidArgument for a
 /// tensor that cannot be stored (a reserved name, an unknown dtype, bytes

@@ -2,11 +2,17 @@
 
 #include "runtime/Weights.h"
 
+#include <algorithm>
+
 namespace loom::runtime {
 
-Status loadParameters(Session &session, const SafeTensorFile &file,
-                      const std::string &path) {
-  const Program &program = session.program();
+namespace {
+
+/// Checks the tensors of `file` (dtype and shape; data not needed) against
+/// the program's parameters: every one present with its shape and a float
+/// dtype, nothing else.
+Status checkParameters(const Program &program, const SafeTensorFile &file,
+                       const std::string &path) {
   for (const auto &[name, tensor] : file.tensors) {
     const Program::StateTensor *state = program.stateTensor(name);
     if (!state || !state->isParameter)
@@ -33,36 +39,66 @@ Status loadParameters(Session &session, const SafeTensorFile &file,
     if (state.dtype != DType::F32)
       return Status::failure("parameter '" + name + "' is not f32",
                              ErrorCode::Unsupported);
-    ErrorOr<Tensor> host = Tensor::host(DType::F32, state.shape);
-    if (!host)
-      return host.status();
-    if (*dtype == DType::F32) {
-      std::copy(tensor.bytes.begin(), tensor.bytes.end(),
-                static_cast<uint8_t *>(host->data()));
-    } else {
-      ErrorOr<std::vector<double>> values = toDoubles(tensor);
-      if (!values)
-        return Status::failure("tensor '" + name + "' in '" + path +
-                               "': " + values.error());
-      for (size_t i = 0; i < values->size(); ++i)
-        host->f32()[i] = static_cast<float>((*values)[i]);
-    }
-    LOOM_RETURN_IF_ERROR(session.setState(name, host->ref()));
   }
   return Status::success();
 }
 
-Status loadParametersFile(Session &session, const std::string &path) {
-  ErrorOr<SafeTensorFile> file = loadSafetensors(path);
-  if (!file) {
-    // The loader's message usually names the file already.
-    if (file.error().find(path) != std::string::npos)
-      return Status::failure("cannot load weights: " + file.error(),
-                             file.code());
-    return Status::failure(
-        "cannot load weights '" + path + "': " + file.error(), file.code());
+/// Copies one checked tensor into the session's parameter, as f32.
+Status setParameter(Session &session, const std::string &name,
+                    const SafeTensor &tensor, const std::string &path) {
+  DType dtype = *dtypeOfSafetensors(tensor.dtype);
+  if (dtype == DType::F32) {
+    TensorRef value{const_cast<uint8_t *>(tensor.bytes.data()), DType::F32,
+                    tensor.shape};
+    return session.setState(name, value);
   }
-  return loadParameters(session, *file, path);
+  ErrorOr<Tensor> host = Tensor::host(DType::F32, tensor.shape);
+  if (!host)
+    return host.status();
+  ErrorOr<std::vector<double>> values = toDoubles(tensor);
+  if (!values)
+    return Status::failure("tensor '" + name + "' in '" + path +
+                           "': " + values.error());
+  for (size_t i = 0; i < values->size(); ++i)
+    host->f32()[i] = static_cast<float>((*values)[i]);
+  return session.setState(name, host->ref());
+}
+
+} // namespace
+
+Status loadParameters(Session &session, const SafeTensorFile &file,
+                      const std::string &path) {
+  LOOM_RETURN_IF_ERROR(checkParameters(session.program(), file, path));
+  for (const std::string &name : session.program().parameterNames())
+    LOOM_RETURN_IF_ERROR(
+        setParameter(session, name, file.tensors.at(name), path));
+  return Status::success();
+}
+
+Status loadParametersFile(Session &session, const std::string &path) {
+  // Tensor by tensor: the file is never in memory whole beside the
+  // parameters it fills.
+  bool refusedByModel = false; // the file is fine, the model refuses it
+  auto ours = [&](Status status) {
+    refusedByModel = !status.ok();
+    return status;
+  };
+  Status read = readSafetensors(
+      path,
+      [&](const SafeTensorFile &header) {
+        return ours(checkParameters(session.program(), header, path));
+      },
+      [&](const std::string &name, SafeTensor &tensor) {
+        return ours(setParameter(session, name, tensor, path));
+      });
+  if (read.ok() || refusedByModel)
+    return read;
+  // The loader's message usually names the file already.
+  if (read.message().find(path) != std::string::npos)
+    return Status::failure("cannot load weights: " + read.message(),
+                           read.code());
+  return Status::failure(
+      "cannot load weights '" + path + "': " + read.message(), read.code());
 }
 
 } // namespace loom::runtime

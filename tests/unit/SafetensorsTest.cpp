@@ -207,6 +207,64 @@ TEST_F(Safetensors, ReadsAHandBuiltFile) {
   EXPECT_EQ(*toDoubles(b), std::vector<double>{-3});
 }
 
+// Streaming: the header first (shapes, no data), then each tensor with its
+// data in file order; a callback's failure stops the reading, and a
+// malformed file fails before any callback runs.
+TEST_F(Safetensors, StreamsTensorsInFileOrder) {
+  std::string header =
+      R"({"__metadata__":{"format":"pt"},)"
+      R"("b":{"dtype":"I64","shape":[],"data_offsets":[8,16]},)"
+      R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  Bytes data = {0x00, 0x00, 0xC0, 0x3F, 0x00, 0x00, 0x00, 0xC0,
+                0xFD, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+  std::string path = write(header, data);
+  std::vector<std::string> seen;
+  Status read = readSafetensors(
+      path,
+      [&](const SafeTensorFile &file) {
+        seen.push_back("header");
+        EXPECT_EQ(file.tensors.size(), 2u);
+        EXPECT_TRUE(file.tensors.at("a").bytes.empty());
+        EXPECT_EQ(file.tensors.at("a").shape, std::vector<int64_t>{2});
+        EXPECT_EQ(file.metadata.at("format"), "pt");
+        return Status::success();
+      },
+      [&](const std::string &name, SafeTensor &tensor) {
+        seen.push_back(name);
+        if (name == "a")
+          EXPECT_EQ(*toDoubles(tensor), (std::vector<double>{1.5, -2.0}));
+        else
+          EXPECT_EQ(*toDoubles(tensor), std::vector<double>{-3});
+        return Status::success();
+      });
+  ASSERT_TRUE(read.ok()) << read.message();
+  EXPECT_EQ(seen, (std::vector<std::string>{"header", "a", "b"}));
+
+  int tensors = 0;
+  read = readSafetensors(
+      path, [](const SafeTensorFile &) { return Status::success(); },
+      [&](const std::string &, SafeTensor &) {
+        ++tensors;
+        return Status::failure("refused", ErrorCode::Unsupported);
+      });
+  EXPECT_EQ(read.code(), ErrorCode::Unsupported);
+  EXPECT_EQ(tensors, 1);
+
+  bool called = false;
+  read = readSafetensors(
+      write(header, Bytes(data.begin(), data.end() - 1)),
+      [&](const SafeTensorFile &) {
+        called = true;
+        return Status::success();
+      },
+      [&](const std::string &, SafeTensor &) {
+        called = true;
+        return Status::success();
+      });
+  EXPECT_EQ(read.code(), ErrorCode::Corrupt) << read.message();
+  EXPECT_FALSE(called);
+}
+
 TEST_F(Safetensors, RejectsTruncatedFiles) {
   auto file = loadSafetensors(write(Bytes{1, 2, 3, 4, 5}));
   ASSERT_FALSE(file);
