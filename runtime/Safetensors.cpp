@@ -305,6 +305,8 @@ Status readSafetensors(
   if (Status tiled = checkExtents(extents, fileSize - dataStart); !tiled.ok())
     return tiled.withContext(prefix);
   LOOM_RETURN_IF_ERROR(onHeader(file));
+  if (!onTensor)
+    return Status::success();
 
   // One tensor's data at a time, in file order.
   std::sort(extents.begin(), extents.end(),

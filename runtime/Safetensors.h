@@ -60,8 +60,9 @@ ErrorOr<SafeTensorFile> loadSafetensors(const std::string &path);
 /// memory whole: once the header is validated, `onHeader` gets every tensor
 /// (dtype and shape, no data) and the metadata; then `onTensor` gets each
 /// tensor with its data, in file order, the bytes freed after it returns.
-/// A failure of either callback stops the reading and is returned; the
-/// file's own failures are those of loadSafetensors.
+/// Without `onTensor`, no data is read. A failure of either callback stops
+/// the reading and is returned; the file's own failures are those of
+/// loadSafetensors.
 Status readSafetensors(
     const std::string &path,
     const std::function<Status(const SafeTensorFile &)> &onHeader,

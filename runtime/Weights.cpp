@@ -75,22 +75,28 @@ Status loadParameters(Session &session, const SafeTensorFile &file,
   return Status::success();
 }
 
-Status loadParametersFile(Session &session, const std::string &path) {
-  // Tensor by tensor: the file is never in memory whole beside the
-  // parameters it fills.
+/// Reads `path` tensor by tensor: `onTensor` (null: the header alone) after
+/// the header is checked against `program`. Failures of the file itself are
+/// prefixed with "cannot load weights"; the model's refusals name the tensor.
+static Status readParameters(
+    const Program &program, const std::string &path,
+    const std::function<Status(const std::string &, SafeTensor &)> &onTensor) {
   bool refusedByModel = false; // the file is fine, the model refuses it
   auto ours = [&](Status status) {
     refusedByModel = !status.ok();
     return status;
   };
+  std::function<Status(const std::string &, SafeTensor &)> each;
+  if (onTensor)
+    each = [&](const std::string &name, SafeTensor &tensor) {
+      return ours(onTensor(name, tensor));
+    };
   Status read = readSafetensors(
       path,
       [&](const SafeTensorFile &header) {
-        return ours(checkParameters(session.program(), header, path));
+        return ours(checkParameters(program, header, path));
       },
-      [&](const std::string &name, SafeTensor &tensor) {
-        return ours(setParameter(session, name, tensor, path));
-      });
+      each);
   if (read.ok() || refusedByModel)
     return read;
   // The loader's message usually names the file already.
@@ -99,6 +105,19 @@ Status loadParametersFile(Session &session, const std::string &path) {
                            read.code());
   return Status::failure(
       "cannot load weights '" + path + "': " + read.message(), read.code());
+}
+
+Status loadParametersFile(Session &session, const std::string &path) {
+  // Tensor by tensor: the file is never in memory whole beside the
+  // parameters it fills.
+  return readParameters(session.program(), path,
+                        [&](const std::string &name, SafeTensor &tensor) {
+                          return setParameter(session, name, tensor, path);
+                        });
+}
+
+Status checkParametersFile(const Program &program, const std::string &path) {
+  return readParameters(program, path, nullptr);
 }
 
 } // namespace loom::runtime

@@ -25,6 +25,11 @@ Status loadParameters(Session &session, const SafeTensorFile &file,
 /// Reads the safetensors file at `path` and loads its parameters.
 Status loadParametersFile(Session &session, const std::string &path);
 
+/// Whether the file at `path` holds exactly `program`'s parameters, by its
+/// header alone (names, shapes, float dtypes, a data section that fits):
+/// what loadParametersFile would accept, without a session or the data.
+Status checkParametersFile(const Program &program, const std::string &path);
+
 } // namespace loom::runtime
 
 #endif // LOOM_RUNTIME_WEIGHTS_H
