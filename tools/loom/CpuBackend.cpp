@@ -100,31 +100,6 @@ int cpuThreads(runtime::Session &session) {
   return static_cast<cpu::CpuDevice &>(session.device()).threads();
 }
 
-llvm::Error bindParameters(runtime::Session &session,
-                           const NamedTensors &weights) {
-  // Optimizer state starts at zero; every parameter must be given.
-  for (const std::string &name : session.parameterNames()) {
-    const runtime::Program::StateTensor *state =
-        session.program().stateTensor(name);
-    if (state->dtype != DType::F32)
-      return error("parameter '" + name + "' is not f32");
-    auto it = weights.find(name);
-    if (it == weights.end())
-      return error("no weights for parameter '" + name + "'");
-    if (it->second.shape != state->shape)
-      return error("weights for '" + name + "' have the wrong shape");
-    auto host = toExpected(runtime::Tensor::host(DType::F32, state->shape));
-    if (!host)
-      return host.takeError();
-    float *out = host->f32();
-    for (int64_t i = 0; i < host->numel(); ++i)
-      out[i] = static_cast<float>(it->second.data[i]);
-    if (llvm::Error err = toError(session.setState(name, host->ref())))
-      return err;
-  }
-  return llvm::Error::success();
-}
-
 llvm::Error initParameters(runtime::Session &session, uint64_t seed) {
   std::mt19937_64 rng(seed);
   // parameterNames() is sorted, as initialParameters' map is.

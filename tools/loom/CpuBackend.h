@@ -48,11 +48,6 @@ loadCpuSession(runtime::Executable exe, int threads);
 /// The threads of the CPU device `session` runs on.
 int cpuThreads(runtime::Session &session);
 
-/// Copies `weights` into the session's parameters; every parameter must be
-/// given with its shape.
-llvm::Error bindParameters(runtime::Session &session,
-                           const NamedTensors &weights);
-
 /// Reads the session's parameters from the safetensors file at `path`:
 /// every parameter, by name, with its shape.
 llvm::Error loadParameters(runtime::Session &session, const std::string &path);
