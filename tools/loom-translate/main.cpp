@@ -9,8 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "api/TranslateStream.h"
-
-#include "CLI/CLI.hpp"
+#include "tools/TranslateFlags.h"
 
 #include <climits>
 #include <cstdio>
@@ -40,25 +39,7 @@ int main(int argc, char **argv) {
   app.add_option("--model", model,
                  "The translator folder (default: the folder of this "
                  "binary)");
-  app.add_option("--input", input, "Sentences, one per line (default: stdin)");
-  app.add_option("--weights", opening.weights,
-                 "Parameters to use instead of the folder's "
-                 "model.safetensors");
-  app.add_option("--beam", options.beam, "Beam size (1: greedy)")
-      ->capture_default_str();
-  app.add_option("--alpha", options.alpha,
-                 "Length penalty ((5 + len) / 6)^alpha")
-      ->capture_default_str();
-  app.add_option("--max-len-ratio", options.maxLenRatio,
-                 "Longest output, as a multiple of the source's length")
-      ->capture_default_str();
-  app.add_option("--nbest", options.nbest, "Translations printed per sentence")
-      ->capture_default_str();
-  app.add_option("--batch", options.batch, "Sentences decoded together")
-      ->capture_default_str();
-  app.add_option("--threads", opening.threads,
-                 "CPU threads (0: one per hardware thread)")
-      ->capture_default_str();
+  loom::addTranslateFlags(&app, input, opening, options);
   CLI11_PARSE(app, argc, argv);
 
   auto fail = [](const loom::Status &status) {

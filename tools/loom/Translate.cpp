@@ -14,6 +14,7 @@
 #include "tools/loom/ModelDir.h"
 
 #include "api/TranslateStream.h"
+#include "tools/TranslateFlags.h"
 
 #include <cstdio>
 
@@ -24,9 +25,8 @@ namespace {
 struct TranslateOptions {
   std::string model;
   std::string input; // empty: stdin
-  std::string weights;
-  loom::TranslationOptions translation;
-  int threads = 0;
+  TranslatorOptions opening;
+  TranslationOptions translation;
 };
 
 llvm::Error translate(const TranslateOptions &o) {
@@ -46,10 +46,11 @@ llvm::Error translate(const TranslateOptions &o) {
   auto program = cachedTranslateProgram(o.model, *config, "loom translate");
   if (!program)
     return program.takeError();
-  std::string weights =
-      o.weights.empty() ? o.model + "/" + kModelWeights : o.weights;
+  std::string weights = o.opening.weights.empty()
+                            ? o.model + "/" + kModelWeights
+                            : o.opening.weights;
   auto translator = toExpected(Translator::create(
-      std::move(*program), std::move(*tokenizer), weights, o.threads));
+      std::move(*program), std::move(*tokenizer), weights, o.opening.threads));
   if (!translator)
     return translator.takeError();
   return toError(translateStream(
@@ -67,28 +68,7 @@ void addTranslateCommand(CLI::App &app, int &exitCode) {
                    "directory: config.pbtxt, spm.model, model.safetensors "
                    "and its compiled translate.loomx (built when stale)");
   cmd->add_option("--model", o->model, "The model directory")->required();
-  cmd->add_option("--input", o->input,
-                  "Sentences, one per line (default: "
-                  "stdin)");
-  cmd->add_option("--weights", o->weights,
-                  "Parameters to use instead of the directory's "
-                  "model.safetensors");
-  cmd->add_option("--beam", o->translation.beam, "Beam size (1: greedy)")
-      ->capture_default_str();
-  cmd->add_option("--alpha", o->translation.alpha,
-                  "Length penalty ((5 + len) / 6)^alpha")
-      ->capture_default_str();
-  cmd->add_option("--max-len-ratio", o->translation.maxLenRatio,
-                  "Longest output, as a multiple of the source's length")
-      ->capture_default_str();
-  cmd->add_option("--nbest", o->translation.nbest,
-                  "Translations printed per sentence")
-      ->capture_default_str();
-  cmd->add_option("--batch", o->translation.batch, "Sentences decoded together")
-      ->capture_default_str();
-  cmd->add_option("--threads", o->threads,
-                  "CPU threads (0: one per hardware thread)")
-      ->capture_default_str();
+  addTranslateFlags(cmd, o->input, o->opening, o->translation);
   cmd->callback([o, &exitCode] {
     if (llvm::Error err = translate(*o))
       exitCode = fail("translate", std::move(err));

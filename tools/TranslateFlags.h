@@ -1,0 +1,47 @@
+//===- TranslateFlags.h - The options both translators take -----*- C++ -*-===//
+//
+// `loom translate` and `loom-translate` print the same output for the same
+// options, so they declare those options once, here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_TOOLS_TRANSLATEFLAGS_H
+#define LOOM_TOOLS_TRANSLATEFLAGS_H
+
+#include "api/Translator.h"
+
+#include "CLI/CLI.hpp"
+
+#include <string>
+
+namespace loom {
+
+/// Adds --input, --weights, --beam, --alpha, --max-len-ratio, --nbest,
+/// --batch and --threads to `cmd`.
+inline void addTranslateFlags(CLI::App *cmd, std::string &input,
+                              TranslatorOptions &opening,
+                              TranslationOptions &options) {
+  cmd->add_option("--input", input, "Sentences, one per line (default: stdin)");
+  cmd->add_option("--weights", opening.weights,
+                  "Parameters to use instead of the model's "
+                  "model.safetensors");
+  cmd->add_option("--beam", options.beam, "Beam size (1: greedy)")
+      ->capture_default_str();
+  cmd->add_option("--alpha", options.alpha,
+                  "Length penalty ((5 + len) / 6)^alpha")
+      ->capture_default_str();
+  cmd->add_option("--max-len-ratio", options.maxLenRatio,
+                  "Longest output, as a multiple of the source's length")
+      ->capture_default_str();
+  cmd->add_option("--nbest", options.nbest, "Translations printed per sentence")
+      ->capture_default_str();
+  cmd->add_option("--batch", options.batch, "Sentences decoded together")
+      ->capture_default_str();
+  cmd->add_option("--threads", opening.threads,
+                  "CPU threads (0: one per hardware thread)")
+      ->capture_default_str();
+}
+
+} // namespace loom
+
+#endif // LOOM_TOOLS_TRANSLATEFLAGS_H
