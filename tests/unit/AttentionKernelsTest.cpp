@@ -388,19 +388,13 @@ protected:
     for (const Variant &variant : variants) {
       SCOPED_TRACE(variant.label);
       std::vector<runtime::Tensor> owned;
-      runtime::LibraryCallArgs placed;
-      placed.attrs = call.attrs;
-      for (const TensorRef &t : call.tensors) {
-        ErrorOr<runtime::Tensor> onDevice =
-            runtime::Tensor::onDevice(*variant.device, t.dtype, t.shape);
-        ASSERT_TRUE(bool(onDevice)) << onDevice.error();
-        placed.tensors.push_back(onDevice->ref());
-        owned.push_back(std::move(*onDevice));
-      }
+      ErrorOr<runtime::LibraryCallArgs> placed =
+          test::zeroedOnDevice(*variant.device, call, owned);
+      ASSERT_TRUE(bool(placed));
       const char *kernel = backward ? "attention_grad" : "attention";
       Status status = variant.call
-                          ? variant.call(*variant.device, kernel, placed)
-                          : callOnDevice(*variant.device, kernel, placed);
+                          ? variant.call(*variant.device, kernel, *placed)
+                          : callOnDevice(*variant.device, kernel, *placed);
       EXPECT_EQ(status.code(), code) << status.message();
       EXPECT_NE(status.message().find(part), std::string::npos)
           << "error \"" << status.message() << "\" lacks \"" << part << "\"";

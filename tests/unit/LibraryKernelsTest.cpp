@@ -407,19 +407,11 @@ protected:
     for (const Variant &variant : variants) {
       SCOPED_TRACE(variant.label);
       std::vector<runtime::Tensor> owned;
-      runtime::LibraryCallArgs placed;
-      placed.attrs = call.attrs;
-      for (const TensorRef &t : call.tensors) {
-        ErrorOr<runtime::Tensor> onDevice =
-            runtime::Tensor::onDevice(*variant.device, t.dtype, t.shape);
-        if (!onDevice) {
-          ADD_FAILURE() << onDevice.error();
-          return onDevice.status();
-        }
-        placed.tensors.push_back(onDevice->ref());
-        owned.push_back(std::move(*onDevice));
-      }
-      Status status = variant.device->callLibrary(kernel, placed);
+      ErrorOr<runtime::LibraryCallArgs> placed =
+          test::zeroedOnDevice(*variant.device, call, owned);
+      if (!placed)
+        return placed.status();
+      Status status = variant.device->callLibrary(kernel, *placed);
       Status synced = variant.device->synchronize();
       EXPECT_TRUE(synced.ok()) << synced.message();
       if (&variant == &variants.front()) {

@@ -122,4 +122,22 @@ std::string deviceLabel(const runtime::Device &device, int threads) {
   return label;
 }
 
+ErrorOr<runtime::LibraryCallArgs>
+zeroedOnDevice(runtime::Device &device, const runtime::LibraryCallArgs &call,
+               std::vector<runtime::Tensor> &owned) {
+  runtime::LibraryCallArgs placed;
+  placed.attrs = call.attrs;
+  for (const runtime::TensorRef &t : call.tensors) {
+    ErrorOr<runtime::Tensor> onDevice =
+        runtime::Tensor::onDevice(device, t.dtype, t.shape);
+    if (!onDevice) {
+      ADD_FAILURE() << onDevice.error();
+      return onDevice.status();
+    }
+    placed.tensors.push_back(onDevice->ref());
+    owned.push_back(std::move(*onDevice));
+  }
+  return placed;
+}
+
 } // namespace loom::test

@@ -56,6 +56,13 @@ openTestDevice(const std::string &kind, int threads, std::string &absent);
 /// "cpu, 3 threads" ("cuda" when `threads` is 0), for traces.
 std::string deviceLabel(const runtime::Device &device, int threads);
 
+/// `call` with each tensor replaced by a zeroed tensor of its dtype and
+/// shape on `device`, kept alive in `owned`; fails the current test (and
+/// returns the failure) when one cannot be allocated.
+ErrorOr<runtime::LibraryCallArgs>
+zeroedOnDevice(runtime::Device &device, const runtime::LibraryCallArgs &call,
+               std::vector<runtime::Tensor> &owned);
+
 /// A device kind as a test-name suffix ("cpu").
 std::string deviceKindName(const testing::TestParamInfo<std::string> &info);
 
