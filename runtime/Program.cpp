@@ -43,6 +43,10 @@ int32_t bareSymbol(const Dim &dim) {
 
 ErrorOr<std::shared_ptr<const Program>> Program::create(Executable exe) {
   LOOM_RETURN_IF_ERROR(validateExecutable(exe));
+  return fromValidated(std::move(exe));
+}
+
+ErrorOr<std::shared_ptr<const Program>> Program::fromValidated(Executable exe) {
   std::shared_ptr<Program> program(new Program);
   program->exe = std::move(exe);
   LOOM_RETURN_IF_ERROR(program->prepare());
@@ -50,10 +54,12 @@ ErrorOr<std::shared_ptr<const Program>> Program::create(Executable exe) {
 }
 
 ErrorOr<std::shared_ptr<const Program>> Program::load(const std::string &path) {
+  // loadExecutable has validated the file; once is enough at start-up.
   ErrorOr<Executable> exe = loadExecutable(path);
   if (!exe)
     return exe.status();
-  ErrorOr<std::shared_ptr<const Program>> program = create(std::move(*exe));
+  ErrorOr<std::shared_ptr<const Program>> program =
+      fromValidated(std::move(*exe));
   if (!program)
     return program.status().withContext("'" + path + "'");
   return program;

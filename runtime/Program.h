@@ -85,6 +85,7 @@ public:
 
 private:
   Program() = default;
+  static ErrorOr<std::shared_ptr<const Program>> fromValidated(Executable exe);
   Status prepare();
 
   Executable exe;

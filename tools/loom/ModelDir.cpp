@@ -63,10 +63,10 @@ cachedTranslateProgram(const std::string &dir, const TransformerConfig &config,
                        llvm::StringRef command) {
   std::string path = dir + "/" + kTranslateExecutable;
   std::string why;
-  if (ErrorOr<runtime::Executable> cached = loadExecutable(path)) {
-    why = staleReason(*cached, config, "native");
+  if (auto cached = runtime::Program::load(path)) {
+    why = staleReason((*cached)->executable(), config, "native");
     if (why.empty())
-      return toExpected(runtime::Program::create(std::move(*cached)));
+      return std::move(*cached);
   } else if (cached.code() == ErrorCode::NotFound) {
     why = "there is none yet";
   } else {
