@@ -182,8 +182,13 @@ Status CpuDevice::launch(runtime::DeviceCode &deviceCode, int kernel,
                          const std::vector<TensorRef> &args) {
   auto &code = static_cast<CpuCode &>(deviceCode);
   auto fn = reinterpret_cast<abi::GeneratedKernelFn>(code.functions[kernel]);
-  std::vector<void *> pointers;
-  std::vector<int64_t> dims;
+  // Every generated kernel of every step comes through here: the argument
+  // arrays keep their memory from one launch to the next (per thread, as
+  // sessions on one device may run in parallel).
+  thread_local std::vector<void *> pointers;
+  thread_local std::vector<int64_t> dims;
+  pointers.clear();
+  dims.clear();
   for (const TensorRef &arg : args) {
     pointers.push_back(arg.data);
     dims.insert(dims.end(), arg.shape.begin(), arg.shape.end());
@@ -191,13 +196,16 @@ Status CpuDevice::launch(runtime::DeviceCode &deviceCode, int kernel,
   auto [rows, cols] = kernelDomain(args);
   if (rows <= 0 || cols <= 0)
     return Status::success();
+  // The workers see their own thread_locals: hand them this thread's.
+  void *const *argv = pointers.data();
+  const int64_t *dimv = dims.data();
   if (code.parallel[kernel] && rows * cols >= 2 * kParallelElements) {
     int64_t grain = std::max<int64_t>(1, kParallelElements / cols);
     threadPool.parallelFor(rows, grain, [&](int64_t b, int64_t e) {
-      fn(pointers.data(), dims.data(), b, e);
+      fn(argv, dimv, b, e);
     });
   } else {
-    fn(pointers.data(), dims.data(), 0, rows);
+    fn(argv, dimv, 0, rows);
   }
   return Status::success();
 }
