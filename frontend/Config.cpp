@@ -5,8 +5,11 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
+
+#include <optional>
 
 using llvm::formatv;
 
@@ -58,24 +61,85 @@ private:
   std::string source;
 };
 
+/// Multiplies into `total`, or reports that the product overflowed.
+bool mulInto(int64_t &total, int64_t factor) {
+  return !__builtin_mul_overflow(total, factor, &total);
+}
+bool addInto(int64_t &total, int64_t term) {
+  return !__builtin_add_overflow(total, term, &total);
+}
+
+/// The model's parameter count, or nothing when it does not fit int64.
+/// It mirrors what frontend/nn.cpp creates (biases included), so that the
+/// bound below is on the real size and not on a guess.
+std::optional<int64_t> parameterCount(const TransformerConfig &c) {
+  int64_t d = c.d_model(), ff = c.d_ff();
+  int64_t attention = d, ffn = d, norm = 2, layerNorms = d;
+  // Attention: q, k, v and output projections with biases: 4 (d*d + d).
+  if (!mulInto(attention, d) || !addInto(attention, d) ||
+      !mulInto(attention, 4))
+    return std::nullopt;
+  // FFN: d*ff + ff + ff*d + d.
+  if (!mulInto(ffn, ff) || !mulInto(ffn, 2) || !addInto(ffn, ff + d))
+    return std::nullopt;
+  if (!mulInto(layerNorms, norm))
+    return std::nullopt;
+  int64_t encoderLayer = attention, decoderLayer = attention;
+  if (!addInto(encoderLayer, ffn) || !addInto(encoderLayer, 2 * layerNorms) ||
+      !mulInto(decoderLayer, 2) || !addInto(decoderLayer, ffn) ||
+      !addInto(decoderLayer, 3 * layerNorms))
+    return std::nullopt;
+  int64_t total = 0;
+  if (!mulInto(encoderLayer, c.encoder_layers()) ||
+      !mulInto(decoderLayer, c.decoder_layers()) ||
+      !addInto(total, encoderLayer) || !addInto(total, decoderLayer))
+    return std::nullopt;
+  // Embeddings, and the output projection unless it is tied.
+  int64_t source = c.src_vocab(), target = c.tgt_vocab(), output = 0;
+  if (!mulInto(source, d) || !mulInto(target, d))
+    return std::nullopt;
+  if (!c.tie_output()) {
+    output = target;
+    if (!addInto(output, c.tgt_vocab()))
+      return std::nullopt;
+  }
+  if (!addInto(total, source) ||
+      !addInto(total, c.share_embeddings() ? 0 : target) ||
+      !addInto(total, output) || !addInto(total, 4 * d))
+    return std::nullopt;
+  return total;
+}
+
 } // namespace
 
 llvm::Error validateConfig(TransformerConfig &c) {
-  auto positive = [](const char *field, int64_t value) -> llvm::Error {
-    if (value > 0)
-      return llvm::Error::success();
-    return fieldError(formatv("{0} must be positive, got {1}", field, value));
+  // Upper bounds first: a size far beyond any model's is a typo or an
+  // attack, and letting it through ends in an allocator's abort, an int64
+  // overflow in a shape, or a compile that never finishes. Each bound is
+  // orders of magnitude above the paper's "big" model.
+  struct Field {
+    const char *name;
+    int64_t value, max;
   };
-  for (auto [field, value] :
-       {std::pair<const char *, int64_t>{"d_model", c.d_model()},
-        {"heads", c.heads()},
-        {"d_ff", c.d_ff()},
-        {"encoder_layers", c.encoder_layers()},
-        {"decoder_layers", c.decoder_layers()},
-        {"src_vocab", c.src_vocab()},
-        {"tgt_vocab", c.tgt_vocab()}})
-    if (llvm::Error err = positive(field, value))
-      return err;
+  for (Field f : {Field{"d_model", c.d_model(), kMaxModelDim},
+                  Field{"heads", c.heads(), kMaxHeads},
+                  Field{"d_ff", c.d_ff(), kMaxFeedForwardDim},
+                  Field{"encoder_layers", c.encoder_layers(), kMaxLayers},
+                  Field{"decoder_layers", c.decoder_layers(), kMaxLayers},
+                  Field{"src_vocab", c.src_vocab(), kMaxVocab},
+                  Field{"tgt_vocab", c.tgt_vocab(), kMaxVocab}}) {
+    if (f.value <= 0)
+      return fieldError(
+          formatv("{0} must be positive, got {1}", f.name, f.value));
+    if (f.value > f.max)
+      return fieldError(
+          formatv("{0} must be at most {1}, got {2}", f.name, f.max, f.value));
+  }
+  // Open proto3 enums accept any number; only the declared ones mean
+  // something.
+  if (!TransformerConfig::Norm_IsValid(c.norm()))
+    return fieldError(formatv("norm must be POST or PRE, got {0}",
+                              static_cast<int>(c.norm())));
   if (c.d_model() % 2)
     return fieldError(formatv("d_model must be even for the sinusoidal "
                               "positional encoding, got {0}",
@@ -97,18 +161,30 @@ llvm::Error validateConfig(TransformerConfig &c) {
                               c.label_smoothing()));
   if (!c.has_layer_norm_eps())
     c.set_layer_norm_eps(kDefaultLayerNormEps);
-  if (!(c.layer_norm_eps() > 0.0))
-    return fieldError(formatv("layer_norm_eps must be positive, got {0}",
+  // An epsilon of 1 or more swamps the variance it stabilizes.
+  if (!(c.layer_norm_eps() > 0.0 && c.layer_norm_eps() < 1.0))
+    return fieldError(formatv("layer_norm_eps must be in (0, 1), got {0}",
                               c.layer_norm_eps()));
   if (c.max_len() < 0)
     return fieldError(
         formatv("max_len must not be negative, got {0}", c.max_len()));
+  if (c.max_len() > kMaxSequenceLength)
+    return fieldError(formatv("max_len must be at most {0}, got {1}",
+                              kMaxSequenceLength, c.max_len()));
   if (c.max_len() == 0)
     c.set_max_len(kDefaultMaxLen);
   if (c.share_embeddings() && c.src_vocab() != c.tgt_vocab())
     return fieldError(formatv("share_embeddings needs src_vocab ({0}) equal "
                               "to tgt_vocab ({1})",
                               c.src_vocab(), c.tgt_vocab()));
+  std::optional<int64_t> parameters = parameterCount(c);
+  if (!parameters || *parameters > kMaxParameters)
+    return fieldError(formatv(
+        "the model would have {0} parameters, more than the {1} any machine "
+        "this runs on can hold with their gradients and Adam moments; "
+        "reduce d_model, d_ff, the layers or the vocabularies",
+        parameters ? std::to_string(*parameters) : "over 2^63",
+        kMaxParameters));
   return llvm::Error::success();
 }
 
@@ -128,6 +204,17 @@ llvm::Expected<TransformerConfig> parseConfig(llvm::StringRef text,
 }
 
 llvm::Expected<TransformerConfig> loadConfig(llvm::StringRef path) {
+  // Asked first, so that a directory, a FIFO or /dev/zero is refused by name
+  // instead of read forever.
+  llvm::sys::fs::file_status status;
+  if (std::error_code ec = llvm::sys::fs::status(path, status))
+    return fieldError("cannot read config '" + path + "': " + ec.message());
+  if (!llvm::sys::fs::is_regular_file(status))
+    return fieldError("cannot read config '" + path + "': not a regular file");
+  if (status.getSize() > uint64_t(kMaxConfigBytes))
+    return fieldError(formatv("config '{0}' has {1} bytes; a config has at "
+                              "most {2}",
+                              path, status.getSize(), kMaxConfigBytes));
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
   if (!buffer)
     return fieldError("cannot read config '" + path +

@@ -25,6 +25,22 @@ constexpr double kDefaultLayerNormEps = 1e-5;
 /// `max_len` when the config leaves it 0.
 constexpr int64_t kDefaultMaxLen = 256;
 
+/// The largest sizes a config may ask for, each far above any published
+/// Transformer's, so that a typo or a hostile file is refused by name
+/// instead of overflowing a shape or exhausting memory later.
+constexpr int64_t kMaxModelDim = int64_t(1) << 16;
+constexpr int64_t kMaxHeads = 1024;
+constexpr int64_t kMaxFeedForwardDim = int64_t(1) << 18;
+constexpr int64_t kMaxLayers = 1024;
+/// Token ids travel as int32 and as exact f32 values (label smoothing).
+constexpr int64_t kMaxVocab = int64_t(1) << 24;
+constexpr int64_t kMaxSequenceLength = int64_t(1) << 16;
+/// 2^34 parameters: 64 GiB of f32 weights, 256 GiB with gradients and Adam
+/// moments.
+constexpr int64_t kMaxParameters = int64_t(1) << 34;
+/// A config is a few hundred bytes; a larger file is not one.
+constexpr int64_t kMaxConfigBytes = int64_t(1) << 20;
+
 /// Fills defaults (layer_norm_eps, max_len) and checks `config`; the error
 /// names the offending field and its value.
 llvm::Error validateConfig(TransformerConfig &config);

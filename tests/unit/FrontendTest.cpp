@@ -10,6 +10,8 @@
 #include "llvm/Support/raw_ostream.h"
 #include <gtest/gtest.h>
 
+#include <map>
+
 using namespace mlir;
 using namespace loom;
 
@@ -135,6 +137,29 @@ std::string parseError(const std::string &text) {
   return llvm::toString(config.takeError());
 }
 
+/// kValid with the lines of `fields` ("name: value" per line) replacing
+/// the fields of the same names.
+std::string withFields(const std::string &fields) {
+  std::map<std::string, std::string> lines;
+  std::vector<std::string> order;
+  auto add = [&](llvm::StringRef text) {
+    llvm::SmallVector<llvm::StringRef> split;
+    text.split(split, '\n', -1, /*KeepEmpty=*/false);
+    for (llvm::StringRef line : split) {
+      std::string name = line.split(':').first.trim().str();
+      if (!lines.count(name))
+        order.push_back(name);
+      lines[name] = line.str();
+    }
+  };
+  add(kValid);
+  add(fields);
+  std::string text;
+  for (const std::string &name : order)
+    text += lines[name] + "\n";
+  return text;
+}
+
 TEST(Config, ParsesAndFillsDefaults) {
   auto config = parseConfig(kValid, "test.pbtxt");
   ASSERT_TRUE(static_cast<bool>(config)) << llvm::toString(config.takeError());
@@ -171,9 +196,27 @@ TEST(Config, ValidationNamesTheField) {
         Case{"label_smoothing: -0.1", "label_smoothing"},
         Case{"layer_norm_eps: 0", "layer_norm_eps"},
         Case{"max_len: -1", "max_len"},
-        Case{"share_embeddings: true", "share_embeddings"}}) {
-    // Later occurrences of a scalar field override earlier ones.
-    std::string message = parseError(std::string(kValid) + c.extra + "\n");
+        Case{"share_embeddings: true", "share_embeddings"},
+        // Sizes beyond any real model: refused by name before anything is
+        // allocated or compiled.
+        Case{"d_model: 2147483648", "d_model"},
+        Case{"src_vocab: 1099511627776", "src_vocab"},
+        Case{"tgt_vocab: 576460752303423488", "tgt_vocab"},
+        Case{"encoder_layers: 1000000000", "encoder_layers"},
+        Case{"heads: 4096", "heads"}, Case{"max_len: 1000000", "max_len"},
+        Case{"layer_norm_eps: inf", "layer_norm_eps"},
+        Case{"layer_norm_eps: nan", "layer_norm_eps"},
+        Case{"dropout: nan", "dropout"},
+        // Proto3 enums are open: a number no enumerator has still parses.
+        Case{"norm: 7", "norm"}, Case{"norm: -1", "norm"},
+        // Each size within its bound, the product beyond any machine.
+        Case{"d_model: 65536\nheads: 1\nd_ff: 262144\nencoder_layers: "
+             "1024\ndecoder_layers: 1024",
+             "parameters"}}) {
+    std::string message = parseError(withFields(c.extra));
+    // A duplicate field would be refused by the parser, naming the field
+    // too: the case must reach validation.
+    EXPECT_EQ(message.find("multiple times"), std::string::npos) << message;
     EXPECT_NE(message.find(c.field), std::string::npos)
         << c.extra << " gave: '" << message << "'";
     EXPECT_NE(message.find("test.pbtxt"), std::string::npos) << message;
