@@ -8,6 +8,7 @@
 #include <cstring>
 #include <dirent.h>
 #include <fstream>
+#include <limits>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -345,6 +346,152 @@ TEST_F(Safetensors, RejectsOffsetsThatDoNotMatchTheData) {
                 R"("data_offsets":[0,0]}})",
                 {}),
       "too large");
+}
+
+// Every tensor saved carries a CRC-32 of its bytes in the metadata; loading
+// checks and consumes them.
+TEST_F(Safetensors, SavesAChecksumOfEveryTensor) {
+  SafeTensorFile file;
+  // "123456789", whose CRC-32 is the algorithm's published check value.
+  file.tensors["check"] =
+      SafeTensor{"U8", {9}, Bytes{'1', '2', '3', '4', '5', '6', '7', '8', '9'}};
+  file.tensors["empty"] = tensorOf({}, {0}, "F32");
+  file.metadata["step"] = "7";
+  std::string path = dir + "/ckpt.safetensors";
+  Status saved = saveSafetensors(path, file);
+  ASSERT_TRUE(saved.ok()) << saved.message();
+
+  std::ifstream in(path, std::ios::binary);
+  uint8_t len[8];
+  in.read(reinterpret_cast<char *>(len), 8);
+  std::string header(len[0] | len[1] << 8, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(header.size()));
+  EXPECT_NE(header.find(R"("crc32:check":"cbf43926")"), std::string::npos)
+      << header;
+  EXPECT_NE(header.find(R"("crc32:empty":"00000000")"), std::string::npos)
+      << header;
+
+  auto loaded = loadSafetensors(path);
+  ASSERT_TRUE(loaded) << loaded.error();
+  EXPECT_EQ(loaded->metadata, file.metadata);
+  // What was loaded saves again: the entries are written afresh.
+  saved = saveSafetensors(path, *loaded);
+  ASSERT_TRUE(saved.ok()) << saved.message();
+  EXPECT_TRUE(loadSafetensors(path)) << path;
+}
+
+// One bit flipped in a tensor's data: the loader names the tensor, and a
+// streaming reader never receives its bytes.
+TEST_F(Safetensors, RefusesATensorThatFailsItsChecksum) {
+  SafeTensorFile file;
+  file.tensors["a.weight"] = tensorOf({1, 2, 3}, {3}, "F32");
+  file.tensors["b.weight"] = tensorOf({4, 5, 6, 7}, {2, 2}, "F32");
+  std::string path = dir + "/ckpt.safetensors";
+  Status saved = saveSafetensors(path, file);
+  ASSERT_TRUE(saved.ok()) << saved.message();
+  std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+  f.seekg(0, std::ios::end);
+  std::streamoff size = f.tellg();
+  // The last bytes are b.weight's (tensors are laid out by name); flip the
+  // lowest mantissa bit of its second element, a change of one ulp.
+  std::streamoff at = size - 3 * 4;
+  f.seekg(at);
+  char byte;
+  f.read(&byte, 1);
+  byte ^= 1;
+  f.seekp(at);
+  f.write(&byte, 1);
+  f.close();
+
+  auto loaded = loadSafetensors(path);
+  ASSERT_FALSE(loaded);
+  EXPECT_EQ(loaded.code(), ErrorCode::Corrupt);
+  EXPECT_EQ(loaded.error(), "'" + path +
+                                "': tensor 'b.weight' fails its checksum: the "
+                                "file is corrupt");
+
+  std::vector<std::string> seen;
+  Status read = readSafetensors(
+      path, [](const SafeTensorFile &) { return Status::success(); },
+      [&](const std::string &name, SafeTensor &) {
+        seen.push_back(name);
+        return Status::success();
+      });
+  EXPECT_EQ(read.code(), ErrorCode::Corrupt);
+  EXPECT_EQ(seen, std::vector<std::string>{"a.weight"});
+  // The header alone (no data read) is still fine.
+  read = readSafetensors(
+      path, [](const SafeTensorFile &) { return Status::success(); }, nullptr);
+  EXPECT_TRUE(read.ok()) << read.message();
+}
+
+// Entries that cannot be Loom's: each makes the file Corrupt. Without any
+// entry (another writer's file) the same data loads.
+TEST_F(Safetensors, RefusesChecksumEntriesLoomDidNotWrite) {
+  auto has = [](const std::string &error, const std::string &part) {
+    EXPECT_NE(error.find(part), std::string::npos)
+        << "'" << error << "' lacks '" << part << "'";
+  };
+  Bytes data = {0x00, 0x00, 0xC0, 0x3F, 0x00, 0x00, 0x00, 0xC0};
+  std::string a = R"("a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]})";
+  std::string b = R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]})";
+  auto headerWith = [&](const std::string &metadata) {
+    return "{\"__metadata__\":{" + metadata + "}," + a + "," + b + "}";
+  };
+  // The right CRC-32s of a's and b's bytes.
+  std::string sums = R"("crc32:a":"5cd8256f","crc32:b":"ba201dac")";
+  auto file = loadSafetensors(write(headerWith(sums), data));
+  ASSERT_TRUE(file) << file.error();
+  EXPECT_TRUE(file->metadata.empty());
+  file = loadSafetensors(write(headerWith(R"("format":"pt")"), data));
+  ASSERT_TRUE(file) << file.error();
+
+  has(loadError(headerWith(sums + R"(,"crc32:c":"00000000")"), data),
+      "checksum entry 'crc32:c' is for a tensor the file does not hold");
+  has(loadError(headerWith(R"("crc32:a":"5cd8256","crc32:b":"ba201dac")"),
+                data),
+      "checksum entry 'crc32:a' is '5cd8256', not 8 hex digits");
+  has(loadError(headerWith(R"("crc32:a":"0xd8256f","crc32:b":"ba201dac")"),
+                data),
+      "not 8 hex digits");
+  has(loadError(headerWith(R"("crc32:a":"5cd8256f")"), data),
+      "tensor 'b' has no checksum though the file's other tensors have one");
+  // Upper case is the same number.
+  file = loadSafetensors(
+      write(headerWith(R"("crc32:a":"5CD8256F","crc32:b":"BA201DAC")"), data));
+  EXPECT_TRUE(file) << file.error();
+}
+
+TEST_F(Safetensors, SaveRefusesMetadataNamedLikeAChecksum) {
+  SafeTensorFile file;
+  file.tensors["x"] = tensorOf({1}, {1}, "F32");
+  file.metadata["crc32:x"] = "00000000";
+  Status saved = saveSafetensors(dir + "/ckpt.safetensors", file);
+  EXPECT_EQ(saved.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(saved.message().find("'crc32:x'"), std::string::npos)
+      << saved.message();
+  EXPECT_TRUE(listDir().empty());
+}
+
+TEST(SafetensorsValues, FindsTheFirstNonFiniteElement) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const char *dtype : {"F32", "F64", "F16", "BF16"}) {
+    EXPECT_FALSE(firstNonFinite(tensorOf({0, -1, 65504, 1e-8}, {4}, dtype)))
+        << dtype;
+    auto found = firstNonFinite(tensorOf({0, 1, nan, inf}, {2, 2}, dtype));
+    ASSERT_TRUE(found) << dtype;
+    EXPECT_EQ(found->describe(), "NaN at element 2") << dtype;
+    found = firstNonFinite(tensorOf({0, -inf, nan}, {3}, dtype));
+    ASSERT_TRUE(found) << dtype;
+    EXPECT_EQ(found->describe(), "-Inf at element 1") << dtype;
+    found = firstNonFinite(tensorOf({inf}, {}, dtype));
+    ASSERT_TRUE(found) << dtype;
+    EXPECT_EQ(found->describe(), "Inf at element 0") << dtype;
+  }
+  // Integers are always finite.
+  EXPECT_FALSE(firstNonFinite(SafeTensor{"U8", {2}, {0xff, 0xff}}));
+  EXPECT_FALSE(firstNonFinite(tensorOf({-1, 3}, {2}, "I32")));
 }
 
 TEST(SafetensorsConversion, RoundsHalfFloatsToNearestEven) {
