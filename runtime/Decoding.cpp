@@ -1,6 +1,7 @@
 //===- Decoding.cpp - Decoding with a compiled model ----------------------===//
 
 #include "runtime/Decoding.h"
+#include "runtime/Safetensors.h"
 
 #include <algorithm>
 #include <cmath>
@@ -23,6 +24,20 @@ ErrorOr<Tensor> gatherRows(Device &device, const Tensor &t,
     return out;
   LOOM_RETURN_IF_ERROR(device.gatherRows(t.ref(), rows, out->ref()));
   return out;
+}
+
+/// Log-probabilities come from a log-softmax, so the best of a row is at
+/// least -log(vocab) and none is NaN or +Inf; anything else means the model
+/// overflowed (finite parameters too large for f32 arithmetic) or was
+/// miscompiled. Decoding stops rather than rank such rows: NaN ranks below
+/// every number, and a row of NaN would quietly decode as token 0.
+Status nonFiniteLogProb(double value, int64_t sentence, int64_t step) {
+  return Status::failure(std::string("@") + abi::kDecodeStep + " produced " +
+                             valueName(value) + " in '" + abi::kLogProbs +
+                             "' for sentence " + std::to_string(sentence) +
+                             " at step " + std::to_string(step) +
+                             "; the model overflows with these parameters",
+                         ErrorCode::InvalidArgument);
 }
 
 /// GNMT's length penalty, as Marian and OpenNMT apply it.
@@ -173,11 +188,29 @@ greedyDecode(Session &session, const TensorRef &src,
     auto logProbs = state->step(session, last, t);
     if (!logProbs)
       return logProbs.status();
-    ErrorOr<std::vector<int32_t>> best =
-        session.device().argmax(logProbs->ref());
-    if (!best)
-      return best.status();
-    last = std::move(*best);
+    // The best token of each row and its log-probability, which must be
+    // finite. Where the device's memory is the host's the value is read in
+    // place beside argmax; elsewhere a top-1 brings both.
+    Device &device = session.device();
+    std::vector<float> bestValues;
+    if (device.sharesHostMemory()) {
+      ErrorOr<std::vector<int32_t>> best = device.argmax(logProbs->ref());
+      if (!best)
+        return best.status();
+      last = std::move(*best);
+      int64_t vocab = logProbs->shape()[1];
+      for (int64_t b = 0; b < batch; ++b)
+        bestValues.push_back(logProbs->f32()[b * vocab + last[b]]);
+    } else {
+      ErrorOr<Device::TopK> top = device.topK(logProbs->ref(), 1);
+      if (!top)
+        return top.status();
+      last = std::move(top->indices);
+      bestValues = std::move(top->values);
+    }
+    for (int64_t b = 0; b < batch; ++b)
+      if (!done[b] && !std::isfinite(bestValues[b]))
+        return nonFiniteLogProb(bestValues[b], b + 1, t + 1);
     bool all = true;
     for (int64_t b = 0; b < batch; ++b) {
       if (!done[b]) {
@@ -207,6 +240,15 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
     return Status::failure(
         "beam search got " + std::to_string(options.maxLens.size()) +
         " maximum lengths for " + std::to_string(batch) + " sentences");
+  if (!options.sentenceNumbers.empty() &&
+      int64_t(options.sentenceNumbers.size()) != batch)
+    return Status::failure(
+        "beam search got " + std::to_string(options.sentenceNumbers.size()) +
+        " sentence numbers for " + std::to_string(batch) + " sentences");
+  auto sentenceNumber = [&](int64_t sentence) {
+    return options.sentenceNumbers.empty() ? sentence + 1
+                                           : options.sentenceNumbers[sentence];
+  };
   auto maxLenOf = [&](int64_t sentence) {
     return std::max<int64_t>(1, options.maxLens.empty()
                                     ? options.maxLen
@@ -261,10 +303,16 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
         if (beam.logProbs[j] == minusInf)
           continue;
         int64_t row = int64_t(i) * k + j;
-        for (int64_t c = 0; c < perRow; ++c)
+        for (int64_t c = 0; c < perRow; ++c) {
+          // The best value must be finite, the others not NaN (which
+          // ranks last, so a NaN here means part of the row is NaN).
+          float value = top->values[row * perRow + c];
+          if (c == 0 ? !std::isfinite(value) : std::isnan(value))
+            return nonFiniteLogProb(value, sentenceNumber(beam.sentence),
+                                    t + 1);
           candidates.push_back(
-              {beam.logProbs[j] + top->values[row * perRow + c], j,
-               top->indices[row * perRow + c]});
+              {beam.logProbs[j] + value, j, top->indices[row * perRow + c]});
+        }
       }
       size_t best = std::min<size_t>(candidates.size(), 2 * k);
       std::partial_sort(candidates.begin(), candidates.begin() + best,

@@ -7,6 +7,13 @@
 // argmax), so the scores and the caches stay in the device's memory and
 // only the chosen tokens come to the host.
 //
+// A log-softmax cannot give NaN, +Inf or a best log-probability of -Inf, so
+// the values that come to the host are checked, which costs nothing beside
+// a step: one that is not a log-probability stops decoding with
+// InvalidArgument naming the sentence and the step ("@decode_step produced
+// NaN in 'log_probs' for sentence 2 at step 5; ..."), since its ranking
+// would be meaningless.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef LOOM_RUNTIME_DECODING_H
@@ -41,6 +48,9 @@ struct BeamOptions {
   int64_t maxLen = 64; // tokens generated at most, eos included
   /// Per sentence, when given: its own maxLen (e.g. from its length).
   std::vector<int64_t> maxLens;
+  /// Per sentence, when given: how messages number it (e.g. its line in the
+  /// input); else its row in `src`, from 1.
+  std::vector<int64_t> sentenceNumbers;
   int64_t nbest = 1; // hypotheses returned per sentence, best first
   int32_t bos = abi::kBosId;
   int32_t eos = abi::kEosId;

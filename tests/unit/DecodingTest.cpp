@@ -221,4 +221,50 @@ TEST_F(DecodingTest, RefusesBadOptions) {
   EXPECT_NE(out.error().find("nbest"), std::string::npos);
 }
 
+// A parameter finite itself (so the loaders take it) but overflowing f32
+// inside the model makes @decode_step produce NaN for the sentences that
+// use it. Decoding stops and names the first of them rather than rank NaN,
+// which would decode such a sentence as token 0 or nothing at all.
+TEST_F(DecodingTest, StopsWhenTheModelProducesNaN) {
+  // Token 20 appears in the third source sentence only.
+  runtime::Tensor *embed = model->state("src_embed.weight");
+  ASSERT_TRUE(embed);
+  int64_t width = embed->shape()[1];
+  for (int64_t i = 0; i < width; ++i)
+    embed->f32()[20 * width + i] = 3e38f;
+  runtime::Tensor src = sources(kSources);
+  const std::string expected =
+      "@decode_step produced NaN in 'log_probs' for sentence 3 at step 1";
+
+  runtime::GreedyOptions greedy;
+  greedy.maxLen = 10;
+  auto decoded = runtime::greedyDecode(*model, src.ref(), greedy);
+  ASSERT_FALSE(bool(decoded));
+  EXPECT_EQ(decoded.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(decoded.error().find(expected), std::string::npos)
+      << decoded.error();
+
+  for (int64_t beam : {1, 4}) {
+    runtime::BeamOptions o;
+    o.beam = beam;
+    o.maxLen = 10;
+    auto found = runtime::beamSearch(*model, src.ref(), o);
+    ASSERT_FALSE(bool(found)) << "beam " << beam;
+    EXPECT_EQ(found.code(), ErrorCode::InvalidArgument);
+    EXPECT_NE(found.error().find(expected), std::string::npos) << found.error();
+    // Numbered as the caller numbers its sentences (lines of a file).
+    o.sentenceNumbers = {10, 20, 30};
+    found = runtime::beamSearch(*model, src.ref(), o);
+    ASSERT_FALSE(bool(found));
+    EXPECT_NE(found.error().find("for sentence 30 at step 1"),
+              std::string::npos)
+        << found.error();
+  }
+
+  // The other sentences still decode.
+  runtime::Tensor rest = sources({kSources[0], kSources[1]});
+  EXPECT_TRUE(bool(runtime::greedyDecode(*model, rest.ref(), greedy)));
+  EXPECT_TRUE(bool(runtime::beamSearch(*model, rest.ref(), {})));
+}
+
 } // namespace
