@@ -3,6 +3,7 @@
 #include "runtime/Weights.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace loom::runtime {
 
@@ -43,11 +44,25 @@ Status checkParameters(const Program &program, const SafeTensorFile &file,
   return Status::success();
 }
 
-/// Copies one checked tensor into the session's parameter, as f32.
+/// A parameter that is NaN or infinite somewhere. The file holds what its
+/// writer meant (its checksums say so), so this is not Corrupt: the caller
+/// gave weights no model can use, as with a wrong shape.
+Status nonFinite(const std::string &path, const std::string &name,
+                 const std::string &what) {
+  return Status::failure("weights '" + path + "': parameter '" + name +
+                             "' holds " + what,
+                         ErrorCode::InvalidArgument);
+}
+
+/// Copies one checked tensor into the session's parameter, as f32. A NaN or
+/// infinite value, or one beyond f32's range, is refused: the model would
+/// compute NaN from it and decoding would return nothing useful.
 Status setParameter(Session &session, const std::string &name,
                     const SafeTensor &tensor, const std::string &path) {
   DType dtype = *dtypeOfSafetensors(tensor.dtype);
   if (dtype == DType::F32) {
+    if (std::optional<NonFinite> bad = firstNonFinite(tensor))
+      return nonFinite(path, name, bad->describe());
     TensorRef value{const_cast<uint8_t *>(tensor.bytes.data()), DType::F32,
                     tensor.shape};
     return session.setState(name, value);
@@ -59,8 +74,17 @@ Status setParameter(Session &session, const std::string &name,
   if (!values)
     return Status::failure("tensor '" + name + "' in '" + path +
                            "': " + values.error());
-  for (size_t i = 0; i < values->size(); ++i)
-    host->f32()[i] = static_cast<float>((*values)[i]);
+  for (size_t i = 0; i < values->size(); ++i) {
+    double v = (*values)[i];
+    float f = static_cast<float>(v);
+    if (!std::isfinite(f))
+      return nonFinite(path, name,
+                       std::isfinite(v)
+                           ? valueName(v) + " at element " + std::to_string(i) +
+                                 ", beyond the range of f32"
+                           : NonFinite{int64_t(i), v}.describe());
+    host->f32()[i] = f;
+  }
   return session.setState(name, host->ref());
 }
 

@@ -3,7 +3,8 @@
 // A model's parameters travel as a safetensors file named as PyTorch's
 // nn.Transformer state_dict names them. Loading one into a session checks
 // it against the program: every parameter present with exactly its shape and
-// a float dtype, nothing else in the file; values are rounded to f32.
+// a float dtype, nothing else in the file; values are rounded to f32 and must
+// be finite there (InvalidArgument names the parameter and the element).
 //
 //===----------------------------------------------------------------------===//
 
