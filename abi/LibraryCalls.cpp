@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace loom::abi {
 namespace {
@@ -190,6 +191,185 @@ Status decodeNoAttrs(const char *kernel, const CallAttrs &attrs) {
                              std::to_string(attrs.ints.size()) + " and " +
                              std::to_string(attrs.floats.size()),
                          ErrorCode::Corrupt);
+}
+
+} // namespace loom::abi
+
+namespace loom::abi {
+
+Status checkLibraryAttrs(std::string_view kernel, const CallAttrs &attrs) {
+  auto status = [](const auto &decoded) {
+    return decoded ? Status::success() : decoded.status();
+  };
+  if (kernel == "linear")
+    return status(LinearCall::decode(attrs));
+  if (kernel == "matmul")
+    return status(MatmulCall::decode(attrs));
+  if (kernel == "transpose")
+    return status(TransposeCall::decode(attrs));
+  if (kernel == "slice" || kernel == "slice_grad")
+    return status(SliceCall::decode(attrs));
+  if (kernel == "concat")
+    return status(ConcatCall::decode(attrs));
+  if (kernel == "one_hot")
+    return status(OneHotCall::decode(attrs));
+  if (kernel == "padding_mask")
+    return status(PaddingMaskCall::decode(attrs));
+  if (kernel == "causal_mask" || kernel == "iota")
+    return status(AxisCall::decode(attrs));
+  if (kernel == "cross_entropy" || kernel == "cross_entropy_grad")
+    return status(CrossEntropyCall::decode(attrs));
+  if (kernel == "attention" || kernel == "attention_grad")
+    return status(AttentionCall::decode(attrs));
+  const LibrarySignature *signature = librarySignature(kernel);
+  if (!signature)
+    return Status::success();
+  return decodeNoAttrs(signature->kernel, attrs);
+}
+
+const std::vector<LibrarySignature> &librarySignatures() {
+  constexpr DTypeSet kFloats = dtypeBit(DType::F32) | dtypeBit(DType::F64);
+  constexpr DTypeSet kIota = kFloats | kIdDTypes;
+  // {name, dtypes, minRank, maxRank, written, count, flag, mayShare}
+  auto in = [](const char *name, DTypeSet dtypes = kAnyDType, int minRank = 0,
+               int maxRank = kAnyRank) {
+    return LibraryArg{name, dtypes, minRank, maxRank};
+  };
+  auto out = [](const char *name, DTypeSet dtypes = kAnyDType, int minRank = 0,
+                int maxRank = kAnyRank) {
+    LibraryArg arg{name, dtypes, minRank, maxRank};
+    arg.written = true;
+    return arg;
+  };
+  auto flagged = [](LibraryArg arg, int flag) {
+    arg.count = ArgCount::Flagged;
+    arg.flag = flag;
+    return arg;
+  };
+  auto counted = [](LibraryArg arg, ArgCount count) {
+    arg.count = count;
+    return arg;
+  };
+  auto shared = [](LibraryArg arg) {
+    arg.mayShareWithResult = true;
+    return arg;
+  };
+  // The ranks are those each kernel refuses below or above; flags index
+  // the attribute struct's integers (LinearCall: hasBias, hasResidual;
+  // AttentionCall: hasMask, hasSeed).
+  static const std::vector<LibrarySignature> signatures = {
+      {"attention",
+       {in("q", kF32Only, 2), in("k", kF32Only, 2), in("v", kF32Only, 2),
+        flagged(in("mask", kF32Only), 0),
+        flagged(in("seed", dtypeBit(DType::I64)), 1), out("out", kF32Only, 2),
+        out("lse", kF32Only, 1)}},
+      {"attention_grad",
+       {in("q", kF32Only, 2), in("k", kF32Only, 2), in("v", kF32Only, 2),
+        in("out", kF32Only, 2), in("lse", kF32Only, 1), in("dout", kF32Only, 2),
+        flagged(in("mask", kF32Only), 0),
+        flagged(in("seed", dtypeBit(DType::I64)), 1), out("dq", kF32Only, 2),
+        out("dk", kF32Only, 2), out("dv", kF32Only, 2)}},
+      {"broadcast_as", {in("in"), in("like"), out("out")}},
+      {"causal_mask", {in("like", kAnyDType, 1), out("out", kF32Only, 2, 2)}},
+      {"concat",
+       {counted(in("inputs", kAnyDType, 1), ArgCount::Run),
+        out("out", kAnyDType, 1)}},
+      {"copy",
+       {shared(in("in")), counted(in("like"), ArgCount::Optional), out("out")}},
+      {"cross_entropy",
+       {in("logits", kF32Only, 1), in("targets", kIdDTypes),
+        out("out", kF32Only)}},
+      {"cross_entropy_grad",
+       {shared(in("logits", kF32Only, 1)), in("targets", kIdDTypes),
+        in("dloss", kF32Only), out("out", kF32Only, 1)}},
+      {"gather", {in("table", kAnyDType, 1), in("ids", kIdDTypes), out("out")}},
+      {"iota", {in("like", kAnyDType, 1), out("out", kIota, 1, 1)}},
+      {"linear",
+       {in("x", kF32Only, 1), in("weight", kF32Only, 2, 2),
+        flagged(in("bias", kF32Only, 1, 1), 0),
+        flagged(in("residual", kF32Only, 1), 1), out("out", kF32Only, 1)}},
+      {"matmul",
+       {in("lhs", kF32Only, 2), in("rhs", kF32Only, 2),
+        out("out", kF32Only, 2)}},
+      {"one_hot", {in("ids", kIdDTypes), out("out", kFloats, 1)}},
+      {"padding_mask",
+       {in("ids", kIdDTypes, 2, 2), out("out", kF32Only, 4, 4)}},
+      {"scatter_add",
+       {in("grad", kF32Only), in("ids", kIdDTypes), in("like", kAnyDType, 1),
+        out("out", kF32Only, 1)}},
+      {"slice", {in("in", kAnyDType, 1), out("out", kAnyDType, 1)}},
+      {"slice_grad",
+       {in("grad", kAnyDType, 1), in("like", kAnyDType, 1),
+        out("out", kAnyDType, 1)}},
+      {"sum_to", {in("in", kF32Only), in("like"), out("out", kF32Only)}},
+      {"transpose", {in("in"), out("out")}},
+  };
+  return signatures;
+}
+
+const LibrarySignature *librarySignature(std::string_view kernel) {
+  const std::vector<LibrarySignature> &all = librarySignatures();
+  auto it = std::lower_bound(all.begin(), all.end(), kernel,
+                             [](const LibrarySignature &s, std::string_view k) {
+                               return std::string_view(s.kernel) < k;
+                             });
+  return it != all.end() && kernel == it->kernel ? &*it : nullptr;
+}
+
+ErrorOr<std::vector<const LibraryArg *>>
+libraryCallArgs(const LibrarySignature &signature, const CallAttrs &attrs,
+                size_t numArgs) {
+  // Fixed and flagged tensors first; whatever is left is the variable one's.
+  size_t fixed = 0;
+  const LibraryArg *variable = nullptr;
+  for (const LibraryArg &arg : signature.args) {
+    switch (arg.count) {
+    case ArgCount::One:
+      ++fixed;
+      break;
+    case ArgCount::Flagged:
+      if (arg.flag >= 0 && size_t(arg.flag) < attrs.ints.size() &&
+          attrs.ints[arg.flag] == 1)
+        ++fixed;
+      break;
+    case ArgCount::Optional:
+    case ArgCount::Run:
+      variable = &arg;
+      break;
+    }
+  }
+  size_t rest = numArgs >= fixed ? numArgs - fixed : 0;
+  bool fits = numArgs >= fixed;
+  if (variable && variable->count == ArgCount::Optional)
+    fits = fits && rest <= 1;
+  else if (variable)
+    fits = fits && rest >= 1;
+  else
+    fits = fits && rest == 0;
+  if (!fits) {
+    std::string expected = std::to_string(fixed);
+    if (variable && variable->count == ArgCount::Optional)
+      expected += " or " + std::to_string(fixed + 1);
+    else if (variable)
+      expected = std::to_string(fixed + 1) + " or more";
+    return Status::failure(
+        std::string(signature.kernel) + " takes " + expected +
+            " tensors with these attributes, got " + std::to_string(numArgs),
+        ErrorCode::Corrupt);
+  }
+  std::vector<const LibraryArg *> args;
+  for (const LibraryArg &arg : signature.args) {
+    size_t copies = 1;
+    if (arg.count == ArgCount::Flagged)
+      copies = arg.flag >= 0 && size_t(arg.flag) < attrs.ints.size() &&
+                       attrs.ints[arg.flag] == 1
+                   ? 1
+                   : 0;
+    else if (arg.count != ArgCount::One)
+      copies = rest;
+    args.insert(args.end(), copies, &arg);
+  }
+  return args;
 }
 
 } // namespace loom::abi

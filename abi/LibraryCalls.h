@@ -40,10 +40,13 @@
 #ifndef LOOM_ABI_LIBRARYCALLS_H
 #define LOOM_ABI_LIBRARYCALLS_H
 
+#include "abi/DType.h"
 #include "abi/Error.h"
 
 #include <cstdint>
+#include <iterator>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace loom::abi {
@@ -139,6 +142,75 @@ struct AttentionCall {
 
 /// Refuses attributes on a kernel that takes none (copy, gather, ...).
 Status decodeNoAttrs(const char *kernel, const CallAttrs &attrs);
+
+/// Decodes `attrs` with the struct of `kernel` (or decodeNoAttrs), so that
+/// a loader can refuse attributes no device would accept before any call.
+/// A kernel without a signature (librarySignature) is not checked.
+Status checkLibraryAttrs(std::string_view kernel, const CallAttrs &attrs);
+
+//===----------------------------------------------------------------------===//
+// Signatures
+//===----------------------------------------------------------------------===//
+//
+// What each library kernel takes, as data: the runtime's loader checks every
+// call of an executable against it (the dtype and rank of each tensor, which
+// ones the kernel writes), and codegen asserts its calls against it. Extents
+// (sizes that must agree, attributes against shapes) are each kernel's own
+// checks, made before it reads or writes anything.
+
+/// A set of element types: bit `1 << int(dtype)` for each.
+using DTypeSet = uint32_t;
+constexpr DTypeSet dtypeBit(DType dtype) {
+  return DTypeSet(1) << static_cast<int>(dtype);
+}
+inline constexpr DTypeSet kAnyDType = (DTypeSet(1) << std::size(kDTypes)) - 1;
+inline constexpr DTypeSet kF32Only = dtypeBit(DType::F32);
+inline constexpr DTypeSet kIdDTypes =
+    dtypeBit(DType::I32) | dtypeBit(DType::I64);
+
+/// No upper bound on a tensor's rank.
+inline constexpr int kAnyRank = -1;
+
+/// How many tensors of a call one argument of a signature stands for.
+enum class ArgCount : uint8_t {
+  One,      // exactly one
+  Flagged,  // one when integer attribute `flag` is 1, else none
+  Optional, // none or one, whichever makes the call's count fit
+  Run,      // one or more (concat's inputs)
+};
+
+struct LibraryArg {
+  const char *name;
+  DTypeSet dtypes = kAnyDType;
+  int minRank = 0;
+  int maxRank = kAnyRank;
+  /// Written by the kernel (a result); the others are only read.
+  bool written = false;
+  ArgCount count = ArgCount::One;
+  int flag = -1; // ArgCount::Flagged: the index into CallAttrs::ints
+  /// A read tensor the result may occupy exactly (in place): the kernel
+  /// reads each element, or each row, before it writes it there.
+  bool mayShareWithResult = false;
+};
+
+struct LibrarySignature {
+  const char *kernel;
+  std::vector<LibraryArg> args; // in call order; at most one not `One`
+};
+
+/// Every library kernel's signature, sorted by name: the kernels of
+/// libraryKernelNames(), one each.
+const std::vector<LibrarySignature> &librarySignatures();
+/// The signature of `kernel`, or nullptr when no library kernel has that
+/// name.
+const LibrarySignature *librarySignature(std::string_view kernel);
+
+/// The argument of `signature` that each of the `numArgs` tensors of a call
+/// with `attrs` is, in call order; a Corrupt failure when `numArgs` does
+/// not fit (a flagged tensor missing or extra, a run empty).
+ErrorOr<std::vector<const LibraryArg *>>
+libraryCallArgs(const LibrarySignature &signature, const CallAttrs &attrs,
+                size_t numArgs);
 
 } // namespace loom::abi
 
