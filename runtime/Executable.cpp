@@ -4,6 +4,7 @@
 
 #include "abi/CpuFeatures.h"
 #include "runtime/AtomicFile.h"
+#include "runtime/ExecutableValidation.h"
 
 #include <cerrno>
 #include <cstring>
@@ -24,20 +25,9 @@ using runtime::Step;
 
 std::string quoted(const std::string &name) { return "'" + name + "'"; }
 
-std::string describeBuffer(const Executable &exe, int index) {
-  return "buffer " + quoted(exe.buffers(index).name()) + " (#" +
-         std::to_string(index) + ")";
-}
-
-std::string describeKernel(const Executable &exe, int index) {
-  return "kernel " + quoted(exe.kernels(index).name()) + " (#" +
-         std::to_string(index) + ")";
-}
-
-std::string describeEntry(const Executable &exe, int index) {
-  return "entry point " + quoted(exe.entry_points(index).name()) + " (#" +
-         std::to_string(index) + ")";
-}
+using runtime::describeBuffer;
+using runtime::describeEntry;
+using runtime::describeKernel;
 
 /// A malformed executable: the only kind of failure validation reports.
 Status corrupt(std::string message) {
@@ -334,7 +324,8 @@ Status validateExecutable(const Executable &exe) {
                      quoted(name));
     LOOM_RETURN_IF_ERROR(validateEntryPoint(exe, e));
   }
-  return Status::success();
+  // Every index is in range and every enum known: what the parts mean.
+  return runtime::validateSemantics(exe);
 }
 
 namespace {

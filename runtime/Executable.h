@@ -2,11 +2,13 @@
 //
 // An Executable (runtime/executable.proto) is everything the runtime needs to
 // run a compiled model: its buffers, its kernels and their code, and the entry
-// points that call them. Codegen writes it; the runtime trusts nothing in it.
-// The loader checks every index, size, slice and checksum before anything
-// uses the file, and reports the first problem as a message that names the
-// buffer, kernel, entry point or step at fault, so a corrupt or mismatched
-// file is refused instead of crashing a kernel later.
+// points that call them. Codegen writes it; the runtime trusts nothing in it
+// but the kernels' machine code. The loader checks every index, size, slice
+// and checksum before anything uses the file, then what the parts mean (the
+// roles, shapes and signatures of ExecutableValidation.h), and reports the
+// first problem as a message that names the buffer, kernel, entry point or
+// step at fault, so a corrupt, mismatched or crafted file is refused instead
+// of crashing a kernel later.
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,8 +72,9 @@ inline runtime::Buffer::DType wireOfDType(DType dtype) {
 }
 
 /// The only format version this runtime reads. Bump it whenever a change to
-/// executable.proto changes what an existing field means.
-constexpr uint32_t kFormatVersion = 2;
+/// executable.proto changes what an existing field means, or what a file
+/// must carry (3: generated kernels record their signature).
+constexpr uint32_t kFormatVersion = 3;
 
 /// FNV-1a 64 of `bytes`, the checksum stored in Executable.code_checksum.
 uint64_t fnv1a64(const std::string &bytes);

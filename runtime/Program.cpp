@@ -2,32 +2,14 @@
 
 #include "runtime/Program.h"
 
-#include "abi/ModelAbi.h"
+#include "runtime/ExecutableValidation.h"
+#include "runtime/SizePolynomial.h"
 
 #include <algorithm>
 
 namespace loom::runtime {
 
 namespace {
-
-/// The input or output name in a per-entry buffer name ("encode/input/src").
-std::string localName(const std::string &name) {
-  size_t slash = name.rfind('/');
-  return slash == std::string::npos ? name : name.substr(slash + 1);
-}
-
-int64_t evaluate(const Dim &dim, const std::vector<int64_t> &sizes) {
-  if (dim.has_size())
-    return dim.size();
-  int64_t total = 0;
-  for (const Monomial &term : dim.poly().terms()) {
-    int64_t value = term.coefficient();
-    for (int32_t s : term.symbols())
-      value *= sizes[s];
-    total += value;
-  }
-  return total;
-}
 
 /// The symbol a dim names by itself (a polynomial `1 * s`), or -1.
 int32_t bareSymbol(const Dim &dim) {
@@ -66,6 +48,18 @@ ErrorOr<std::shared_ptr<const Program>> Program::load(const std::string &path) {
 }
 
 Status Program::prepare() {
+  std::map<std::string, int> stateBuffers = stateBuffersByName(exe);
+  for (const Kernel &kernel : exe.kernels()) {
+    std::vector<KernelAccess> flat;
+    for (const Access &access : kernel.accesses()) {
+      KernelAccess a;
+      a.arg = access.arg();
+      for (const AccessDim &dim : access.dims())
+        a.dims.push_back(dim.has_size() ? dim.size() : ~int64_t(dim.arg_dim()));
+      flat.push_back(std::move(a));
+    }
+    accesses.push_back(std::move(flat));
+  }
   for (int b = 0; b < exe.buffers_size(); ++b) {
     const Buffer &buffer = exe.buffers(b);
     bool isState = buffer.role() == Buffer::PARAMETER ||
@@ -112,28 +106,20 @@ Status Program::prepare() {
       use(b);
       const Buffer &buffer = exe.buffers(b);
       if (buffer.role() == Buffer::INPUT)
-        entry.inputs.push_back(
-            {localName(buffer.name()), b, *dtypeOfWire(buffer.dtype()), -1});
+        entry.inputs.push_back({localBufferName(buffer.name()), b,
+                                *dtypeOfWire(buffer.dtype()), -1});
     }
     for (int b : proto.outputs()) {
       use(b);
       const Buffer &buffer = exe.buffers(b);
-      Value output{localName(buffer.name()), b, *dtypeOfWire(buffer.dtype()),
-                   -1};
-      // The optimizer's results are written over the state they replace.
-      std::string target = output.name;
-      if (abi::hasPrefix(target, abi::kUpdatedParamPrefix))
-        target = target.substr(
-            std::char_traits<char>::length(abi::kUpdatedParamPrefix));
-      if (const StateTensor *state = stateTensor(target)) {
-        bool same = buffer.shape_size() == int(state->shape.size()) &&
-                    state->dtype == output.dtype;
-        for (int d = 0; same && d < buffer.shape_size(); ++d)
-          same = buffer.shape(d).has_size() &&
-                 buffer.shape(d).size() == state->shape[d];
-        if (same)
-          output.state = stateIndex.at(target);
-      }
+      Value output{localBufferName(buffer.name()), b,
+                   *dtypeOfWire(buffer.dtype()), -1};
+      // The optimizer's results are written over the state they replace
+      // (validation checked that only @train_step has such outputs, each
+      // of its state's dtype and shape).
+      int written = stateWrittenBy(exe, stateBuffers, b);
+      if (written >= 0)
+        output.state = stateIndex.at(exe.buffers(written).name());
       entry.outputs.push_back(std::move(output));
     }
     for (const Step &step : proto.steps())
@@ -217,24 +203,90 @@ Program::bindSizes(const Entry &entry,
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Buffer &buffer = exe.buffers(entry.inputs[i].buffer);
     for (int d = 0; d < buffer.shape_size(); ++d) {
-      int64_t expected = evaluate(buffer.shape(d), sizes);
+      std::optional<int64_t> expected = evaluateDim(buffer.shape(d), sizes);
       if (expected != inputs[i].shape[d])
-        return Status::failure("input '" + entry.inputs[i].name +
-                               "' has shape " + shapeString(inputs[i].shape) +
-                               ", but its dim " + std::to_string(d) +
-                               " must be " + std::to_string(expected) +
-                               " to agree with the other inputs");
+        return Status::failure(
+            "input '" + entry.inputs[i].name + "' has shape " +
+            shapeString(inputs[i].shape) + ", but its dim " +
+            std::to_string(d) + " must be " +
+            (expected ? std::to_string(*expected) : std::string("larger")) +
+            " to agree with the other inputs");
     }
   }
   return sizes;
 }
 
-std::vector<int64_t> Program::shapeOf(int buffer,
-                                      const std::vector<int64_t> &sizes) const {
+ErrorOr<std::vector<int64_t>>
+Program::shapeOf(int buffer, const std::vector<int64_t> &sizes) const {
+  const Buffer &proto = exe.buffers(buffer);
   std::vector<int64_t> shape;
-  for (const Dim &dim : exe.buffers(buffer).shape())
-    shape.push_back(evaluate(dim, sizes));
+  int64_t bytes = dtypeSize(*dtypeOfWire(proto.dtype()));
+  for (int d = 0; d < proto.shape_size(); ++d) {
+    std::optional<int64_t> size = evaluateDim(proto.shape(d), sizes);
+    if (!size || *size < 0)
+      return Status::failure(
+          "'" + proto.name() + "' has dim " + std::to_string(d) + " of " +
+          (size ? std::to_string(*size) : std::string("more than 2^63")) +
+          " for these inputs, which the executable is not defined for");
+    if (__builtin_mul_overflow(bytes, *size, &bytes))
+      return Status::failure("'" + proto.name() +
+                             "' would take more than 2^63 bytes for these "
+                             "inputs");
+    shape.push_back(*size);
+  }
   return shape;
+}
+
+Status Program::checkLaunch(int kernel,
+                            const std::vector<TensorRef> &args) const {
+  const std::vector<KernelAccess> &list = accesses[kernel];
+  auto sizeOf = [&](const KernelAccess &a, size_t j) {
+    int64_t d = a.dims[j];
+    return d >= 0 ? d : args[a.arg].shape[~d];
+  };
+  size_t rank = 0;
+  for (const KernelAccess &a : list)
+    rank = std::max(rank, a.dims.size());
+  // Small domains (a Transformer's have rank 4 at most) stay on the stack.
+  int64_t stack[8];
+  std::vector<int64_t> heap;
+  int64_t *domain = stack;
+  if (rank > 8) {
+    heap.resize(rank);
+    domain = heap.data();
+  }
+  std::fill(domain, domain + rank, int64_t(1));
+  for (const KernelAccess &a : list) {
+    size_t lead = rank - a.dims.size();
+    for (size_t j = 0; j < a.dims.size(); ++j) {
+      int64_t size = sizeOf(a, j);
+      int64_t &common = domain[lead + j];
+      if (size == 1)
+        continue;
+      if (common == 1)
+        common = size;
+      else if (common != size)
+        return Status::failure("kernel '" + exe.kernels(kernel).name() +
+                               "' lines up sizes " + std::to_string(common) +
+                               " and " + std::to_string(size) + " along dim " +
+                               std::to_string(lead + j) + " of its domain");
+    }
+  }
+  for (const KernelAccess &a : list) {
+    if (a.arg < 0)
+      continue;
+    int64_t walked = 1;
+    for (size_t j = 0; j < a.dims.size(); ++j)
+      if (__builtin_mul_overflow(walked, sizeOf(a, j), &walked))
+        walked = INT64_MAX;
+    if (walked > args[a.arg].numel())
+      return Status::failure("kernel '" + exe.kernels(kernel).name() +
+                             "' would walk " + std::to_string(walked) +
+                             " elements of argument " + std::to_string(a.arg) +
+                             ", which holds " +
+                             std::to_string(args[a.arg].numel()));
+  }
+  return Status::success();
 }
 
 std::string Program::boundsString() const {

@@ -76,9 +76,18 @@ public:
   /// inputs agree on every size they share. Sizes no input names are 0.
   ErrorOr<std::vector<int64_t>>
   bindSizes(const Entry &entry, const std::vector<TensorRef> &inputs) const;
-  /// The shape of `buffer` for the bound `sizes`.
-  std::vector<int64_t> shapeOf(int buffer,
-                               const std::vector<int64_t> &sizes) const;
+  /// The shape of `buffer` for the bound `sizes`, computed with checked
+  /// arithmetic: a failure when a dim overflows or is negative (inputs for
+  /// which the executable is not defined: a length of 0 where it takes one
+  /// away) or when the buffer's bytes overflow.
+  ErrorOr<std::vector<int64_t>>
+  shapeOf(int buffer, const std::vector<int64_t> &sizes) const;
+  /// Checks that `args`, the buffers of one launch of generated kernel
+  /// `kernel` placed for this call, keep the kernel inside each of them:
+  /// along each dim of its domain the sizes that meet are 1 or one common
+  /// size, and no access walks more elements than its argument holds. The
+  /// loader proves this for every size >= 1; this covers the others.
+  Status checkLaunch(int kernel, const std::vector<TensorRef> &args) const;
   /// "max-tokens 4096, max-len 256, max-batch 256": the bounds the arenas
   /// were planned for, for messages.
   std::string boundsString() const;
@@ -88,7 +97,16 @@ private:
   static ErrorOr<std::shared_ptr<const Program>> fromValidated(Executable exe);
   Status prepare();
 
+  /// A generated kernel's accesses (Kernel.accesses), flattened: per
+  /// access its argument (-1: a constant of the kernel's) and per dim a
+  /// static size (>= 0) or ~d for dim d of the argument.
+  struct KernelAccess {
+    int arg = -1;
+    std::vector<int64_t> dims;
+  };
+
   Executable exe;
+  std::vector<std::vector<KernelAccess>> accesses; // per kernel
   std::vector<Entry> entryList;
   std::vector<StateTensor> stateList;
   std::map<std::string, int> stateIndex;

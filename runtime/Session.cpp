@@ -50,8 +50,11 @@ Status Session::place() {
     const Buffer &buffer = exe.buffers(b);
     if (buffer.role() != Buffer::CONSTANT || buffer.has_view_of())
       continue;
+    ErrorOr<std::vector<int64_t>> shape = prog->shapeOf(b, {});
+    if (!shape)
+      return shape.status();
     TensorRef host{const_cast<char *>(buffer.data().data()),
-                   *dtypeOfWire(buffer.dtype()), prog->shapeOf(b, {})};
+                   *dtypeOfWire(buffer.dtype()), std::move(*shape)};
     ErrorOr<Tensor> t = toDevice(*dev, host);
     if (!t)
       return t.status().withContext("constant '" + buffer.name() + "'");
@@ -143,7 +146,11 @@ Session::run(const std::string &name, const std::vector<TensorRef> &inputs) {
     const Buffer &buffer = exe.buffers(b);
     TensorRef &ref = refs[b];
     ref.dtype = *dtypeOfWire(buffer.dtype());
-    ref.shape = prog->shapeOf(b, *sizes);
+    // Checked arithmetic: after this, no buffer's bytes overflow.
+    ErrorOr<std::vector<int64_t>> shape = prog->shapeOf(b, *sizes);
+    if (!shape)
+      return shape.status().withContext("'" + name + "'");
+    ref.shape = std::move(*shape);
     if (buffer.role() == Buffer::TEMPORARY && ref.bytes() > buffer.max_bytes())
       return Status::failure(
           "the inputs are larger than '" + name + "' was compiled for (" +
@@ -185,7 +192,9 @@ Session::run(const std::string &name, const std::vector<TensorRef> &inputs) {
     if (!buffer.has_view_of())
       continue;
     const TensorRef &root = refs[buffer.view_of()];
-    if (buffer.view_offset() + refs[b].bytes() > root.bytes())
+    // Written so that offset + bytes cannot overflow.
+    if (buffer.view_offset() > root.bytes() ||
+        refs[b].bytes() > root.bytes() - buffer.view_offset())
       return Status::failure(buffer.name() + " " + shapeString(refs[b].shape) +
                              " at byte " +
                              std::to_string(buffer.view_offset()) +
@@ -203,7 +212,11 @@ Session::run(const std::string &name, const std::vector<TensorRef> &inputs) {
       args.push_back(refs[b]);
     Status status;
     if (kernel.kind() == Kernel::GENERATED) {
-      status = dev->launch(*code, step.kernel(), args);
+      // A generated kernel trusts its arguments' sizes; the library ones
+      // check theirs themselves.
+      status = prog->checkLaunch(step.kernel(), args);
+      if (status.ok())
+        status = dev->launch(*code, step.kernel(), args);
     } else {
       LibraryCallArgs call;
       call.tensors = args;

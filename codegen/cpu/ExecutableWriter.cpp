@@ -6,6 +6,7 @@
 #include "codegen/cpu/LibraryCalls.h"
 #include "codegen/cpu/ObjectEmitter.h"
 #include "codegen/cpu/RegionCodegen.h"
+#include "codegen/cpu/RegionGraph.h"
 #include "ir/ArenaPlan.h"
 #include "ir/LoomDialect.h"
 #include "ir/ShapeUtils.h"
@@ -69,6 +70,8 @@ private:
                            Kernel::Kind kind, int numArgs, bool parallel);
   int symbolIndex(const std::string &name);
   LogicalResult writeConstant(Buffer &buffer, ConstantOp op);
+  LogicalResult recordSignature(Kernel &kernel, FusionOp fusion);
+  LogicalResult checkLibraryCall(Operation *op, const LibraryCall &call);
 
   const CpuExecutableOptions &options;
   const cpu::CodegenTarget &target;
@@ -293,6 +296,110 @@ FailureOr<int> Writer::kernelFor(const std::string &name,
   return it->second;
 }
 
+/// Records what the kernel compiled from `fusion` expects of its arguments
+/// (dtype, rank, static sizes, which it writes) and every shape through
+/// which it touches them, so that the loader can hold each step to them.
+LogicalResult Writer::recordSignature(Kernel &kernel, FusionOp fusion) {
+  FailureOr<cpu::RegionGraph> built = cpu::buildRegionGraph(fusion);
+  if (failed(built))
+    return failure();
+  const cpu::RegionGraph &g = *built;
+  unsigned numOperands = g.operandTypes.size();
+  auto addArg = [&](RankedTensorType type, bool written) -> LogicalResult {
+    FailureOr<Buffer::DType> dtype = dtypeOf(fusion, type);
+    if (failed(dtype))
+      return failure();
+    runtime::KernelArg *arg = kernel.add_args();
+    arg->set_dtype(*dtype);
+    for (int64_t d : type.getShape())
+      arg->add_dims(ShapedType::isDynamic(d) ? -1 : d);
+    arg->set_written(written);
+    return success();
+  };
+  for (RankedTensorType type : g.operandTypes)
+    if (failed(addArg(type, false)))
+      return failure();
+  for (RankedTensorType type : g.resultTypes)
+    if (failed(addArg(type, true)))
+      return failure();
+
+  // The kernel's domain is the broadcast of the leaves its values read and
+  // of its results (cpu::buildRegionGraph); record exactly those.
+  auto addAccess = [&](int arg, unsigned firstDim,
+                       const cpu::ShapeExpr &shape) -> LogicalResult {
+    runtime::Access *access = kernel.add_accesses();
+    access->set_arg(arg);
+    int64_t rank =
+        arg < 0 ? 0 : static_cast<int64_t>(kernel.args(arg).dims_size());
+    for (const cpu::DimExpr &d : shape) {
+      runtime::AccessDim *dim = access->add_dims();
+      if (d.isStatic()) {
+        dim->set_size(d.size);
+        continue;
+      }
+      int64_t argDim = int64_t(d.sources.front()) - int64_t(firstDim);
+      if (d.sources.size() != 1 || argDim < 0 || argDim >= rank)
+        return fusion.emitError("internal error: a kernel reads argument #")
+               << arg << " through a dim that is not one of its own";
+      dim->set_arg_dim(static_cast<int32_t>(argDim));
+    }
+    return success();
+  };
+  std::vector<bool> used(g.nodes.size(), false);
+  for (const cpu::Node &n : g.nodes)
+    for (unsigned i : n.inputs)
+      used[i] = true;
+  for (unsigned r : g.results)
+    used[r] = true;
+  for (auto [n, node] : llvm::enumerate(g.nodes)) {
+    if (node.kind != cpu::NodeKind::Leaf || !used[n])
+      continue;
+    // A constant array of the kernel's own (arg -1) only shapes the domain.
+    int arg = node.operand;
+    unsigned firstDim = arg >= 0 ? g.operandDims[arg] : 0;
+    if (failed(addAccess(arg, firstDim, node.shape)))
+      return failure();
+  }
+  for (auto [i, type] : llvm::enumerate(g.resultTypes))
+    if (failed(addAccess(numOperands + i, g.resultDims[i],
+                         cpu::shapeOfType(type, g.resultDims[i]))))
+      return failure();
+  return success();
+}
+
+/// Holds a library call to its kernel's signature (abi/LibraryCalls.h),
+/// which the loader checks every executable against: a mismatch here is a
+/// bug of the compiler, reported where it happens.
+LogicalResult Writer::checkLibraryCall(Operation *op, const LibraryCall &call) {
+  const abi::LibrarySignature *signature = abi::librarySignature(call.kernel);
+  if (!signature)
+    return op->emitError("internal error: no library kernel '")
+           << call.kernel << "'";
+  if (Status attrs = abi::checkLibraryAttrs(call.kernel, call.attrs);
+      !attrs.ok())
+    return op->emitError("internal error: ") << attrs.message();
+  ErrorOr<std::vector<const abi::LibraryArg *>> args =
+      abi::libraryCallArgs(*signature, call.attrs, call.args.size());
+  if (!args)
+    return op->emitError("internal error: ") << args.error();
+  for (auto [value, arg] : llvm::zip(call.args, *args)) {
+    auto type = cast<RankedTensorType>(value.getType());
+    FailureOr<Buffer::DType> dtype = dtypeOf(op, type);
+    if (failed(dtype))
+      return failure();
+    int64_t rank = type.getRank();
+    bool written = llvm::is_contained(op->getResults(), value);
+    if (!(arg->dtypes & abi::dtypeBit(*dtypeOfWire(*dtype))) ||
+        rank < arg->minRank ||
+        (arg->maxRank != abi::kAnyRank && rank > arg->maxRank) ||
+        written != arg->written)
+      return op->emitError("internal error: ")
+             << type << " does not fit tensor '" << arg->name << "' of "
+             << call.kernel;
+  }
+  return success();
+}
+
 LogicalResult Writer::writeFunction(func::FuncOp function) {
   fn = function;
   buffers.clear();
@@ -384,10 +491,14 @@ LogicalResult Writer::writeFunction(func::FuncOp function) {
       if (failed(kernel))
         return failure();
       int numArgs = op.getNumOperands() + op.getNumResults();
+      int known = exe.kernels_size();
       FailureOr<int> index =
           kernelFor(kernel->symbol, kernel->symbol, Kernel::GENERATED, numArgs,
                     kernel->parallel);
       if (failed(index))
+        return failure();
+      if (*index == known &&
+          failed(recordSignature(*exe.mutable_kernels(*index), fusion)))
         return failure();
       step->set_kernel(*index);
       for (Value operand : op.getOperands()) {
@@ -401,7 +512,7 @@ LogicalResult Writer::writeFunction(func::FuncOp function) {
       continue;
     }
     FailureOr<LibraryCall> call = encodeLibraryCall(&op);
-    if (failed(call))
+    if (failed(call) || failed(checkLibraryCall(&op, *call)))
       return failure();
     int numArgs = static_cast<int>(call->args.size());
     FailureOr<int> index =
