@@ -3,6 +3,7 @@
 #include "api/TranslateStream.h"
 
 #include "text/Bleu.h"
+#include "text/LineReader.h"
 
 #include <cerrno>
 #include <cstring>
@@ -23,13 +24,16 @@ ErrorOr<std::vector<std::string>> readInputLines(const std::string &path) {
   std::istream &in = path.empty() ? std::cin : file;
   std::vector<std::string> lines;
   std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r')
-      line.pop_back();
+  text::LineReader reader(in);
+  std::string name = path.empty() ? "<stdin>" : path;
+  while (reader.next(line)) {
+    std::string where = name + ":" + std::to_string(reader.lineNumber());
+    if (reader.tooLong())
+      return Status::failure(where + ": line longer than " +
+                             std::to_string(text::kMaxLineBytes) +
+                             " bytes; not a sentence");
     if (!text::isValidUtf8(line))
-      return Status::failure((path.empty() ? "<stdin>" : path) + ":" +
-                             std::to_string(lines.size() + 1) +
-                             ": invalid UTF-8");
+      return Status::failure(where + ": invalid UTF-8");
     lines.push_back(line);
   }
   if (in.bad())

@@ -2,6 +2,8 @@
 
 #include "text/Corpus.h"
 
+#include "text/LineReader.h"
+
 #include <cstdio>
 #include <fstream>
 
@@ -76,9 +78,13 @@ ErrorOr<std::vector<std::string>> readLines(const std::string &path) {
     return Result::failure("cannot open " + path);
   std::vector<std::string> lines;
   std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r')
-      line.pop_back();
+  LineReader reader(in);
+  while (reader.next(line)) {
+    if (reader.tooLong())
+      return Result::failure(path + ":" + std::to_string(reader.lineNumber()) +
+                             ": line longer than " +
+                             std::to_string(kMaxLineBytes) +
+                             " bytes; not a sentence");
     // Editors on Windows start files with a byte order mark; it is not text
     // and would otherwise glue itself to the first sentence's first token.
     if (lines.empty() && line.compare(0, 3, "\xEF\xBB\xBF") == 0)

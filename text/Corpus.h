@@ -9,8 +9,8 @@
 //   - a pair with an empty side (after trimming whitespace) or a side longer
 //     than the length limit is skipped and counted, since real corpora have a
 //     few of these and they carry no signal, or more than the model can take.
-// A trailing '\r' (files from Windows) and a UTF-8 byte order mark at the
-// start of a file are dropped.
+// Lines may end in "\n", "\r\n" (Windows) or "\r" (old Mac); a UTF-8 byte
+// order mark at the start of a file is dropped.
 //
 // Tokenization goes through a callback, so that training, validation and
 // scoring read files with the same code and the same limits.
@@ -34,9 +34,10 @@ namespace loom::text {
 /// std::string::npos when `text` is valid.
 size_t findInvalidUtf8(const std::string &text);
 
-/// Reads the lines of a UTF-8 text file, dropping line terminators ("\n" or
-/// "\r\n") and a leading byte order mark. Fails naming the file and line on
-/// invalid UTF-8.
+/// Reads the lines of a UTF-8 text file, dropping line terminators ("\n",
+/// "\r\n" or "\r", as LineReader.h splits them) and a leading byte order
+/// mark. Fails naming the file and line on invalid UTF-8 or a line longer
+/// than kMaxLineBytes.
 ErrorOr<std::vector<std::string>> readLines(const std::string &path);
 
 /// Turns a sentence into the token ids the model sees; the length limit

@@ -9,6 +9,8 @@
 
 #include "text/SentencePieceShim.h"
 
+#include "text/LineReader.h"
+
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
@@ -18,6 +20,7 @@
 #include <exception>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -56,11 +59,13 @@ char *statusMessage(const char *what, const sentencepiece::util::Status &s) {
 
 /// Feeds the training files line by line. SentencePiece's own file reader
 /// takes a comma-separated list (so no commas in file names) and keeps a
-/// trailing '\r'; reading the files here avoids both.
+/// trailing '\r'; reading the files here avoids both. Lines longer than
+/// `maxBytes` are skipped here: SentencePiece would skip them too, but its
+/// trainer crashes while logging that it does.
 class FileSentenceIterator : public sentencepiece::SentenceIterator {
 public:
-  explicit FileSentenceIterator(std::vector<std::string> files)
-      : files(std::move(files)) {
+  FileSentenceIterator(std::vector<std::string> files, size_t maxBytes)
+      : files(std::move(files)), maxBytes(maxBytes) {
     Next();
   }
 
@@ -70,9 +75,9 @@ public:
 
   void Next() override {
     while (!finished) {
-      if (in.is_open() && std::getline(in, line)) {
-        if (!line.empty() && line.back() == '\r')
-          line.pop_back();
+      if (reader && reader->next(line)) {
+        if (reader->tooLong())
+          continue;
         return;
       }
       if (in.is_open()) {
@@ -92,6 +97,7 @@ public:
         fail("cannot open " + files[next - 1]);
         return;
       }
+      reader.emplace(in, maxBytes);
     }
   }
 
@@ -103,8 +109,10 @@ private:
   }
 
   std::vector<std::string> files;
+  size_t maxBytes;
   size_t next = 0;
   std::ifstream in;
+  std::optional<loom::text::LineReader> reader;
   std::string line;
   bool finished = false;
   sentencepiece::util::Status failure;
@@ -144,7 +152,9 @@ LOOM_SPM_EXPORT char *loom_spm_train(const char *const *files, size_t num_files,
     // meant to run concurrently anyway.
     sentencepiece::SetRandomGeneratorSeed(o.seed);
     FileSentenceIterator sentences(
-        std::vector<std::string>(files, files + num_files));
+        std::vector<std::string>(files, files + num_files),
+        o.max_sentence_length > 0 ? size_t(o.max_sentence_length)
+                                  : loom::text::kMaxLineBytes);
     std::string serialized;
     auto status = sentencepiece::SentencePieceTrainer::Train(args, &sentences,
                                                              &serialized);
