@@ -8,10 +8,62 @@
 #include "runtime/Weights.h"
 #include "text/Bleu.h"
 
+#include <zlib.h>
+
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <numeric>
 
 namespace loom {
+
+std::string vocabularyChecksum(const text::Tokenizer &tokenizer) {
+  const std::string &bytes = tokenizer.modelBytes();
+  uLong crc = crc32(0L, Z_NULL, 0);
+  // zlib takes 32-bit lengths; a vocabulary is far smaller, but feed it in
+  // parts anyway.
+  for (size_t at = 0; at < bytes.size(); at += 1u << 30) {
+    size_t part = std::min<size_t>(bytes.size() - at, 1u << 30);
+    crc = crc32(crc, reinterpret_cast<const Bytef *>(bytes.data() + at),
+                uInt(part));
+  }
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08lx", static_cast<unsigned long>(crc));
+  return hex;
+}
+
+namespace {
+
+/// Weights written by `loom train` record the checksum of the vocabulary
+/// they were trained with; a vocabulary of the same size but other pieces
+/// would translate into garbage without a word. Files without the record
+/// (from PyTorch, or older) are taken on trust.
+Status checkVocabulary(const text::Tokenizer &tokenizer,
+                       const std::string &weights) {
+  std::string recorded;
+  Status read = readSafetensors(
+      weights,
+      [&](const SafeTensorFile &header) {
+        auto it = header.metadata.find(kVocabularyChecksumKey);
+        if (it != header.metadata.end())
+          recorded = it->second;
+        return Status::success();
+      },
+      nullptr);
+  // The weights' own problems are reported when they are loaded.
+  if (!read.ok() || recorded.empty())
+    return Status::success();
+  std::string actual = vocabularyChecksum(tokenizer);
+  if (recorded != actual)
+    return Status::failure("the vocabulary (CRC-32 " + actual +
+                               ") is not the one '" + weights +
+                               "' was trained with (CRC-32 " + recorded +
+                               "): its pieces would map to other embeddings",
+                           ErrorCode::InvalidArgument);
+  return Status::success();
+}
+
+} // namespace
 
 ErrorOr<std::unique_ptr<Translator>>
 Translator::open(const std::string &dir, const TranslatorOptions &options) {
@@ -54,6 +106,7 @@ Translator::create(std::shared_ptr<const runtime::Program> program,
                                       : std::to_string(embed->shape[0])) +
                 ")",
             ErrorCode::InvalidArgument);
+  LOOM_RETURN_IF_ERROR(checkVocabulary(tokenizer, weights));
   // The device the executable was compiled for.
   bool cpu = program->executable().target() == runtime::Executable::CPU;
   ErrorOr<std::shared_ptr<runtime::Device>> device =
@@ -77,11 +130,20 @@ ErrorOr<std::vector<std::vector<Translation>>>
 Translator::translate(const std::vector<std::string> &sentences,
                       const TranslationOptions &o,
                       const std::function<void(const std::string &)> &warn) {
-  if (o.beam < 1 || o.nbest < 1 || o.nbest > o.beam || o.batch < 1 ||
-      !(o.maxLenRatio > 0) || !(o.alpha >= 0))
-    return Status::failure("beam, batch and the length ratio must be "
-                           "positive, nbest between 1 and beam, alpha not "
-                           "negative");
+  if (o.beam < 1 || o.nbest < 1 || o.nbest > o.beam || o.batch < 1)
+    return Status::failure("beam and batch must be positive, nbest between 1 "
+                           "and beam");
+  // Non-finite values would reach a float-to-integer conversion below,
+  // which is undefined (an infinite ratio used to cut every translation to
+  // one token).
+  if (!(o.maxLenRatio > 0) || !std::isfinite(o.maxLenRatio))
+    return Status::failure("the length ratio must be a finite positive "
+                           "number, got " +
+                           std::to_string(o.maxLenRatio));
+  if (!(o.alpha >= 0) || !std::isfinite(o.alpha))
+    return Status::failure("alpha must be a finite number, not negative, "
+                           "got " +
+                           std::to_string(o.alpha));
   const runtime::Executable &exe = session->program().executable();
   // The executable was planned for at most max_batch rows of max_len; a
   // larger batch is decoded in parts rather than refused.
@@ -140,13 +202,18 @@ Translator::translate(const std::vector<std::string> &sentences,
     beam.beam = o.beam;
     beam.alpha = o.alpha;
     beam.nbest = o.nbest;
+    // Messages name a sentence by its place in `sentences`.
+    for (size_t i = start; i < end; ++i)
+      beam.sentenceNumbers.push_back(int64_t(order[i]) + 1);
     // Each sentence's own limit, so that its translation does not depend
     // on the sentences it is batched with.
-    for (size_t i = start; i < end; ++i)
-      beam.maxLens.push_back(std::min<int64_t>(
-          limit,
-          std::max<int64_t>(
-              2, int64_t(o.maxLenRatio * sources[order[i]].size()) + 1)));
+    // In double, clamped before the conversion: a large ratio means "up to
+    // the executable's limit".
+    for (size_t i = start; i < end; ++i) {
+      double wanted = o.maxLenRatio * double(sources[order[i]].size()) + 1;
+      beam.maxLens.push_back(
+          std::max<int64_t>(2, int64_t(std::min(wanted, double(limit)))));
+    }
     auto found = runtime::beamSearch(*session, src->ref(), beam);
     if (!found)
       return found.status();

@@ -41,6 +41,13 @@ inline constexpr const char kModelWeights[] = "model.safetensors";
 inline constexpr const char kVocabulary[] = "spm.model";
 inline constexpr const char kModelConfig[] = "config.pbtxt";
 
+/// The metadata key under which weights record vocabularyChecksum of the
+/// vocabulary they were trained with.
+inline constexpr const char kVocabularyChecksumKey[] = "vocabulary_crc32";
+
+/// The CRC-32 of a vocabulary's serialized model, as 8 hex digits.
+std::string vocabularyChecksum(const text::Tokenizer &tokenizer);
+
 struct TranslatorOptions {
   /// CPU threads; <= 0 uses one per hardware thread.
   int threads = 0;

@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -253,6 +254,23 @@ ErrorOr<Tokenizer> Tokenizer::load(const std::string &modelBytes) {
 }
 
 ErrorOr<Tokenizer> Tokenizer::loadFile(const std::string &path) {
+  // Asked first: reading a directory throws from inside the stream, and a
+  // FIFO or a device could be read forever.
+  std::error_code ec;
+  std::filesystem::file_status status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status))
+    return ErrorOr<Tokenizer>::failure(
+        "cannot open " + path + ": " +
+            (ec ? ec.message() : std::string("no such file")),
+        ErrorCode::NotFound);
+  if (!std::filesystem::is_regular_file(status))
+    return ErrorOr<Tokenizer>::failure(path + " is not a regular file");
+  uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec || size > kMaxModelBytes)
+    return ErrorOr<Tokenizer>::failure(
+        path + ": " + (ec ? ec.message() : std::to_string(size) + " bytes") +
+        "; a SentencePiece model has at most " +
+        std::to_string(kMaxModelBytes));
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return ErrorOr<Tokenizer>::failure("cannot open " + path);

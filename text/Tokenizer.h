@@ -62,7 +62,11 @@ public:
                                   const TokenizerTrainOptions &options);
   /// Loads a serialized model, as modelBytes() returns it.
   static ErrorOr<Tokenizer> load(const std::string &modelBytes);
-  /// Loads a SentencePiece .model file.
+  /// A SentencePiece model of Loom's vocabularies is well under a MiB; the
+  /// bound keeps a wrong file from being read whole.
+  static constexpr uintmax_t kMaxModelBytes = uintmax_t(256) << 20;
+  /// Loads a SentencePiece .model file: a regular file of at most
+  /// kMaxModelBytes.
   static ErrorOr<Tokenizer> loadFile(const std::string &path);
 
   /// The ids of `text`, without bos or eos. SentencePiece fails only
