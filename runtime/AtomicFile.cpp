@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
+#include <signal.h>
 #include <unistd.h>
 
 namespace loom {
@@ -24,6 +26,28 @@ bool writeAll(int fd, const void *data, size_t size) {
     size -= static_cast<size_t>(n);
   }
   return true;
+}
+
+/// The pid in a temporary's name `<file>.tmp.<pid>.<n>`, or -1 when `name`
+/// is not one.
+long temporaryOwner(const std::string &name) {
+  size_t at = name.rfind(".tmp.");
+  if (at == std::string::npos || at == 0)
+    return -1;
+  std::string rest = name.substr(at + 5);
+  size_t dot = rest.find('.');
+  auto digits = [](const std::string &text) {
+    return !text.empty() && text.size() <= 9 &&
+           text.find_first_not_of("0123456789") == std::string::npos;
+  };
+  if (dot == std::string::npos || !digits(rest.substr(0, dot)) ||
+      !digits(rest.substr(dot + 1)))
+    return -1;
+  return std::stol(rest.substr(0, dot));
+}
+
+bool processRuns(long pid) {
+  return pid == ::getpid() || ::kill(pid_t(pid), 0) == 0 || errno == EPERM;
 }
 
 } // namespace
@@ -63,6 +87,30 @@ Status writeFileAtomically(const std::string &path,
     ::fsync(dirFd);
     ::close(dirFd);
   }
+  return Status::success();
+}
+
+Status removeStaleTemporaries(const std::string &dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return Status::success();
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    long owner = temporaryOwner(it->path().filename().string());
+    if (owner <= 0 || processRuns(owner) || !it->is_regular_file(ec))
+      continue;
+    std::error_code removed;
+    fs::remove(it->path(), removed);
+    if (removed)
+      return Status::failure("cannot delete the stale temporary '" +
+                                 it->path().string() +
+                                 "': " + removed.message(),
+                             ErrorCode::Io);
+  }
+  if (ec)
+    return Status::failure("cannot list '" + dir + "': " + ec.message(),
+                           ErrorCode::Io);
   return Status::success();
 }
 

@@ -30,6 +30,12 @@ struct BytePiece {
 Status writeFileAtomically(const std::string &path,
                            const std::vector<BytePiece> &pieces);
 
+/// Deletes the temporaries that writeFileAtomically left in `dir` when its
+/// process died mid-write (named `<file>.tmp.<pid>.<n>`, for a pid that no
+/// longer runs). A missing `dir` has none. Fails with Io naming a file that
+/// cannot be deleted.
+Status removeStaleTemporaries(const std::string &dir);
+
 } // namespace loom
 
 #endif // LOOM_RUNTIME_ATOMICFILE_H

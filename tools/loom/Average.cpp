@@ -18,6 +18,7 @@
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -48,6 +49,21 @@ llvm::Error average(const AverageOptions &o) {
                                o.dir, checkpoints->size(), o.last));
   std::vector<std::pair<int64_t, std::string>> chosen(
       checkpoints->end() - o.last, checkpoints->end());
+  std::string path = o.output.empty() ? o.dir + "/model.safetensors" : o.output;
+  // The average holds no optimizer state: written over a checkpoint it
+  // would end the run, and written among them it would be taken for one.
+  std::vector<std::string> inputs;
+  for (const auto &checkpoint : *checkpoints)
+    inputs.push_back(checkpoint.second);
+  if (llvm::Error err = checkOutputFile(path, "--output", inputs))
+    return err;
+  if (sameFile(llvm::sys::path::parent_path(path).empty()
+                   ? "."
+                   : llvm::sys::path::parent_path(path).str(),
+               o.dir + "/checkpoints"))
+    return error("--output: '" + path +
+                 "' is inside the run's checkpoints "
+                 "directory, where it would be taken for a checkpoint");
 
   std::map<std::string, std::vector<double>> sums;
   std::map<std::string, std::vector<int64_t>> shapes;
@@ -61,6 +77,10 @@ llvm::Error average(const AverageOptions &o) {
       if (llvm::StringRef(name).starts_with("exp_avg"))
         continue;
       ++params;
+      // One NaN would make the average NaN.
+      if (std::optional<NonFinite> bad = firstNonFinite(tensor))
+        return error("'" + path + "': tensor '" + name + "' holds " +
+                     bad->describe());
       auto values = toDoubles(tensor);
       if (!values)
         return error("'" + path + "': tensor '" + name +
@@ -91,13 +111,16 @@ llvm::Error average(const AverageOptions &o) {
     auto tensor = fromDoubles(sum, shapes[name], "F32");
     if (!tensor)
       return error(tensor.error());
+    // Finite inputs of a wider dtype may still average beyond f32.
+    if (std::optional<NonFinite> bad = firstNonFinite(*tensor))
+      return error("the average of tensor '" + name + "' is " +
+                   bad->describe() + ", beyond the range of f32");
     out.tensors[name] = std::move(*tensor);
   }
   out.metadata["averaged_steps"] = "";
   for (size_t c = 0; c < chosen.size(); ++c)
     out.metadata["averaged_steps"] +=
         (c ? "," : "") + std::to_string(chosen[c].first);
-  std::string path = o.output.empty() ? o.dir + "/model.safetensors" : o.output;
   if (llvm::Error err = toError(saveSafetensors(path, out)))
     return err;
   std::printf("averaged %zu checkpoints (steps %s) into %s\n", chosen.size(),

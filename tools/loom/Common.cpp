@@ -3,11 +3,17 @@
 #include "tools/loom/Common.h"
 
 #include "runtime/Safetensors.h"
+#include "text/LineReader.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 
 using llvm::formatv;
 
@@ -47,6 +53,53 @@ llvm::Expected<TransformerConfig> ModelOptions::load() const {
   return error("no model given: pass --preset NAME or --config FILE");
 }
 
+llvm::Error checkInputFile(const std::string &path, llvm::StringRef what) {
+  if (path.empty())
+    return error(what + ": the path is empty");
+  std::error_code ec;
+  std::filesystem::file_status status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status))
+    return error(formatv("{0}: cannot read '{1}': {2}", what, path,
+                         ec ? ec.message() : "no such file"));
+  if (std::filesystem::is_directory(status))
+    return error(formatv("{0}: '{1}' is a directory, not a file", what, path));
+  if (!std::filesystem::is_regular_file(status))
+    return error(formatv("{0}: '{1}' is not a regular file", what, path));
+  return llvm::Error::success();
+}
+
+bool sameFile(const std::string &a, const std::string &b) {
+  std::error_code ec;
+  bool same = std::filesystem::equivalent(a, b, ec);
+  return !ec && same;
+}
+
+llvm::Error checkOutputFile(const std::string &path, llvm::StringRef what,
+                            const std::vector<std::string> &inputs) {
+  if (path.empty())
+    return error(what + ": the path is empty");
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return error(formatv("{0}: '{1}' is a directory; name a file", what, path));
+  for (const std::string &input : inputs)
+    if (!input.empty() && sameFile(path, input))
+      return error(formatv("{0}: '{1}' is also an input ('{2}'); writing it "
+                           "would destroy it",
+                           what, path, input));
+  return llvm::Error::success();
+}
+
+llvm::Error checkOutputDir(const std::string &path, llvm::StringRef what) {
+  if (path.empty())
+    return error(what + ": the path is empty");
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) &&
+      !std::filesystem::is_directory(path, ec))
+    return error(
+        formatv("{0}: '{1}' exists and is not a directory", what, path));
+  return llvm::Error::success();
+}
+
 static std::string shapeString(const std::vector<int64_t> &shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i)
@@ -57,22 +110,21 @@ static std::string shapeString(const std::vector<int64_t> &shape) {
 llvm::Expected<std::vector<std::vector<int64_t>>>
 readIdFile(const std::string &path, llvm::StringRef what, int64_t vocab,
            llvm::StringRef vocabField, int64_t maxLen) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-  if (!buffer)
+  if (llvm::Error err = checkInputFile(path, what))
+    return std::move(err);
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
     return error(formatv("cannot read {0} file '{1}': {2}", what, path,
-                         buffer.getError().message()));
-  llvm::SmallVector<llvm::StringRef> lines;
-  llvm::StringRef text = (*buffer)->getBuffer();
-  // A final newline ends the last line; it does not start an empty one.
-  if (text.ends_with("\n"))
-    text = text.drop_back();
-  text.split(lines, '\n', /*MaxSplit=*/-1, /*KeepEmpty=*/true);
-  if (text.empty())
-    return error(formatv("{0} file '{1}' holds no sentences", what, path));
-
+                         std::strerror(errno)));
   std::vector<std::vector<int64_t>> sentences;
-  for (auto [index, line] : llvm::enumerate(lines)) {
-    std::string where = formatv("{0} '{1}' line {2}", what, path, index + 1);
+  text::LineReader reader(in);
+  std::string line;
+  while (reader.next(line)) {
+    std::string where =
+        formatv("{0} '{1}' line {2}", what, path, reader.lineNumber());
+    if (reader.tooLong())
+      return error(
+          formatv("{0}: longer than {1} bytes", where, text::kMaxLineBytes));
     llvm::SmallVector<llvm::StringRef> tokens;
     llvm::SplitString(line, tokens, " \t\r\v\f");
     std::vector<int64_t> ids;
@@ -91,6 +143,10 @@ readIdFile(const std::string &path, llvm::StringRef what, int64_t vocab,
                            ids.size(), maxLen));
     sentences.push_back(std::move(ids));
   }
+  if (in.bad())
+    return error(formatv("cannot read {0} file '{1}'", what, path));
+  if (sentences.empty())
+    return error(formatv("{0} file '{1}' holds no sentences", what, path));
   return sentences;
 }
 

@@ -45,6 +45,23 @@ struct ModelOptions {
   llvm::Expected<TransformerConfig> load() const;
 };
 
+/// Refuses an input file named by `what` (an option, "--weights") that is
+/// an empty path, missing, or not a regular file (a directory, a FIFO).
+llvm::Error checkInputFile(const std::string &path, llvm::StringRef what);
+
+/// Refuses an output file named by `what` that is an empty path, an
+/// existing directory, or the same file as one of `inputs`: writing it would
+/// destroy an input, and a failed run must leave its inputs as they were.
+llvm::Error checkOutputFile(const std::string &path, llvm::StringRef what,
+                            const std::vector<std::string> &inputs);
+
+/// Refuses an output directory that is an empty path (which would put the
+/// files at the root of the file system) or an existing non-directory.
+llvm::Error checkOutputDir(const std::string &path, llvm::StringRef what);
+
+/// Whether `a` and `b` name the same existing file (through links too).
+bool sameFile(const std::string &a, const std::string &b);
+
 /// The token ids of a file: one sentence per line, space-separated ids.
 /// `what` names the file in messages ("src-ids"); every id must lie in
 /// [0, vocab) (`vocabField` names the config field that sets vocab), and no

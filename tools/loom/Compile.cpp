@@ -75,6 +75,10 @@ llvm::Error compile(const CompileOptions &options) {
   if (options.target == "cpu" && options.output == "-")
     return error("--target cpu writes a binary executable: give it a file "
                  "with -o");
+  if (options.output != "-")
+    if (llvm::Error err = checkOutputFile(options.output, "--output",
+                                          {options.model.configPath}))
+      return err;
   // Checked before the pipeline runs, which takes a while.
   if (!abi::isCpuLevel(options.cpu))
     return error("unknown --cpu '" + options.cpu + "'; the choices are " +

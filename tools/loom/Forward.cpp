@@ -213,6 +213,13 @@ llvm::Error forward(const RunOptions &options) {
 }
 
 llvm::Error grad(const RunOptions &options) {
+  // Before anything runs: `--out` the weights file would replace the
+  // weights by their gradients.
+  if (llvm::Error err =
+          checkOutputFile(options.out, "--out",
+                          {options.weights, options.srcIds, options.tgtIds,
+                           options.model.configPath}))
+    return err;
   auto batch = loadBatch(options);
   if (!batch)
     return batch.takeError();

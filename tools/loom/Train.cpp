@@ -25,6 +25,7 @@
 #include "tools/loom/ModelDir.h"
 #include "tools/loom/Trainer.h"
 
+#include "api/Translator.h"
 #include "runtime/AtomicFile.h"
 #include "runtime/Safetensors.h"
 #include "text/Corpus.h"
@@ -37,6 +38,7 @@
 #include <google/protobuf/text_format.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -142,6 +144,23 @@ llvm::Error takeRunSettings(const std::string &path, const Metadata &m,
   return take("--clip-norm", "clip_norm", o.clipNorm, true);
 }
 
+/// The training data's ids as bytes, to hash: a resumed run must see the
+/// same data.
+std::string idsBytes(const TrainData &data) {
+  std::string bytes;
+  auto append = [&](const std::vector<int64_t> &ids) {
+    for (int64_t id : ids)
+      bytes.append(reinterpret_cast<const char *>(&id), sizeof id);
+    int64_t end = -1;
+    bytes.append(reinterpret_cast<const char *>(&end), sizeof end);
+  };
+  for (size_t i = 0; i < data.sources.size(); ++i) {
+    append(data.sources[i]);
+    append(data.targets[i]);
+  }
+  return bytes;
+}
+
 /// A pair as the model takes it: source ids + eos, target bos + ids + eos.
 void addModelPair(const text::CorpusPair &pair,
                   std::vector<std::vector<int64_t>> &sources,
@@ -167,8 +186,26 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
                       "not be negative"));
   if (o.steps == 0 && o.epochs == 0)
     return fail(error("say how long to train: --steps N or --epochs N"));
+  if (!std::isfinite(o.lrScale) || !std::isfinite(o.clipNorm))
+    return fail(error("--lr-scale and --clip-norm must be finite numbers"));
+  if (o.vocabSize < 0 || o.vocabSize > kMaxVocab)
+    return fail(error(llvm::formatv("--vocab-size must be in [5, {0}], got "
+                                    "{1}",
+                                    kMaxVocab, o.vocabSize)));
   const std::string &dir = o.out;
+  if (llvm::Error err = checkOutputDir(dir, "--out"))
+    return fail(std::move(err));
+  for (size_t i = 0; i < o.train.size(); ++i)
+    if (llvm::Error err = checkInputFile(o.train[i], "--train"))
+      return fail(std::move(err));
+  for (size_t i = 0; i < o.valid.size(); ++i)
+    if (llvm::Error err = checkInputFile(o.valid[i], "--valid"))
+      return fail(std::move(err));
   std::error_code ec;
+  // Temporaries a crashed run left behind, before anything new is written.
+  for (const std::string &place : {dir, dir + "/checkpoints"})
+    if (Status cleaned = removeStaleTemporaries(place); !cleaned.ok())
+      return fail(toError(cleaned));
 
   TransformerConfig config;
   std::optional<text::Tokenizer> tokenizer;
@@ -206,13 +243,18 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
       return fail(error("'" + dir +
                         "' already holds a run's checkpoints; continue it "
                         "with --resume, or train into another --out"));
+    // A new run starts from an empty directory: one that holds a model
+    // already would lose its vocabulary, config and weights to this run.
+    for (const char *name : {kModelConfig, kVocabulary, kModelWeights,
+                             kTranslateExecutable, kMetricsFile})
+      if (std::filesystem::exists(dir + "/" + name, ec))
+        return fail(error("'" + dir + "' already holds a model ('" + name +
+                          "'); train into another --out, or continue its "
+                          "run with --resume"));
     auto loaded = o.model.load();
     if (!loaded)
       return fail(loaded.takeError());
     config = *loaded;
-    std::filesystem::create_directories(dir + "/checkpoints", ec);
-    if (ec)
-      return fail(error("cannot create '" + dir + "': " + ec.message()));
     // One vocabulary for both languages, as large as the config's target
     // vocabulary unless --vocab-size says otherwise.
     text::TokenizerTrainOptions spmOptions;
@@ -231,13 +273,9 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
         tokenizer->vocabSize(),
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count());
-    if (llvm::Error err = toError(tokenizer->saveFile(dir + "/spm.model")))
-      return fail(std::move(err));
     config.set_src_vocab(tokenizer->vocabSize());
     config.set_tgt_vocab(tokenizer->vocabSize());
-    std::string text;
-    google::protobuf::TextFormat::PrintToString(config, &text);
-    if (llvm::Error err = writeText(dir + "/config.pbtxt", text))
+    if (llvm::Error err = validateConfig(config))
       return fail(std::move(err));
   }
   if (config.src_vocab() < tokenizer->vocabSize() ||
@@ -286,6 +324,20 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
   if (!model)
     return fail(model.takeError());
   int64_t parameters = (*model)->program().parameterCount();
+  // Only now, with the data read and the model compiled, does a new run
+  // write its directory: a run refused above leaves nothing behind.
+  if (!o.resume) {
+    std::filesystem::create_directories(dir + "/checkpoints", ec);
+    if (ec)
+      return fail(error("cannot create '" + dir + "': " + ec.message()));
+    if (llvm::Error err =
+            writeText(dir + "/" + kVocabulary, tokenizer->modelBytes()))
+      return fail(std::move(err));
+    std::string text;
+    google::protobuf::TextFormat::PrintToString(config, &text);
+    if (llvm::Error err = writeText(dir + "/" + kModelConfig, text))
+      return fail(std::move(err));
+  }
   // The decoder `loom translate` and `loom export` use, compiled now so the
   // directory translates without compiling (and is rebuilt if stale).
   if (llvm::Error err = writeTranslateExecutable(dir, config))
@@ -312,6 +364,9 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
   run["clip_norm"] = metadataNumber(o.clipNorm);
   run["config"] = configText;
   run["vocabulary_xxh3"] = hexHash(tokenizer->modelBytes());
+  // What translators check the vocabulary against (no xxh3 in the runtime).
+  run[kVocabularyChecksumKey] = vocabularyChecksum(*tokenizer);
+  run["train_xxh3"] = hexHash(idsBytes(data));
 
   if (o.resume) {
     if (llvm::Error err = loadState(**model, *checkpoint, resumeFrom))
@@ -320,10 +375,26 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
     if (metadata["vocabulary_xxh3"] != run["vocabulary_xxh3"])
       return fail(error("'" + dir + "/spm.model' is not the vocabulary '" +
                         resumeFrom + "' was trained with"));
+    // The same run needs the same model and the same data: resuming with
+    // either changed would silently train another model from this one.
+    if (metadata["config"] != run["config"])
+      return fail(error("'" + dir + "/" + kModelConfig +
+                        "' is not the config '" + resumeFrom +
+                        "' was trained with; train the new config into "
+                        "another --out"));
+    if (metadata.count("train_xxh3") &&
+        metadata["train_xxh3"] != run["train_xxh3"])
+      return fail(error("the --train corpus is not the one '" + resumeFrom +
+                        "' was trained on (its tokens differ); the same run "
+                        "needs the same data"));
     auto at = TrainPosition::load(metadata);
     if (!at)
       return fail(at.takeError());
     position = *at;
+    // Reports written after the checkpoint are written again as training
+    // repeats those steps.
+    if (llvm::Error err = truncateMetrics(dir, position.step))
+      return fail(std::move(err));
     std::printf("resuming from %s: step %lld, epoch %lld, batch %lld\n",
                 resumeFrom.c_str(), (long long)position.step,
                 (long long)position.epoch, (long long)position.batch);

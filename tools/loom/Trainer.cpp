@@ -1,8 +1,10 @@
 //===- Trainer.cpp - The training loop of `loom train` --------------------===//
 
 #include "tools/loom/Trainer.h"
+#include "tools/loom/Common.h"
 #include "tools/loom/CpuBackend.h"
 
+#include "runtime/AtomicFile.h"
 #include "text/Batching.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -13,6 +15,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 namespace loom::cli {
@@ -153,7 +156,7 @@ llvm::Expected<double> Trainer::step(const text::Batch &batch, int64_t &tokens,
 }
 
 void Trainer::writeMetrics(const std::string &line) {
-  std::ofstream out(s.dir + "/metrics.jsonl", std::ios::app);
+  std::ofstream out(s.dir + "/" + kMetricsFile, std::ios::app);
   out << line << "\n";
 }
 
@@ -356,6 +359,32 @@ int Trainer::run() {
 }
 
 } // namespace
+
+llvm::Error truncateMetrics(const std::string &dir, int64_t step) {
+  std::string path = dir + "/" + kMetricsFile;
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return llvm::Error::success(); // a run that never reported
+  std::string kept, line;
+  bool dropped = false;
+  while (std::getline(in, line)) {
+    // Every record starts {"type": ..., "step": N, ...}; a line without a
+    // readable step (torn by a crash mid-write) is dropped too.
+    size_t at = line.find("\"step\": ");
+    long long recorded = -1;
+    if (at != std::string::npos)
+      recorded = std::strtoll(line.c_str() + at + 8, nullptr, 10);
+    if (at == std::string::npos || recorded > step || recorded < 0) {
+      dropped = true;
+      continue;
+    }
+    kept += line + "\n";
+  }
+  if (!dropped)
+    return llvm::Error::success();
+  return toError(
+      writeFileAtomically(path, {BytePiece{kept.data(), kept.size()}}));
+}
 
 void TrainPosition::save(Metadata &m) const {
   m["step"] = std::to_string(step);

@@ -25,6 +25,9 @@
 
 namespace loom::cli {
 
+/// The run's reports and validations, one JSON object per line, in DIR.
+inline constexpr const char kMetricsFile[] = "metrics.jsonl";
+
 struct TrainSettings {
   std::string dir;
   uint64_t seed = 1;
@@ -68,6 +71,10 @@ struct TrainData {
   std::vector<std::vector<int64_t>> sources; // ids + eos
   std::vector<std::vector<int64_t>> targets; // bos + ids + eos
 };
+
+/// Drops the records of DIR/metrics.jsonl after `step`, atomically: a run
+/// resumed from the checkpoint at `step` writes them again.
+llvm::Error truncateMetrics(const std::string &dir, int64_t step);
 
 /// Trains until the step or epoch limit; `runMetadata` (config, seed, ...)
 /// goes into every checkpoint beside the position. Returns the process exit
