@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 namespace loom::cli {
 
@@ -17,6 +18,21 @@ namespace {
 
 llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// "parameter 'x' holds NaN at element 3" when state tensor `name` of
+/// `session` is not finite, else nothing.
+std::optional<std::string> nonFinite(runtime::Session &session,
+                                     const std::string &name,
+                                     const SafeTensor &tensor) {
+  std::optional<NonFinite> bad = firstNonFinite(tensor);
+  if (!bad)
+    return std::nullopt;
+  const runtime::Program::StateTensor *state =
+      session.program().stateTensor(name);
+  return std::string(state && state->isParameter ? "parameter"
+                                                 : "optimizer state") +
+         " '" + name + "' holds " + bad->describe();
 }
 
 } // namespace
@@ -67,6 +83,11 @@ llvm::Error saveState(runtime::Session &session, const std::string &path,
     t.shape = state->shape();
     const auto *bytes = static_cast<const uint8_t *>(state->data());
     t.bytes.assign(bytes, bytes + state->bytes());
+    // A step can turn the state non-finite with a finite loss (a gradient
+    // that overflowed); such a checkpoint could only be resumed into NaN.
+    if (std::optional<std::string> bad = nonFinite(session, name, t))
+      return error("'" + path + "' is not written: " + *bad +
+                   "; training diverged");
   }
   return toError(saveSafetensors(path, file));
 }
@@ -87,6 +108,8 @@ llvm::Error loadState(runtime::Session &session, const SafeTensorFile &file,
             runtime::numelOf(state.shape) * dtypeSize(state.dtype))
       return error("checkpoint '" + path + "': tensor '" + name +
                    "' has another dtype or shape than the model's");
+    if (std::optional<std::string> bad = nonFinite(session, name, t))
+      return error("checkpoint '" + path + "': " + *bad);
     runtime::TensorRef value{const_cast<uint8_t *>(t.bytes.data()), state.dtype,
                              state.shape};
     if (llvm::Error err = toError(session.setState(name, value)))

@@ -4,7 +4,9 @@
 // and every Adam moment of a session, by name, plus string metadata saying
 // where training stood (step, epoch, batch, seed, ...). It is written
 // atomically (temporary file, fsync, rename), so a crash while saving leaves
-// the previous checkpoints whole.
+// the previous checkpoints whole. Every tensor carries a CRC-32 that loading
+// checks (runtime/Safetensors.h), and neither saving nor loading accepts a
+// NaN or infinite value.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,13 +40,14 @@ llvm::Expected<std::vector<std::pair<int64_t, std::string>>>
 listCheckpoints(const std::string &dir);
 
 /// Writes the model's whole state (parameters and optimizer moments), or
-/// only its parameters, with `metadata`, atomically.
+/// only its parameters, with `metadata`, atomically; refuses, writing
+/// nothing, when a value is NaN or infinite.
 llvm::Error saveState(runtime::Session &session, const std::string &path,
                       const Metadata &metadata, bool parametersOnly = false);
 
 /// Copies a checkpoint that saveState wrote, read from `path`, into the
 /// model's state: every tensor of the state must be there with its shape and
-/// dtype.
+/// dtype, and finite.
 llvm::Error loadState(runtime::Session &session, const SafeTensorFile &file,
                       const std::string &path);
 
