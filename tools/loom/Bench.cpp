@@ -22,6 +22,8 @@
 #include "runtime/Decoding.h"
 #include "runtime/cpu/Gemm.h"
 
+#include "llvm/Support/FormatVariadic.h"
+
 #include "nlohmann/json.hpp"
 
 #include <algorithm>
@@ -135,6 +137,11 @@ llvm::Expected<StepFn> decodeStep(runtime::Session &model,
   });
 }
 
+/// Bounds far above any useful measurement, so that a typo is refused
+/// instead of running for days.
+constexpr int64_t kMaxBenchBatch = 1 << 16;
+constexpr int64_t kMaxBenchSteps = 1000000;
+
 llvm::Error bench(const BenchOptions &o) {
   if (o.mode != "train" && o.mode != "decode")
     return error("bench takes 'train' or 'decode', not '" + o.mode + "'");
@@ -145,6 +152,17 @@ llvm::Error bench(const BenchOptions &o) {
   auto config = o.model.load();
   if (!config)
     return config.takeError();
+  // The model takes sequences of at most max_len; longer ones would time
+  // a model nobody can run (and a decode of 10^5 steps never ends).
+  if (o.srcLen > config->max_len() || o.tgtLen + 1 > config->max_len())
+    return error(llvm::formatv("--src-len {0} and --tgt-len {1} must fit the "
+                               "model's max_len {2} (--tgt-len + 1 with bos)",
+                               o.srcLen, o.tgtLen, config->max_len()));
+  if (o.batch > kMaxBenchBatch || o.steps > kMaxBenchSteps ||
+      o.warmup > kMaxBenchSteps)
+    return error(llvm::formatv("--batch must be at most {0}, --steps and "
+                               "--warmup at most {1}",
+                               kMaxBenchBatch, kMaxBenchSteps));
   int64_t len = std::max(o.srcLen, o.tgtLen + 1);
   auto compileStart = std::chrono::steady_clock::now();
   auto exe = compileCpuExecutable(
