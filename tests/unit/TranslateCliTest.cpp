@@ -17,7 +17,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -333,6 +335,62 @@ TEST_F(TranslateCli, CApiTranslatorIsSharedByThreads) {
     thread.join();
   for (const std::vector<std::string> &lines : got)
     EXPECT_EQ(lines, expected);
+  loom_translator_free(translator);
+}
+
+// Weights with a NaN are refused when the translator is created; finite
+// weights that overflow inside the model (bos's target embedding at 3e38)
+// make decoding produce NaN, which fails the call, naming the sentence,
+// instead of returning empty translations.
+TEST_F(TranslateCli, CApiRefusesWeightsThatGiveNaN) {
+  std::string out, err;
+  ASSERT_EQ(translate("a cat.\n", "", out, err), 0) << err; // the executable
+  auto weights = loadSafetensors(dir + "/model.safetensors");
+  ASSERT_TRUE(bool(weights)) << weights.error();
+  auto writeWith = [&](const std::string &name, int64_t from, int64_t to,
+                       float value) {
+    SafeTensorFile file = *weights;
+    for (int64_t i = from; i < to; ++i)
+      std::memcpy(file.tensors.at(name).bytes.data() + 4 * i, &value, 4);
+    std::string path = dir + "/changed.safetensors";
+    Status saved = saveSafetensors(path, file);
+    EXPECT_TRUE(saved.ok()) << saved.message();
+    return path;
+  };
+  loom_translator_options options;
+  loom_translator_options_init(&options);
+  options.threads = 1;
+  loom_translator *translator = nullptr;
+  char *error = nullptr;
+
+  std::string nan = writeWith("encoder.layers.0.norm2.bias", 3, 4, NAN);
+  options.weights = nan.c_str();
+  EXPECT_EQ(loom_translator_create(dir.c_str(), &options, &translator, &error),
+            LOOM_ERROR_INVALID_ARGUMENT);
+  ASSERT_NE(error, nullptr);
+  EXPECT_NE(std::string(error).find("parameter 'encoder.layers.0.norm2.bias' "
+                                    "holds NaN at element 3"),
+            std::string::npos)
+      << error;
+  loom_free_string(error);
+  EXPECT_EQ(translator, nullptr);
+
+  // Row 2 (bos) of a [vocab, 32] table.
+  std::string overflow = writeWith("tgt_embed.weight", 64, 96, 3e38f);
+  options.weights = overflow.c_str();
+  ASSERT_EQ(loom_translator_create(dir.c_str(), &options, &translator, &error),
+            LOOM_OK)
+      << (error ? error : "");
+  loom_result *result = nullptr;
+  EXPECT_EQ(loom_translate(translator, kSentences, 3, nullptr, &result, &error),
+            LOOM_ERROR_INVALID_ARGUMENT);
+  ASSERT_NE(error, nullptr);
+  EXPECT_NE(std::string(error).find("@decode_step produced NaN in "
+                                    "'log_probs' for sentence"),
+            std::string::npos)
+      << error;
+  loom_free_string(error);
+  EXPECT_EQ(result, nullptr);
   loom_translator_free(translator);
 }
 
