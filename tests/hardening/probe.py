@@ -41,6 +41,7 @@ import sys
 import tempfile
 import threading
 import time
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -146,9 +147,37 @@ def st_read(raw):
     return json.loads(raw[8:8 + n]), raw[8 + n:]
 
 
-def st_build(header, data):
+def st_build(header, data, checksums=True):
+    """The bytes of a safetensors file. When the header carries Loom's
+    per-tensor checksums (`crc32:<name>` metadata), they are made to match the
+    new content (`checksums`), so that a probe of the content reaches the
+    checks of the content and not only the checksum."""
+    if checksums:
+        header = st_fix_checksums(header, data)
     text = json.dumps(header).encode()
     return struct.pack("<Q", len(text)) + text + data
+
+
+def st_fix_checksums(header, data):
+    meta = header.get("__metadata__")
+    if not isinstance(meta, dict) or not any(
+            isinstance(k, str) and k.startswith("crc32:") for k in meta):
+        return header
+    header = dict(header)
+    meta = {k: v for k, v in meta.items()
+            if not (k.startswith("crc32:") and k[6:] not in header)}
+    for name in st_tensor_names(header):
+        entry = header[name]
+        try:
+            b, e = entry["data_offsets"]
+            if not (isinstance(b, int) and isinstance(e, int)
+                    and 0 <= b <= e <= len(data)):
+                continue
+        except (TypeError, ValueError, KeyError):
+            continue
+        meta["crc32:" + name] = "%08x" % (zlib.crc32(data[b:e]) & 0xffffffff)
+    header["__metadata__"] = meta
+    return header
 
 
 def st_build_text(text, data):
@@ -717,7 +746,7 @@ def config_mutations(rng):
                  lambda t: (t + "d_model " + "{" * 50000 + "}" * 50000)
                  .encode(), "bad"))
     muts.append(("whitespace-10MB", lambda t: (t + " " * (10 << 20)).encode(),
-                 "same"))
+                 "either"))
     muts.append(("invalid-utf8-comment",
                  lambda t: (t + "# \xff\n").encode("latin-1"), "either"))
     for i in range(8):
@@ -2016,7 +2045,7 @@ def nan_first_value(raw):
     b = h[name]["data_offsets"][0]
     d = bytearray(d)
     d[b:b + 4] = struct.pack("<f", float("nan"))
-    return st_build_text(raw[8:8 + struct.unpack("<Q", raw[:8])[0]], bytes(d))
+    return st_build(h, bytes(d))
 
 
 # --------------------------------------------------------------------------
