@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "api/TranslateStream.h"
+#include "tools/ProcessExit.h"
 #include "tools/TranslateFlags.h"
 
 #include <climits>
@@ -55,5 +56,5 @@ int main(int argc, char **argv) {
       **translator, options, input, stdout, [](const std::string &warning) {
         std::fprintf(stderr, "loom-translate: warning: %s\n", warning.c_str());
       });
-  return status.ok() ? 0 : fail(status);
+  return loom::exitWithoutLibraryDestructors(status.ok() ? 0 : fail(status));
 }

@@ -6,9 +6,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tools/ProcessExit.h"
 #include "tools/loom/Commands.h"
 
 #include "llvm/Support/InitLLVM.h"
+
+#include <cstdio>
+#include <exception>
+#include <new>
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
@@ -31,6 +36,15 @@ int main(int argc, char **argv) {
   } catch (const CLI::ParseError &e) {
     // Usage errors exit 1 like every other refusal; --help exits 0.
     return app.exit(e) == 0 ? 0 : 1;
+  } catch (const std::bad_alloc &) {
+    // What reports out-of-memory as a Status does so with a better message;
+    // this is for the allocations that throw (a container grown without
+    // bound checks), which would otherwise abort.
+    std::fprintf(stderr, "loom: error: out of memory\n");
+    exitCode = 1;
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "loom: error: %s\n", e.what());
+    exitCode = 1;
   }
-  return exitCode;
+  return loom::exitWithoutLibraryDestructors(exitCode);
 }
