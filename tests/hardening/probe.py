@@ -1803,7 +1803,7 @@ def corpus_variants():
                                               j(t * 5).replace(b"\n", b"\r"))),
          "either"),
         ("cr-only-src", v(lambda s, t: (j(s).replace(b"\n", b"\r"), j(t))),
-         "bad"),
+         "either"),
         ("invalid-utf8", v(lambda s, t: (j(s[:3]) + b"caf\xe9\n" + j(s[4:]),
                                          j(t))), "bad"),
         ("nul-byte", v(lambda s, t: (j(s[:3]) + b"alpha\0bravo\n" + j(s[4:]),
