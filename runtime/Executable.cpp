@@ -86,93 +86,94 @@ Status validateKernels(const Executable &exe) {
 
 Status validateBuffer(const Executable &exe, int b) {
   const Buffer &buffer = exe.buffers(b);
-  std::string where = describeBuffer(exe, b);
+  // Messages are built only for a refusal.
+  auto where = [&] { return describeBuffer(exe, b); };
   if (!Buffer::Role_IsValid(buffer.role()) ||
       buffer.role() == Buffer::ROLE_UNSPECIFIED)
-    return corrupt(where + " has unknown role " +
+    return corrupt(where() + " has unknown role " +
                    std::to_string(buffer.role()));
   if (!Buffer::DType_IsValid(buffer.dtype()) ||
       buffer.dtype() == Buffer::DTYPE_UNSPECIFIED)
-    return corrupt(where + " has unknown dtype " +
+    return corrupt(where() + " has unknown dtype " +
                    std::to_string(buffer.dtype()));
   for (int d = 0; d < buffer.shape_size(); ++d) {
     const runtime::Dim &dim = buffer.shape(d);
-    std::string dimWhere = where + ": dim " + std::to_string(d);
+    auto dimWhere = [&] { return where() + ": dim " + std::to_string(d); };
     if (dim.has_size() && dim.size() < 0)
-      return corrupt(dimWhere + " has negative size " +
+      return corrupt(dimWhere() + " has negative size " +
                      std::to_string(dim.size()));
     if (dim.has_poly()) {
       if (dim.poly().terms_size() == 0)
-        return corrupt(dimWhere + " is an empty polynomial");
+        return corrupt(dimWhere() + " is an empty polynomial");
       for (const runtime::Monomial &term : dim.poly().terms())
         for (int32_t symbol : term.symbols())
           if (symbol < 0 || symbol >= exe.symbols_size())
-            return corrupt(dimWhere + " refers to symbol " +
+            return corrupt(dimWhere() + " refers to symbol " +
                            std::to_string(symbol) + ", but " +
                            std::to_string(exe.symbols_size()) +
                            " symbols exist");
     }
     if (!dim.has_size() && !dim.has_poly())
-      return corrupt(dimWhere + " has neither a size nor a polynomial");
+      return corrupt(dimWhere() + " has neither a size nor a polynomial");
   }
 
   bool isTemporary = buffer.role() == Buffer::TEMPORARY;
   bool hasSlice = buffer.has_arena_offset() || buffer.has_max_bytes();
   if (isTemporary) {
     if (!buffer.has_arena_offset() || !buffer.has_max_bytes())
-      return corrupt(where + " is a temporary without an arena slice");
+      return corrupt(where() + " is a temporary without an arena slice");
     if (buffer.arena_offset() < 0)
-      return corrupt(where + " has negative arena_offset " +
+      return corrupt(where() + " has negative arena_offset " +
                      std::to_string(buffer.arena_offset()));
     // The arena itself is aligned; the kernels may assume its slices are.
     int64_t alignment = exe.cpu_target().alignment();
     if (alignment > 0 && buffer.arena_offset() % alignment != 0)
-      return corrupt(where + " starts at arena byte " +
+      return corrupt(where() + " starts at arena byte " +
                      std::to_string(buffer.arena_offset()) +
                      ", not a multiple of the cpu_target alignment " +
                      std::to_string(alignment));
     if (buffer.max_bytes() < 0)
-      return corrupt(where + " has negative max_bytes " +
+      return corrupt(where() + " has negative max_bytes " +
                      std::to_string(buffer.max_bytes()));
     std::optional<int64_t> needed = staticBytes(buffer);
     if (needed && *needed > buffer.max_bytes())
-      return corrupt(where + " needs " + std::to_string(*needed) +
+      return corrupt(where() + " needs " + std::to_string(*needed) +
                      " bytes but its slice holds " +
                      std::to_string(buffer.max_bytes()));
   } else if (hasSlice) {
     // Persistent buffers are allocated by the runtime, not carved from an
     // arena; a slice here means the writer and the reader disagree.
-    return corrupt(where + " is persistent but has an arena slice");
+    return corrupt(where() + " is persistent but has an arena slice");
   }
 
   if (buffer.has_view_of()) {
     if (buffer.view_of() < 0 || buffer.view_of() >= exe.buffers_size())
-      return corrupt(where + " is a view of buffer " +
+      return corrupt(where() + " is a view of buffer " +
                      std::to_string(buffer.view_of()) + ", but " +
                      std::to_string(exe.buffers_size()) + " buffers exist");
     const Buffer &base = exe.buffers(buffer.view_of());
     if (base.role() == Buffer::TEMPORARY || base.has_view_of())
-      return corrupt(where + " is a view of " +
+      return corrupt(where() + " is a view of " +
                      describeBuffer(exe, buffer.view_of()) +
                      ", which is not a persistent buffer of its own");
     if (isTemporary)
-      return corrupt(where + " is a temporary and a view");
+      return corrupt(where() + " is a temporary and a view");
     if (buffer.view_offset() < 0)
-      return corrupt(where + " has negative view_offset " +
+      return corrupt(where() + " has negative view_offset " +
                      std::to_string(buffer.view_offset()));
   }
 
   if (buffer.role() == Buffer::CONSTANT) {
     std::optional<int64_t> needed = staticBytes(buffer);
     if (!needed)
-      return corrupt(where +
+      return corrupt(where() +
                      " is a constant with a dynamic or oversized shape");
     if (static_cast<uint64_t>(*needed) != buffer.data().size())
-      return corrupt(where + " is a constant of " + std::to_string(*needed) +
+      return corrupt(where() + " is a constant of " + std::to_string(*needed) +
                      " bytes but carries " +
                      std::to_string(buffer.data().size()) + " bytes of data");
   } else if (!buffer.data().empty()) {
-    return corrupt(where + " carries data but is not a constant");
+    return corrupt(where() + " carries data but is not a constant");
   }
   return Status::success();
 }
@@ -226,11 +227,14 @@ Status validateBuffers(const Executable &exe) {
 }
 
 /// Checks that `index` names a buffer, and if it is a temporary, that its
-/// slice lies inside the arena of the entry point `e` that uses it.
+/// slice lies inside the arena of the entry point `e` that uses it. `where`
+/// names the use; it is called only to report a problem, since a large
+/// executable has thousands of uses.
+template <typename Where>
 Status checkBufferUse(const Executable &exe, int e, int index,
-                      const std::string &where) {
+                      const Where &where) {
   if (index < 0 || index >= exe.buffers_size())
-    return corrupt(where + " refers to buffer " + std::to_string(index) +
+    return corrupt(where() + " refers to buffer " + std::to_string(index) +
                    ", but " + std::to_string(exe.buffers_size()) +
                    " buffers exist");
   const Buffer &buffer = exe.buffers(index);
@@ -251,33 +255,37 @@ Status checkBufferUse(const Executable &exe, int e, int index,
 
 Status validateEntryPoint(const Executable &exe, int e) {
   const EntryPoint &entry = exe.entry_points(e);
-  std::string where = describeEntry(exe, e);
+  auto where = [&] { return describeEntry(exe, e); };
   if (entry.arena_bytes() < 0)
-    return corrupt(where + " has negative arena_bytes " +
+    return corrupt(where() + " has negative arena_bytes " +
                    std::to_string(entry.arena_bytes()));
   for (int i = 0; i < entry.inputs_size(); ++i)
-    LOOM_RETURN_IF_ERROR(checkBufferUse(
-        exe, e, entry.inputs(i), where + ": input " + std::to_string(i)));
+    LOOM_RETURN_IF_ERROR(checkBufferUse(exe, e, entry.inputs(i), [&] {
+      return where() + ": input " + std::to_string(i);
+    }));
   for (int i = 0; i < entry.outputs_size(); ++i)
-    LOOM_RETURN_IF_ERROR(checkBufferUse(
-        exe, e, entry.outputs(i), where + ": output " + std::to_string(i)));
+    LOOM_RETURN_IF_ERROR(checkBufferUse(exe, e, entry.outputs(i), [&] {
+      return where() + ": output " + std::to_string(i);
+    }));
   for (int s = 0; s < entry.steps_size(); ++s) {
     const Step &step = entry.steps(s);
-    std::string stepWhere =
-        "step " + std::to_string(s) + " of " + quoted(entry.name());
+    auto stepWhere = [&] {
+      return "step " + std::to_string(s) + " of " + quoted(entry.name());
+    };
     if (step.kernel() < 0 || step.kernel() >= exe.kernels_size())
-      return corrupt(stepWhere + " calls kernel " +
+      return corrupt(stepWhere() + " calls kernel " +
                      std::to_string(step.kernel()) + ", but " +
                      std::to_string(exe.kernels_size()) + " kernels exist");
     const Kernel &kernel = exe.kernels(step.kernel());
     if (step.args_size() != kernel.num_args())
-      return corrupt(stepWhere + " calls " + quoted(kernel.name()) + " with " +
-                     std::to_string(step.args_size()) +
+      return corrupt(stepWhere() + " calls " + quoted(kernel.name()) +
+                     " with " + std::to_string(step.args_size()) +
                      " arguments, it takes " +
                      std::to_string(kernel.num_args()));
     for (int a = 0; a < step.args_size(); ++a)
-      LOOM_RETURN_IF_ERROR(checkBufferUse(
-          exe, e, step.args(a), stepWhere + ": argument " + std::to_string(a)));
+      LOOM_RETURN_IF_ERROR(checkBufferUse(exe, e, step.args(a), [&] {
+        return stepWhere() + ": argument " + std::to_string(a);
+      }));
   }
   return Status::success();
 }

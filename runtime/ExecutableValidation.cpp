@@ -24,6 +24,7 @@
 #include "runtime/SizePolynomial.h"
 #include "runtime/StepValidation.h"
 
+#include <algorithm>
 #include <optional>
 #include <set>
 
@@ -88,20 +89,25 @@ private:
   Status checkBuffer(int b);
   Status checkEntry(int e);
   Status checkStep(int e, int s);
-  Status checkOverlaps(int e, int s, const StepEffects &effects);
-  Status checkBound(int e, int b, const std::string &where);
+  Status checkOverlaps(int e, int s);
+  template <typename Where> Status checkBound(int e, int b, const Where &where);
   Storage storageOf(int b) const;
 
   const Executable &exe;
   const std::vector<std::string> names;
   const std::map<std::string, int> state;
   BufferDims dims;
-  std::vector<int> inputOf, outputOf; // the entry point, or -1
+  std::vector<std::vector<int32_t>> symbolsOf; // per buffer: the sizes named
+  std::vector<int> inputOf, outputOf;          // the entry point, or -1
 
   // Per entry point, while it is checked.
   std::vector<bool> isInput, isOutput;
   std::vector<int> writtenState; // per output buffer: the state, or -1
-  std::set<int32_t> bound;       // the symbols its inputs name
+  std::vector<bool> bound;       // per symbol: named by an input
+
+  // Per step, reused.
+  StepEffects effects;
+  std::vector<Storage> storage;
 };
 
 Status Validator::run() {
@@ -111,6 +117,7 @@ Status Validator::run() {
                    std::to_string(exe.max_len()) + ", max_batch " +
                    std::to_string(exe.max_batch()) + ")");
   dims.resize(exe.buffers_size());
+  symbolsOf.resize(exe.buffers_size());
   for (int b = 0; b < exe.buffers_size(); ++b)
     LOOM_RETURN_IF_ERROR(checkBuffer(b));
   for (int k = 0; k < exe.kernels_size(); ++k)
@@ -124,28 +131,36 @@ Status Validator::run() {
 
 Status Validator::checkBuffer(int b) {
   const Buffer &buffer = exe.buffers(b);
-  std::string where = describeBuffer(exe, b);
+  auto where = [&] { return describeBuffer(exe, b); };
   if (buffer.role() == Buffer::GRADIENT)
-    return corrupt(where + " is a gradient buffer, which no entry point "
-                           "reads or writes (gradients are outputs)");
+    return corrupt(where() + " is a gradient buffer, which no entry point "
+                             "reads or writes (gradients are outputs)");
+  dims[b].reserve(buffer.shape_size());
   for (int d = 0; d < buffer.shape_size(); ++d) {
-    std::string dimWhere = where + ": dim " + std::to_string(d);
+    auto dimWhere = [&] { return where() + ": dim " + std::to_string(d); };
     std::optional<SizePolynomial> dim = SizePolynomial::of(buffer.shape(d));
     if (!dim)
-      return corrupt(dimWhere + " is too large a polynomial (more than " +
+      return corrupt(dimWhere() + " is too large a polynomial (more than " +
                      std::to_string(SizePolynomial::kMaxDegree) +
                      " factors or terms, or coefficients that overflow)");
-    std::optional<bool> nonNegative = dim->nonNegativeForPositiveSizes();
+    // A static size was checked non-negative with the file's structure.
+    std::optional<bool> nonNegative =
+        buffer.shape(d).has_size() ? true : dim->nonNegativeForPositiveSizes();
     if (!nonNegative || !*nonNegative)
-      return corrupt(dimWhere + ", " + dim->str(names) +
+      return corrupt(dimWhere() + ", " + dim->str(names) +
                      ", is negative for some sizes >= 1");
+    for (int32_t symbol : dim->symbols())
+      symbolsOf[b].push_back(symbol);
     dims[b].push_back(std::move(*dim));
   }
+  std::sort(symbolsOf[b].begin(), symbolsOf[b].end());
+  symbolsOf[b].erase(std::unique(symbolsOf[b].begin(), symbolsOf[b].end()),
+                     symbolsOf[b].end());
   bool view = buffer.has_view_of();
   if (isState(buffer.role()) && !view)
     for (int d = 0; d < buffer.shape_size(); ++d)
       if (!buffer.shape(d).has_size())
-        return corrupt(where + " is " + roleName(buffer.role()) +
+        return corrupt(where() + " is " + roleName(buffer.role()) +
                        " with a dynamic dim " + std::to_string(d));
   if (buffer.role() == Buffer::INPUT && !view)
     for (int d = 0; d < buffer.shape_size(); ++d) {
@@ -154,24 +169,23 @@ Status Validator::checkBuffer(int b) {
                   dim.poly().terms(0).coefficient() == 1 &&
                   dim.poly().terms(0).symbols_size() == 1;
       if (!dim.has_size() && !bare)
-        return corrupt(where + ": dim " + std::to_string(d) +
-                       " of an input "
-                       "is " +
-                       dims[b][d].str(names) +
+        return corrupt(where() + ": dim " + std::to_string(d) +
+                       " of an input is " + dims[b][d].str(names) +
                        ", neither a size nor one named size");
     }
 
   int64_t elementBytes = dtypeSize(*dtypeOfWire(buffer.dtype()));
   if (view) {
     const Buffer &base = exe.buffers(buffer.view_of());
-    std::string baseWhere = describeBuffer(exe, buffer.view_of());
+    auto baseWhere = [&] { return describeBuffer(exe, buffer.view_of()); };
     if (!isState(base.role()) && base.role() != Buffer::INPUT &&
         base.role() != Buffer::OUTPUT)
-      return corrupt(where + " is a view of " + baseWhere + ", which is " +
+      return corrupt(where() + " is a view of " + baseWhere() + ", which is " +
                      roleName(base.role()));
     if (buffer.role() != base.role())
-      return corrupt(where + " is " + roleName(buffer.role()) + " but views " +
-                     baseWhere + ", which is " + roleName(base.role()));
+      return corrupt(where() + " is " + roleName(buffer.role()) +
+                     " but views " + baseWhere() + ", which is " +
+                     roleName(base.role()));
     // base bytes - view bytes - offset >= 0 at every admissible size.
     std::optional<SizePolynomial> baseBytes = SizePolynomial::product(
         base.shape(), dtypeSize(*dtypeOfWire(base.dtype())));
@@ -184,10 +198,10 @@ Status Validator::checkBuffer(int b) {
     std::optional<bool> fits =
         spare ? spare->nonNegativeForPositiveSizes() : std::nullopt;
     if (!fits || !*fits)
-      return corrupt(where + " (" + std::to_string(elementBytes) +
-                     "-byte elements from byte " +
-                     std::to_string(buffer.view_offset()) +
-                     ") does not lie inside " + baseWhere + " for every size");
+      return corrupt(
+          where() + " (" + std::to_string(elementBytes) +
+          "-byte elements from byte " + std::to_string(buffer.view_offset()) +
+          ") does not lie inside " + baseWhere() + " for every size");
   }
   if (buffer.role() == Buffer::TEMPORARY) {
     std::optional<SizePolynomial> bytes =
@@ -198,7 +212,7 @@ Status Validator::checkBuffer(int b) {
               : std::nullopt;
     if (!most || *most > buffer.max_bytes())
       return corrupt(
-          where + " needs " +
+          where() + " needs " +
           (most ? std::to_string(*most) : std::string("more than 2^63")) +
           " bytes at the bounds (max-tokens " +
           std::to_string(exe.max_tokens()) + ", max-len " +
@@ -210,46 +224,46 @@ Status Validator::checkBuffer(int b) {
 }
 
 /// Checks that every size `b`'s dims name is one the entry point binds.
-Status Validator::checkBound(int e, int b, const std::string &where) {
-  for (const SizePolynomial &dim : dims[b])
-    for (int32_t symbol : dim.symbols())
-      if (!bound.count(symbol))
-        return corrupt(where + ": " + describeBuffer(exe, b) +
-                       " has a dim of size " + quoted(names[symbol]) +
-                       ", which no input of " + describeEntry(exe, e) +
-                       " names");
+template <typename Where>
+Status Validator::checkBound(int e, int b, const Where &where) {
+  for (int32_t symbol : symbolsOf[b])
+    if (!bound[symbol])
+      return corrupt(where() + ": " + describeBuffer(exe, b) +
+                     " has a dim of size " + quoted(names[symbol]) +
+                     ", which no input of " + describeEntry(exe, e) + " names");
   return Status::success();
 }
 
 Status Validator::checkEntry(int e) {
   const EntryPoint &entry = exe.entry_points(e);
-  std::string where = describeEntry(exe, e);
+  auto where = [&] { return describeEntry(exe, e); };
   isInput.assign(exe.buffers_size(), false);
   isOutput.assign(exe.buffers_size(), false);
   writtenState.assign(exe.buffers_size(), -1);
-  bound.clear();
+  bound.assign(exe.symbols_size(), false);
 
   for (int i = 0; i < entry.inputs_size(); ++i) {
     int b = entry.inputs(i);
     const Buffer &buffer = exe.buffers(b);
-    std::string what =
-        where + ": input " + std::to_string(i) + ", " + describeBuffer(exe, b);
+    auto what = [&] {
+      return where() + ": input " + std::to_string(i) + ", " +
+             describeBuffer(exe, b);
+    };
     Buffer::Role role = buffer.role();
     if ((!isState(role) && role != Buffer::INPUT) || buffer.has_view_of())
-      return corrupt(what + ", is " + roleName(role) +
+      return corrupt(what() + ", is " + roleName(role) +
                      (buffer.has_view_of() ? " view" : "") +
                      ", not a parameter, optimizer state or an input");
     if (isInput[b])
-      return corrupt(what + ", is taken twice");
+      return corrupt(what() + ", is taken twice");
     isInput[b] = true;
     if (role == Buffer::INPUT) {
       if (inputOf[b] >= 0)
-        return corrupt(what + ", is an input of " +
+        return corrupt(what() + ", is an input of " +
                        describeEntry(exe, inputOf[b]) + " too");
       inputOf[b] = e;
-      for (const SizePolynomial &dim : dims[b])
-        for (int32_t symbol : dim.symbols())
-          bound.insert(symbol);
+      for (int32_t symbol : symbolsOf[b])
+        bound[symbol] = true;
     }
   }
 
@@ -257,16 +271,18 @@ Status Validator::checkEntry(int e) {
   for (int o = 0; o < entry.outputs_size(); ++o) {
     int b = entry.outputs(o);
     const Buffer &buffer = exe.buffers(b);
-    std::string what =
-        where + ": output " + std::to_string(o) + ", " + describeBuffer(exe, b);
+    auto what = [&] {
+      return where() + ": output " + std::to_string(o) + ", " +
+             describeBuffer(exe, b);
+    };
     if (buffer.role() != Buffer::OUTPUT || buffer.has_view_of())
-      return corrupt(what + ", is " + roleName(buffer.role()) +
+      return corrupt(what() + ", is " + roleName(buffer.role()) +
                      (buffer.has_view_of() ? " view" : "") +
                      ", not an output of its own");
     if (isOutput[b])
-      return corrupt(what + ", is returned twice");
+      return corrupt(what() + ", is returned twice");
     if (outputOf[b] >= 0)
-      return corrupt(what + ", is an output of " +
+      return corrupt(what() + ", is an output of " +
                      describeEntry(exe, outputOf[b]) + " too");
     isOutput[b] = true;
     outputOf[b] = e;
@@ -274,28 +290,30 @@ Status Validator::checkEntry(int e) {
     if (s < 0)
       continue;
     const Buffer &target = exe.buffers(s);
-    std::string over = what + ", would be written over " +
-                       describeBuffer(exe, s) + ", " + roleName(target.role());
+    auto over = [&] {
+      return what() + ", would be written over " + describeBuffer(exe, s) +
+             ", " + roleName(target.role());
+    };
     if (entry.name() != abi::kTrainStep)
-      return corrupt(over + ", but only @" + abi::kTrainStep +
+      return corrupt(over() + ", but only @" + abi::kTrainStep +
                      " updates state");
     bool updated = abi::hasPrefix(localBufferName(buffer.name()),
                                   abi::kUpdatedParamPrefix);
     if (updated != (target.role() == Buffer::PARAMETER))
-      return corrupt(over + ": a parameter is written by an output named " +
+      return corrupt(over() + ": a parameter is written by an output named " +
                      abi::kUpdatedParamPrefix +
                      "<parameter>, optimizer state by one of its own name");
     if (!isInput[s])
-      return corrupt(over + ", which " + where + " does not take");
+      return corrupt(over() + ", which " + where() + " does not take");
     bool same = buffer.dtype() == target.dtype() &&
                 buffer.shape_size() == target.shape_size();
     for (int d = 0; same && d < buffer.shape_size(); ++d)
       same = buffer.shape(d).has_size() &&
              buffer.shape(d).size() == target.shape(d).size();
     if (!same)
-      return corrupt(over + ", whose dtype or shape differs");
+      return corrupt(over() + ", whose dtype or shape differs");
     if (!stateWritten.insert(s).second)
-      return corrupt(over + ", which another output is written over too");
+      return corrupt(over() + ", which another output is written over too");
     writtenState[b] = s;
   }
 
@@ -309,40 +327,38 @@ Status Validator::checkEntry(int e) {
 }
 
 Status Validator::checkStep(int e, int s) {
-  const EntryPoint &entry = exe.entry_points(e);
-  const Step &step = entry.steps(s);
-  std::string where =
-      "step " + std::to_string(s) + " of " + quoted(entry.name());
-  ErrorOr<StepEffects> effects = runtime::checkStep(exe, dims, step, where);
-  if (!effects)
-    return effects.status();
+  const Step &step = exe.entry_points(e).steps(s);
+  LOOM_RETURN_IF_ERROR(runtime::checkStep(exe, dims, e, s, effects));
+  auto where = [&] { return describeStep(exe, e, s); };
   for (int a = 0; a < step.args_size(); ++a) {
     int b = step.args(a);
     const Buffer &buffer = exe.buffers(b);
-    std::string what = where + ": argument " + std::to_string(a) + ", " +
-                       describeBuffer(exe, b) + ",";
+    auto what = [&] {
+      return where() + ": argument " + std::to_string(a) + ", " +
+             describeBuffer(exe, b) + ",";
+    };
     LOOM_RETURN_IF_ERROR(checkBound(e, b, where));
     // Inputs and outputs exist only in a call of their own entry point.
     int root = rootOf(exe, b);
     Buffer::Role role = buffer.role();
     if (role == Buffer::INPUT && !isInput[root])
-      return corrupt(what + " is an input " + describeEntry(exe, e) +
+      return corrupt(what() + " is an input " + describeEntry(exe, e) +
                      " does not take");
     if (role == Buffer::OUTPUT && !isOutput[root])
-      return corrupt(what + " is an output " + describeEntry(exe, e) +
+      return corrupt(what() + " is an output " + describeEntry(exe, e) +
                      " does not return");
-    if (!effects->written[a])
+    if (!effects.written[a])
       continue;
     bool writable = role == Buffer::TEMPORARY ||
                     (role == Buffer::OUTPUT && !buffer.has_view_of());
     if (!writable)
-      return corrupt(what + " is " + roleName(role) +
+      return corrupt(what() + " is " + roleName(role) +
                      (buffer.has_view_of() ? " view" : "") + ", which " +
                      describeKernel(exe, step.kernel()) +
                      " would write; a step writes only temporaries and "
                      "outputs");
   }
-  return checkOverlaps(e, s, *effects);
+  return checkOverlaps(e, s);
 }
 
 Storage Validator::storageOf(int b) const {
@@ -362,20 +378,23 @@ Storage Validator::storageOf(int b) const {
   return storage;
 }
 
-Status Validator::checkOverlaps(int e, int s, const StepEffects &effects) {
+Status Validator::checkOverlaps(int e, int s) {
   const Step &step = exe.entry_points(e).steps(s);
+  // The optimizer's kernels take hundreds of arguments: each one's storage
+  // once, then the pairs.
+  storage.clear();
+  for (int a = 0; a < step.args_size(); ++a)
+    storage.push_back(storageOf(step.args(a)));
   for (int w = 0; w < step.args_size(); ++w) {
     if (!effects.written[w])
       continue;
-    Storage written = storageOf(step.args(w));
+    const Storage &written = storage[w];
     for (int a = 0; a < step.args_size(); ++a) {
-      if (a == w)
+      const Storage &other = storage[a];
+      if (a == w || written.arena != other.arena)
         continue;
-      Storage other = storageOf(step.args(a));
       bool overlap, identical;
-      if (written.arena != other.arena) {
-        continue;
-      } else if (written.arena) {
+      if (written.arena) {
         overlap = written.begin < other.end && other.begin < written.end &&
                   written.begin < written.end && other.begin < other.end;
         identical = written.begin == other.begin;
@@ -390,12 +409,10 @@ Status Validator::checkOverlaps(int e, int s, const StepEffects &effects) {
       if (identical && !effects.written[a] && effects.mayShareWithResult[a])
         continue;
       return corrupt(
-          "step " + std::to_string(s) + " of " +
-          quoted(exe.entry_points(e).name()) + ": " +
-          describeKernel(exe, step.kernel()) + " writes argument " +
-          std::to_string(w) + ", " + describeBuffer(exe, step.args(w)) +
-          ", over the memory of argument " + std::to_string(a) + ", " +
-          describeBuffer(exe, step.args(a)) +
+          describeStep(exe, e, s) + ": " + describeKernel(exe, step.kernel()) +
+          " writes argument " + std::to_string(w) + ", " +
+          describeBuffer(exe, step.args(w)) + ", over the memory of argument " +
+          std::to_string(a) + ", " + describeBuffer(exe, step.args(a)) +
           " (a result may occupy only exactly the bytes of an operand the "
           "kernel reads in place)");
     }
@@ -418,6 +435,11 @@ std::string describeKernel(const Executable &exe, int index) {
 std::string describeEntry(const Executable &exe, int index) {
   return "entry point '" + exe.entry_points(index).name() + "' (#" +
          std::to_string(index) + ")";
+}
+
+std::string describeStep(const Executable &exe, int entry, int step) {
+  return "step " + std::to_string(step) + " of '" +
+         exe.entry_points(entry).name() + "'";
 }
 
 std::string localBufferName(const std::string &name) {

@@ -62,6 +62,8 @@ std::string localBufferName(const std::string &name);
 std::string describeBuffer(const Executable &exe, int index);
 std::string describeKernel(const Executable &exe, int index);
 std::string describeEntry(const Executable &exe, int index);
+/// "step 3 of 'encode'".
+std::string describeStep(const Executable &exe, int entry, int step);
 
 } // namespace loom::runtime
 

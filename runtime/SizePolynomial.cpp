@@ -27,16 +27,25 @@ int64_t binomial(int64_t n, int64_t k) {
 
 } // namespace
 
+template <typename F> void SizePolynomial::forEachTerm(F &&f) const {
+  static const Factors none;
+  if (constantTerm != 0)
+    f(none, constantTerm);
+  for (const auto &[monomial, coefficient] : terms)
+    f(monomial, coefficient);
+}
+
 SizePolynomial SizePolynomial::constant(int64_t value) {
   SizePolynomial p;
-  if (value != 0)
-    p.terms[{}] = value;
+  p.constantTerm = value;
   return p;
 }
 
 bool SizePolynomial::add(const Factors &monomial, int64_t coefficient) {
   if (coefficient == 0)
     return true;
+  if (monomial.empty())
+    return addChecked(constantTerm, coefficient, constantTerm);
   auto [it, inserted] = terms.try_emplace(monomial, coefficient);
   if (inserted)
     return terms.size() <= kMaxTerms;
@@ -45,6 +54,21 @@ bool SizePolynomial::add(const Factors &monomial, int64_t coefficient) {
   if (it->second == 0)
     terms.erase(it);
   return true;
+}
+
+std::optional<SizePolynomial> SizePolynomial::scaled(int64_t factor) const {
+  SizePolynomial p;
+  if (factor == 0)
+    return p;
+  if (!mulChecked(constantTerm, factor, p.constantTerm))
+    return std::nullopt;
+  for (const auto &[monomial, coefficient] : terms) {
+    int64_t c;
+    if (!mulChecked(coefficient, factor, c))
+      return std::nullopt;
+    p.terms.emplace_hint(p.terms.end(), monomial, c);
+  }
+  return p;
 }
 
 std::optional<SizePolynomial> SizePolynomial::of(const Dim &dim) {
@@ -80,81 +104,94 @@ SizePolynomial::product(const google::protobuf::RepeatedPtrField<Dim> &shape,
 std::optional<SizePolynomial>
 SizePolynomial::plus(const SizePolynomial &other) const {
   SizePolynomial sum = *this;
-  for (const auto &[monomial, coefficient] : other.terms)
-    if (!sum.add(monomial, coefficient))
-      return std::nullopt;
-  return sum;
+  bool ok = true;
+  other.forEachTerm([&](const Factors &monomial, int64_t coefficient) {
+    ok = ok && sum.add(monomial, coefficient);
+  });
+  return ok ? std::optional<SizePolynomial>(std::move(sum)) : std::nullopt;
 }
 
 std::optional<SizePolynomial>
 SizePolynomial::minus(const SizePolynomial &other) const {
-  SizePolynomial difference = *this;
-  for (const auto &[monomial, coefficient] : other.terms) {
-    int64_t negated;
-    if (!mulChecked(coefficient, -1, negated) ||
-        !difference.add(monomial, negated))
-      return std::nullopt;
-  }
-  return difference;
+  std::optional<SizePolynomial> negated = other.scaled(-1);
+  return negated ? plus(*negated) : std::nullopt;
 }
 
 std::optional<SizePolynomial>
 SizePolynomial::times(const SizePolynomial &other) const {
+  if (other.terms.empty())
+    return scaled(other.constantTerm);
+  if (terms.empty())
+    return other.scaled(constantTerm);
   SizePolynomial product;
-  for (const auto &[a, ca] : terms)
-    for (const auto &[b, cb] : other.terms) {
-      if (a.size() + b.size() > kMaxDegree)
-        return std::nullopt;
+  bool ok = true;
+  forEachTerm([&](const Factors &a, int64_t ca) {
+    other.forEachTerm([&](const Factors &b, int64_t cb) {
+      if (!ok || a.size() + b.size() > kMaxDegree) {
+        ok = false;
+        return;
+      }
       Factors monomial;
       std::merge(a.begin(), a.end(), b.begin(), b.end(),
                  std::back_inserter(monomial));
       int64_t coefficient;
-      if (!mulChecked(ca, cb, coefficient) ||
-          !product.add(monomial, coefficient))
-        return std::nullopt;
-    }
-  return product;
+      ok =
+          mulChecked(ca, cb, coefficient) && product.add(monomial, coefficient);
+    });
+  });
+  return ok ? std::optional<SizePolynomial>(std::move(product)) : std::nullopt;
 }
 
 std::optional<int64_t> SizePolynomial::constantValue() const {
   if (terms.empty())
-    return 0;
-  if (terms.size() == 1 && terms.begin()->first.empty())
-    return terms.begin()->second;
+    return constantTerm;
   return std::nullopt;
 }
 
 std::optional<bool> SizePolynomial::nonNegativeForPositiveSizes() const {
+  // Every coefficient >= 0 (the common case) needs no expansion.
+  bool allNonNegative = constantTerm >= 0;
+  for (const auto &[monomial, coefficient] : terms)
+    allNonNegative = allNonNegative && coefficient >= 0;
+  if (allNonNegative)
+    return true;
   // Substitute s = 1 + t for every symbol: each monomial c * prod s^a
   // becomes c * prod sum_k C(a, k) t^k, expanded term by term.
   SizePolynomial shifted;
-  for (const auto &[monomial, coefficient] : terms) {
+  bool ok = true;
+  forEachTerm([&](const Factors &monomial, int64_t coefficient) {
     std::vector<std::pair<Factors, int64_t>> expansion = {{{}, coefficient}};
-    for (size_t i = 0; i < monomial.size();) {
+    for (size_t i = 0; ok && i < monomial.size();) {
       int32_t symbol = monomial[i];
       int64_t power = 0;
       for (; i < monomial.size() && monomial[i] == symbol; ++i)
         ++power;
       std::vector<std::pair<Factors, int64_t>> next;
       for (const auto &[m, c] : expansion)
-        for (int64_t k = 0; k <= power; ++k) {
-          int64_t scaled;
-          if (!mulChecked(c, binomial(power, k), scaled))
-            return std::nullopt;
+        for (int64_t k = 0; ok && k <= power; ++k) {
+          int64_t scaledCoefficient;
+          if (!mulChecked(c, binomial(power, k), scaledCoefficient)) {
+            ok = false;
+            break;
+          }
           Factors grown = m;
           grown.insert(grown.end(), k, symbol);
-          next.emplace_back(std::move(grown), scaled);
-          if (next.size() > kMaxTerms)
-            return std::nullopt;
+          next.emplace_back(std::move(grown), scaledCoefficient);
+          ok = next.size() <= kMaxTerms;
         }
       expansion = std::move(next);
     }
     for (auto &[m, c] : expansion) {
+      if (!ok)
+        break;
       std::sort(m.begin(), m.end());
-      if (!shifted.add(m, c))
-        return std::nullopt;
+      ok = shifted.add(m, c);
     }
-  }
+  });
+  if (!ok)
+    return std::nullopt;
+  if (shifted.constantTerm < 0)
+    return false;
   for (const auto &[monomial, coefficient] : shifted.terms)
     if (coefficient < 0)
       return false;
@@ -170,7 +207,7 @@ SizePolynomial::bound(const std::vector<std::string> &names, int64_t maxTokens,
   if (!mulChecked(maxBatch, maxLen, pair))
     pair = maxTokens;
   pair = std::min(pair, maxTokens);
-  int64_t total = 0;
+  int64_t total = std::max<int64_t>(constantTerm, 0);
   for (const auto &[monomial, coefficient] : terms) {
     if (coefficient <= 0)
       continue;
@@ -206,7 +243,7 @@ std::vector<int32_t> SizePolynomial::symbols() const {
 
 std::string SizePolynomial::str(const std::vector<std::string> &names) const {
   if (terms.empty())
-    return "0";
+    return std::to_string(constantTerm);
   std::string s;
   // Highest degree first, as the planner prints them.
   std::vector<std::pair<Factors, int64_t>> ordered(terms.rbegin(),
@@ -215,6 +252,8 @@ std::string SizePolynomial::str(const std::vector<std::string> &names) const {
                    [](const auto &a, const auto &b) {
                      return a.first.size() > b.first.size();
                    });
+  if (constantTerm != 0)
+    ordered.emplace_back(Factors(), constantTerm);
   for (const auto &[monomial, coefficient] : ordered) {
     bool negative = coefficient < 0;
     uint64_t magnitude = negative ? 0 - static_cast<uint64_t>(coefficient)

@@ -78,7 +78,7 @@ public:
   std::string str(const std::vector<std::string> &names) const;
 
   bool operator==(const SizePolynomial &other) const {
-    return terms == other.terms;
+    return constantTerm == other.constantTerm && terms == other.terms;
   }
   bool operator!=(const SizePolynomial &other) const {
     return !(*this == other);
@@ -87,8 +87,14 @@ public:
 private:
   /// Adds `coefficient` * `monomial`; false on overflow or too many terms.
   bool add(const Factors &monomial, int64_t coefficient);
+  /// Calls f(monomial, coefficient) for every term, the constant first.
+  template <typename F> void forEachTerm(F &&f) const;
+  /// This times `factor`, or nothing on overflow.
+  std::optional<SizePolynomial> scaled(int64_t factor) const;
 
-  std::map<Factors, int64_t> terms; // no zero coefficients
+  // Most dims are static: their constant needs no node of the map.
+  int64_t constantTerm = 0;
+  std::map<Factors, int64_t> terms; // the others; no zero coefficients
 };
 
 /// The value of `dim` for the bound `sizes` (one per symbol), computed with

@@ -39,47 +39,83 @@ std::string argument(const Executable &exe, const Step &step, int a) {
          describeBuffer(exe, step.args(a)) + ")";
 }
 
-/// The dims of access `access` of `step`, as polynomials.
-std::vector<SizePolynomial> accessDims(const Access &access, const Step &step,
-                                       const BufferDims &dims) {
-  std::vector<SizePolynomial> shape;
-  for (const AccessDim &dim : access.dims())
-    shape.push_back(dim.has_size()
-                        ? SizePolynomial::constant(dim.size())
-                        : dims[step.args(access.arg())][dim.arg_dim()]);
-  return shape;
+std::vector<std::string> symbolNames(const Executable &exe) {
+  return {exe.symbols().begin(), exe.symbols().end()};
 }
 
-Status checkGenerated(const Executable &exe, const BufferDims &dims,
-                      const Step &step, const std::string &where,
-                      StepEffects &effects) {
+/// One dim of an access: a static size, or a dim of the argument.
+struct Size {
+  const SizePolynomial *poly = nullptr; // else `constant`
+  int64_t constant = 0;
+
+  bool isOne() const { return poly ? poly->isConstant(1) : constant == 1; }
+  bool operator==(const Size &other) const {
+    if (poly && other.poly)
+      return *poly == *other.poly;
+    if (poly)
+      return poly->isConstant(other.constant);
+    if (other.poly)
+      return other.poly->isConstant(constant);
+    return constant == other.constant;
+  }
+  SizePolynomial value() const {
+    return poly ? *poly : SizePolynomial::constant(constant);
+  }
+  std::string str(const Executable &exe) const {
+    return poly ? poly->str(symbolNames(exe)) : std::to_string(constant);
+  }
+};
+
+Size sizeOf(const AccessDim &dim, const Access &access, const Step &step,
+            const BufferDims &dims) {
+  if (dim.has_size())
+    return {nullptr, dim.size()};
+  return {&dims[step.args(access.arg())][dim.arg_dim()], 0};
+}
+
+/// Whether `access` walks its argument through the argument's own shape.
+bool isOwnShape(const Access &access, const Step &step,
+                const BufferDims &dims) {
+  const std::vector<SizePolynomial> &own = dims[step.args(access.arg())];
+  if (access.dims_size() != static_cast<int>(own.size()))
+    return false;
+  for (int j = 0; j < access.dims_size(); ++j) {
+    const AccessDim &dim = access.dims(j);
+    if (dim.has_size() ? !own[j].isConstant(dim.size()) : dim.arg_dim() != j)
+      return false;
+  }
+  return true;
+}
+
+Status checkGenerated(const Executable &exe, const BufferDims &dims, int e,
+                      int s, StepEffects &effects) {
+  const Step &step = exe.entry_points(e).steps(s);
   const Kernel &kernel = exe.kernels(step.kernel());
-  const std::vector<std::string> names(exe.symbols().begin(),
-                                       exe.symbols().end());
+  auto where = [&] { return describeStep(exe, e, s); };
+  auto compiled = [&] { return describeKernel(exe, step.kernel()); };
   if (step.int_attrs_size() || step.float_attrs_size())
-    return corrupt(where + " passes attributes to generated kernel " +
-                   describeKernel(exe, step.kernel()) + ", which takes none");
+    return corrupt(where() + " passes attributes to generated " + compiled() +
+                   ", which takes none");
   for (int a = 0; a < step.args_size(); ++a) {
     const KernelArg &expected = kernel.args(a);
     const Buffer &buffer = exe.buffers(step.args(a));
-    std::string what = where + ": " + argument(exe, step, a);
+    auto what = [&] { return where() + ": " + argument(exe, step, a); };
     if (buffer.dtype() != expected.dtype())
-      return corrupt(what + " is " + Buffer::DType_Name(buffer.dtype()) +
-                     ", but " + describeKernel(exe, step.kernel()) +
-                     " was compiled for " +
+      return corrupt(what() + " is " + Buffer::DType_Name(buffer.dtype()) +
+                     ", but " + compiled() + " was compiled for " +
                      Buffer::DType_Name(expected.dtype()));
     if (buffer.shape_size() != expected.dims_size())
-      return corrupt(what + " has rank " + std::to_string(buffer.shape_size()) +
-                     ", but " + describeKernel(exe, step.kernel()) +
-                     " was compiled for rank " +
+      return corrupt(what() + " has rank " +
+                     std::to_string(buffer.shape_size()) + ", but " +
+                     compiled() + " was compiled for rank " +
                      std::to_string(expected.dims_size()));
     for (int d = 0; d < expected.dims_size(); ++d)
       if (expected.dims(d) >= 0 &&
           !dims[step.args(a)][d].isConstant(expected.dims(d)))
-        return corrupt(what + ": dim " + std::to_string(d) + " is " +
-                       dims[step.args(a)][d].str(names) + ", but " +
-                       describeKernel(exe, step.kernel()) +
-                       " was compiled for " + std::to_string(expected.dims(d)));
+        return corrupt(what() + ": dim " + std::to_string(d) + " is " +
+                       dims[step.args(a)][d].str(symbolNames(exe)) + ", but " +
+                       compiled() + " was compiled for " +
+                       std::to_string(expected.dims(d)));
     effects.written[a] = expected.written();
     effects.mayShareWithResult[a] = !expected.written();
   }
@@ -89,37 +125,39 @@ Status checkGenerated(const Executable &exe, const BufferDims &dims,
   int rank = 0;
   for (const Access &access : kernel.accesses())
     rank = std::max(rank, access.dims_size());
-  std::vector<std::optional<SizePolynomial>> common(rank);
-  std::vector<std::string> firstSeen(rank);
-  for (const Access &access : kernel.accesses()) {
-    std::vector<SizePolynomial> shape = accessDims(access, step, dims);
+  std::vector<Size> common(rank);
+  std::vector<int> firstSeen(rank, -2); // the access that set it
+  auto seen = [&](int access) {
+    int arg = kernel.accesses(access).arg();
+    return arg < 0 ? std::string("a constant of the kernel")
+                   : argument(exe, step, arg);
+  };
+  for (int i = 0; i < kernel.accesses_size(); ++i) {
+    const Access &access = kernel.accesses(i);
     int lead = rank - access.dims_size();
     for (int j = 0; j < access.dims_size(); ++j) {
-      const SizePolynomial &size = shape[j];
-      if (size.isConstant(1))
+      Size size = access.arg() < 0 ? Size{nullptr, access.dims(j).size()}
+                                   : sizeOf(access.dims(j), access, step, dims);
+      if (size.isOne())
         continue;
       int d = lead + j;
-      std::string seen = access.arg() < 0
-                             ? std::string("a constant of the kernel")
-                             : argument(exe, step, access.arg());
-      if (!common[d]) {
+      if (firstSeen[d] == -2) {
         common[d] = size;
-        firstSeen[d] = seen;
-      } else if (*common[d] != size) {
-        return corrupt(where + ": " + describeKernel(exe, step.kernel()) +
-                       " lines up " + seen + " (size " + size.str(names) +
-                       ") with " + firstSeen[d] + " (size " +
-                       common[d]->str(names) + ") along dim " +
-                       std::to_string(d) + " of its domain");
+        firstSeen[d] = i;
+      } else if (!(common[d] == size)) {
+        return corrupt(where() + ": " + compiled() + " lines up " + seen(i) +
+                       " (size " + size.str(exe) + ") with " +
+                       seen(firstSeen[d]) + " (size " + common[d].str(exe) +
+                       ") along dim " + std::to_string(d) + " of its domain");
       }
     }
-    if (access.arg() < 0)
+    if (access.arg() < 0 || isOwnShape(access, step, dims))
       continue;
-    // The access must not cover more elements than the buffer holds.
+    // A view of the argument must not cover more elements than it holds.
     std::optional<SizePolynomial> covered = SizePolynomial::constant(1);
-    for (const SizePolynomial &size : shape)
+    for (const AccessDim &dim : access.dims())
       if (covered)
-        covered = covered->times(size);
+        covered = covered->times(sizeOf(dim, access, step, dims).value());
     const Buffer &buffer = exe.buffers(step.args(access.arg()));
     std::optional<SizePolynomial> held =
         SizePolynomial::product(buffer.shape(), 1);
@@ -128,8 +166,7 @@ Status checkGenerated(const Executable &exe, const BufferDims &dims,
     std::optional<bool> fits =
         spare ? spare->nonNegativeForPositiveSizes() : std::nullopt;
     if (!fits || !*fits)
-      return corrupt(where + ": " + describeKernel(exe, step.kernel()) +
-                     " walks more elements of " +
+      return corrupt(where() + ": " + compiled() + " walks more elements of " +
                      argument(exe, step, access.arg()) + " than it holds");
   }
   return Status::success();
@@ -193,46 +230,56 @@ Status checkLibraryRanks(const std::string &kernel, const abi::CallAttrs &attrs,
   return Status::success();
 }
 
-Status checkLibrary(const Executable &exe, const Step &step,
-                    const std::string &where, StepEffects &effects) {
+Status checkLibrary(const Executable &exe, int e, int s, StepEffects &effects) {
+  const Step &step = exe.entry_points(e).steps(s);
   const Kernel &kernel = exe.kernels(step.kernel());
   const abi::LibrarySignature *signature =
       abi::librarySignature(kernel.symbol());
   if (!signature)
     return Status::success(); // the device refuses what it does not have
-  std::string what = where + " (" + describeKernel(exe, step.kernel()) + ")";
-  abi::CallAttrs attrs;
+  auto what = [&] {
+    return describeStep(exe, e, s) + " (" + describeKernel(exe, step.kernel()) +
+           ")";
+  };
+  abi::CallAttrs &attrs = effects.attrs;
   attrs.ints.assign(step.int_attrs().begin(), step.int_attrs().end());
   attrs.floats.assign(step.float_attrs().begin(), step.float_attrs().end());
-  LOOM_RETURN_IF_ERROR(
-      abi::checkLibraryAttrs(kernel.symbol(), attrs).withContext(what));
+  if (Status decoded = abi::checkLibraryAttrs(kernel.symbol(), attrs);
+      !decoded.ok())
+    return decoded.withContext(what());
   ErrorOr<std::vector<const abi::LibraryArg *>> args =
       abi::libraryCallArgs(*signature, attrs, step.args_size());
   if (!args)
-    return args.status().withContext(what);
-  std::vector<int> ranks;
-  std::vector<const Dim *> lastDims;
+    return args.status().withContext(what());
+  std::vector<int> &ranks = effects.ranks;
+  std::vector<const Dim *> &lastDims = effects.lastDims;
+  ranks.clear();
+  lastDims.clear();
   for (int a = 0; a < step.args_size(); ++a) {
     const abi::LibraryArg &spec = *(*args)[a];
     const Buffer &buffer = exe.buffers(step.args(a));
     DType dtype = *dtypeOfWire(buffer.dtype());
     int rank = buffer.shape_size();
-    std::string tensor =
-        what + ": " + argument(exe, step, a) + ", tensor '" + spec.name + "',";
+    auto tensor = [&] {
+      return what() + ": " + argument(exe, step, a) + ", tensor '" + spec.name +
+             "',";
+    };
     if (!(spec.dtypes & abi::dtypeBit(dtype)))
-      return corrupt(tensor + " is " + dtypeName(dtype) + ", which " +
+      return corrupt(tensor() + " is " + dtypeName(dtype) + ", which " +
                      kernel.symbol() + " does not take there");
     if (rank < spec.minRank ||
         (spec.maxRank != abi::kAnyRank && rank > spec.maxRank))
-      return corrupt(tensor + " has rank " + std::to_string(rank) + ", which " +
-                     kernel.symbol() + " does not take there");
+      return corrupt(tensor() + " has rank " + std::to_string(rank) +
+                     ", which " + kernel.symbol() + " does not take there");
     effects.written[a] = spec.written;
     effects.mayShareWithResult[a] = spec.mayShareWithResult;
     ranks.push_back(rank);
     lastDims.push_back(rank ? &buffer.shape(rank - 1) : nullptr);
   }
-  return checkLibraryRanks(kernel.symbol(), attrs, ranks, lastDims)
-      .withContext(what);
+  if (Status fits = checkLibraryRanks(kernel.symbol(), attrs, ranks, lastDims);
+      !fits.ok())
+    return fits.withContext(what());
+  return Status::success();
 }
 
 } // namespace
@@ -277,28 +324,26 @@ Status validateGeneratedKernel(const Executable &exe, int k) {
     }
   }
   // Whatever the kernel writes, it writes through an access.
+  std::vector<bool> accessed(kernel.args_size(), false);
+  for (const Access &access : kernel.accesses())
+    if (access.arg() >= 0)
+      accessed[access.arg()] = true;
   for (int a = 0; a < kernel.args_size(); ++a) {
-    bool accessed = false;
-    for (const Access &access : kernel.accesses())
-      accessed |= access.arg() == a;
-    if (kernel.args(a).written() && !accessed)
+    if (kernel.args(a).written() && !accessed[a])
       return corrupt(where + " writes argument " + std::to_string(a) +
                      " through no recorded access");
   }
   return Status::success();
 }
 
-ErrorOr<StepEffects> checkStep(const Executable &exe, const BufferDims &dims,
-                               const Step &step, const std::string &where) {
-  StepEffects effects;
-  effects.written.assign(step.args_size(), false);
-  effects.mayShareWithResult.assign(step.args_size(), false);
-  const Kernel &kernel = exe.kernels(step.kernel());
-  if (kernel.kind() == Kernel::GENERATED)
-    LOOM_RETURN_IF_ERROR(checkGenerated(exe, dims, step, where, effects));
-  else
-    LOOM_RETURN_IF_ERROR(checkLibrary(exe, step, where, effects));
-  return effects;
+Status checkStep(const Executable &exe, const BufferDims &dims, int entry,
+                 int step, StepEffects &effects) {
+  const Step &proto = exe.entry_points(entry).steps(step);
+  effects.written.assign(proto.args_size(), false);
+  effects.mayShareWithResult.assign(proto.args_size(), false);
+  if (exe.kernels(proto.kernel()).kind() == Kernel::GENERATED)
+    return checkGenerated(exe, dims, entry, step, effects);
+  return checkLibrary(exe, entry, step, effects);
 }
 
 } // namespace loom::runtime

@@ -11,6 +11,7 @@
 #define LOOM_RUNTIME_STEPVALIDATION_H
 
 #include "abi/Error.h"
+#include "abi/LibraryCalls.h"
 #include "runtime/SizePolynomial.h"
 #include "runtime/executable.pb.h"
 
@@ -23,10 +24,17 @@ namespace loom::runtime {
 using BufferDims = std::vector<std::vector<SizePolynomial>>;
 
 /// What a step does with each of its arguments, by its kernel's signature.
+/// One is reused from step to step, with its scratch, so that validating
+/// thousands of steps allocates little.
 struct StepEffects {
   std::vector<bool> written;
   /// Read arguments a written one may occupy exactly (in place).
   std::vector<bool> mayShareWithResult;
+
+  // Scratch of checkStep.
+  abi::CallAttrs attrs;
+  std::vector<int> ranks;
+  std::vector<const Dim *> lastDims;
 };
 
 /// Checks the records of generated kernel `k` (Kernel.args, accesses)
@@ -36,12 +44,11 @@ Status validateGeneratedKernel(const Executable &exe, int k);
 /// Checks `step` against the signature of the kernel it calls: the count,
 /// dtype and rank of its buffers, attributes that decode and fit them, and
 /// for a generated kernel the static sizes it was compiled with and dims
-/// that line up along its domain. `where` names the step. A library kernel
+/// that line up along its domain. A library kernel
 /// this runtime does not know is left to the device, which refuses it when
-/// it loads the code; its effects are then unknown and reported as all
-/// written.
-ErrorOr<StepEffects> checkStep(const Executable &exe, const BufferDims &dims,
-                               const Step &step, const std::string &where);
+/// it loads the code; its arguments are then reported as read.
+Status checkStep(const Executable &exe, const BufferDims &dims, int entry,
+                 int step, StepEffects &effects);
 
 } // namespace loom::runtime
 

@@ -634,8 +634,9 @@ TEST(SizePolynomial, ProvesNonNegativityBySubstitution) {
   runtime::SizePolynomial p = dim({{1, 1, 0}, {-1, 0}, {2, 0, 1}});
   EXPECT_EQ(p.str({"batch", "len"}), "3*batch*len - batch");
   // Coefficients whose expansion overflows are not proven.
-  EXPECT_FALSE(
-      dim({{INT64_MAX, 0, 0, 0, 0}}).nonNegativeForPositiveSizes().has_value());
+  EXPECT_FALSE(dim({{INT64_MAX, 0, 0, 0, 0}, {-1}})
+                   .nonNegativeForPositiveSizes()
+                   .has_value());
   // Nor are monomials of too many factors taken at all.
   runtime::Dim huge;
   runtime::Monomial *m = huge.mutable_poly()->add_terms();
