@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <dlfcn.h>
+#include <link.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -63,6 +64,20 @@ ErrorOr<void *> openSharedObject(const std::string &code) {
                                dlerror(),
                            ErrorCode::Corrupt);
   return handle;
+}
+
+/// Whether `address` lies in the object `library` (a dlopen handle), not
+/// in one of the objects it depends on.
+bool definedIn(void *library, void *address) {
+  struct link_map *own = nullptr;
+  if (dlinfo(library, RTLD_DI_LINKMAP, &own) != 0 || !own)
+    return false;
+  Dl_info info;
+  struct link_map *found = nullptr;
+  if (!dladdr1(address, &info, reinterpret_cast<void **>(&found),
+               RTLD_DL_LINKMAP))
+    return false;
+  return found == own;
 }
 
 /// The broadcast domain of a generated kernel's arguments: rows (all dims
@@ -158,6 +173,10 @@ CpuDevice::loadCode(const Executable &exe) {
     void *fn = nullptr;
     if (kernel.kind() == Kernel::GENERATED) {
       fn = dlsym(code->library, kernel.symbol().c_str());
+      // dlsym also finds what the code's own dependencies define (the C
+      // library's functions): only the code's own symbols are kernels.
+      if (fn && !definedIn(code->library, fn))
+        fn = nullptr;
       if (!fn)
         return Status::failure("kernel '" + kernel.name() + "': symbol '" +
                                    kernel.symbol() +
@@ -201,9 +220,8 @@ Status CpuDevice::launch(runtime::DeviceCode &deviceCode, int kernel,
   const int64_t *dimv = dims.data();
   if (code.parallel[kernel] && rows * cols >= 2 * kParallelElements) {
     int64_t grain = std::max<int64_t>(1, kParallelElements / cols);
-    threadPool.parallelFor(rows, grain, [&](int64_t b, int64_t e) {
-      fn(argv, dimv, b, e);
-    });
+    threadPool.parallelFor(rows, grain,
+                           [&](int64_t b, int64_t e) { fn(argv, dimv, b, e); });
   } else {
     fn(argv, dimv, 0, rows);
   }
