@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -15,6 +16,11 @@ namespace loom {
 ErrorOr<std::vector<std::string>> readInputLines(const std::string &path) {
   std::ifstream file;
   if (!path.empty()) {
+    // A directory opens, then throws from inside the stream on reading.
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+      return Status::failure("'" + path + "' is a directory, not a file",
+                             ErrorCode::InvalidArgument);
     file.open(path, std::ios::binary);
     if (!file)
       return Status::failure("cannot open '" + path +

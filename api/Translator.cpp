@@ -65,6 +65,29 @@ Status checkVocabulary(const text::Tokenizer &tokenizer,
 
 } // namespace
 
+Status checkTranslatorFiles(const runtime::Program &program,
+                            const text::Tokenizer &tokenizer,
+                            const std::string &weights) {
+  for (const char *entry : {abi::kEncode, abi::kDecodeStep})
+    if (!program.hasEntry(entry))
+      return Status::failure("the executable has no @" + std::string(entry) +
+                                 "; it cannot translate",
+                             ErrorCode::Unsupported);
+  // The vocabulary must be the one the model was trained with, or at least
+  // fit its embeddings.
+  for (const char *table : {"src_embed.weight", "tgt_embed.weight"})
+    if (const runtime::Program::StateTensor *embed = program.stateTensor(table))
+      if (embed->shape.empty() || embed->shape[0] < tokenizer.vocabSize())
+        return Status::failure(
+            "the vocabulary has " + std::to_string(tokenizer.vocabSize()) +
+                " pieces, more than the model's " + table + " rows (" +
+                (embed->shape.empty() ? std::string("none")
+                                      : std::to_string(embed->shape[0])) +
+                ")",
+            ErrorCode::InvalidArgument);
+  return checkVocabulary(tokenizer, weights);
+}
+
 ErrorOr<std::unique_ptr<Translator>>
 Translator::open(const std::string &dir, const TranslatorOptions &options) {
   std::string exePath = options.executable.empty()
@@ -88,25 +111,7 @@ ErrorOr<std::unique_ptr<Translator>>
 Translator::create(std::shared_ptr<const runtime::Program> program,
                    text::Tokenizer tokenizer, const std::string &weights,
                    int threads) {
-  for (const char *entry : {abi::kEncode, abi::kDecodeStep})
-    if (!program->hasEntry(entry))
-      return Status::failure("the executable has no @" + std::string(entry) +
-                                 "; it cannot translate",
-                             ErrorCode::Unsupported);
-  // The vocabulary must be the one the model was trained with, or at least
-  // fit its embeddings.
-  for (const char *table : {"src_embed.weight", "tgt_embed.weight"})
-    if (const runtime::Program::StateTensor *embed =
-            program->stateTensor(table))
-      if (embed->shape.empty() || embed->shape[0] < tokenizer.vocabSize())
-        return Status::failure(
-            "the vocabulary has " + std::to_string(tokenizer.vocabSize()) +
-                " pieces, more than the model's " + table + " rows (" +
-                (embed->shape.empty() ? std::string("none")
-                                      : std::to_string(embed->shape[0])) +
-                ")",
-            ErrorCode::InvalidArgument);
-  LOOM_RETURN_IF_ERROR(checkVocabulary(tokenizer, weights));
+  LOOM_RETURN_IF_ERROR(checkTranslatorFiles(*program, tokenizer, weights));
   // The device the executable was compiled for.
   bool cpu = program->executable().target() == runtime::Executable::CPU;
   ErrorOr<std::shared_ptr<runtime::Device>> device =

@@ -48,8 +48,17 @@ inline constexpr const char kVocabularyChecksumKey[] = "vocabulary_crc32";
 /// The CRC-32 of a vocabulary's serialized model, as 8 hex digits.
 std::string vocabularyChecksum(const text::Tokenizer &tokenizer);
 
+/// Whether the three files of a translator belong together: the executable
+/// has @encode and @decode_step, the vocabulary fits its embeddings, and
+/// the weights (by their header) were trained with this vocabulary when
+/// they record it. What Translator::create checks, for tools that ship the
+/// files without opening them (`loom export`).
+Status checkTranslatorFiles(const runtime::Program &program,
+                            const text::Tokenizer &tokenizer,
+                            const std::string &weights);
+
 struct TranslatorOptions {
-  /// CPU threads; <= 0 uses one per hardware thread.
+  /// CPU threads; 0 uses one per hardware thread (at most 1024).
   int threads = 0;
   /// Files to use instead of the folder's own (empty: the folder's).
   std::string executable;

@@ -119,9 +119,13 @@ public:
 
 /// The kinds of device this runtime was built with ("cpu", ...).
 std::vector<std::string> deviceKinds();
-/// A device of `kind` using `threads` host threads (<= 0: all). Fails with
-/// NotFound for a kind this runtime lacks and Unsupported when the machine
-/// has no such device, so a test can skip it.
+/// The most host threads a device takes.
+constexpr int kMaxThreads = 1024;
+
+/// A device of `kind` using `threads` host threads (0: one per hardware
+/// thread; at most kMaxThreads). Fails with InvalidArgument for another
+/// count, NotFound for a kind this runtime lacks and Unsupported when the
+/// machine has no such device, so a test can skip it.
 ErrorOr<std::shared_ptr<Device>> openDevice(const std::string &kind,
                                             int threads = 0);
 

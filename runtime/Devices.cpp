@@ -14,6 +14,14 @@ std::vector<std::string> deviceKinds() { return {"cpu"}; }
 
 ErrorOr<std::shared_ptr<Device>> openDevice(const std::string &kind,
                                             int threads) {
+  // Checked here, for every device: a negative count used to mean "all",
+  // and 100000 threads crashed inside the BLAS library.
+  if (threads < 0 || threads > kMaxThreads)
+    return Status::failure("threads must be 0 (one per hardware thread) or "
+                           "between 1 and " +
+                               std::to_string(kMaxThreads) + ", got " +
+                               std::to_string(threads),
+                           ErrorCode::InvalidArgument);
   if (kind == "cpu")
     return std::shared_ptr<Device>(std::make_shared<cpu::CpuDevice>(threads));
   if (kind == "cuda")

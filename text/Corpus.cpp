@@ -5,6 +5,7 @@
 #include "text/LineReader.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 namespace loom::text {
@@ -73,6 +74,10 @@ size_t findInvalidUtf8(const std::string &text) {
 
 ErrorOr<std::vector<std::string>> readLines(const std::string &path) {
   using Result = ErrorOr<std::vector<std::string>>;
+  // A directory opens, then throws from inside the stream on reading.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return Result::failure(path + " is a directory, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return Result::failure("cannot open " + path);

@@ -62,7 +62,7 @@ typedef struct loom_translator loom_translator;
 typedef struct loom_result loom_result;
 
 typedef struct loom_translator_options {
-  int threads;            /* <= 0: one per hardware thread */
+  int threads;            /* 0: one per hardware thread; at most 1024 */
   const char *executable; /* NULL: <folder>/translate.loomx */
   const char *weights;    /* NULL: <folder>/model.safetensors */
 } loom_translator_options;

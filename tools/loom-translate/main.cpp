@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "api/TranslateStream.h"
+#include "tools/CommandLine.h"
 #include "tools/ProcessExit.h"
 #include "tools/TranslateFlags.h"
 
@@ -41,7 +42,12 @@ int main(int argc, char **argv) {
                  "The translator folder (default: the folder of this "
                  "binary)");
   loom::addTranslateFlags(&app, input, opening, options);
-  CLI11_PARSE(app, argc, argv);
+  loom::makeStrict(app, "loom-translate");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return loom::usageExit(app, e);
+  }
 
   auto fail = [](const loom::Status &status) {
     std::fprintf(stderr, "loom-translate: error: %s\n",

@@ -92,8 +92,10 @@ loadCpuSession(runtime::Executable exe, int threads) {
   auto program = runtime::Program::create(std::move(exe));
   if (!program)
     return toError(program.status());
-  auto device = std::make_shared<cpu::CpuDevice>(threads);
-  return toExpected(runtime::Session::create(*program, device));
+  auto device = runtime::openDevice("cpu", threads);
+  if (!device)
+    return toError(device.status());
+  return toExpected(runtime::Session::create(*program, *device));
 }
 
 int cpuThreads(runtime::Session &session) {

@@ -12,6 +12,7 @@
 
 #include "tools/loom/Demo.h"
 
+#include "tools/loom/Common.h"
 #include "tools/loom/CpuBackend.h"
 
 #include "frontend/Config.h"
@@ -53,10 +54,7 @@ double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-int fail(llvm::Error err) {
-  llvm::errs() << "loom demo: " << llvm::toString(std::move(err)) << "\n";
-  return 1;
-}
+int fail(llvm::Error err) { return cli::fail("demo", std::move(err)); }
 
 /// One @train_step; returns the batch's loss, or an error when it is not
 /// finite (the parameters are then already updated, and the demo stops).
@@ -79,9 +77,18 @@ int loom::runDemo(const DemoOptions &options) {
   else if (options.task != "reverse")
     return fail(llvm::createStringError("unknown task '" + options.task +
                                         "' (expected reverse or copy)"));
-  if (options.steps <= 0 || options.batch <= 0)
-    return fail(
-        llvm::createStringError("--steps and --batch must be positive"));
+  // Bounded so that a typo is refused rather than allocated or run for
+  // days: the demo is a minute's training of the tiny model.
+  constexpr int64_t kMaxSteps = 1000000, kMaxBatch = 4096, kMaxHeldOut = 100000;
+  if (options.steps <= 0 || options.steps > kMaxSteps || options.batch <= 0 ||
+      options.batch > kMaxBatch || options.heldOut < 1 ||
+      options.heldOut > kMaxHeldOut || options.warmup < 1 ||
+      !(options.lrScale > 0) || !std::isfinite(options.lrScale))
+    return fail(llvm::createStringError(llvm::formatv(
+        "--steps must be in [1, {0}], --batch in [1, {1}], --held-out in "
+        "[1, {2}], --warmup at least 1 and --lr-scale a finite positive "
+        "number",
+        kMaxSteps, kMaxBatch, kMaxHeldOut)));
 
   auto config = presetConfig("tiny");
   if (!config)

@@ -93,9 +93,17 @@ llvm::Error exportModel(const ExportOptions &o) {
     return error("unknown --cpu '" + o.cpu + "'; the choices are " +
                  abi::cpuLevelList());
   std::error_code ec;
-  if (std::filesystem::exists(o.out, ec) &&
-      std::filesystem::equivalent(o.out, o.model, ec))
-    return error("--out must not be the model directory itself");
+  if (llvm::Error err = checkOutputDir(o.out, "--out"))
+    return err;
+  // Not the model directory, nor any folder inside it: the folder's files
+  // would land among the model's (in checkpoints/, a config.pbtxt and a
+  // lib/ beside the checkpoints).
+  std::filesystem::path model = std::filesystem::weakly_canonical(o.model, ec);
+  std::filesystem::path out = std::filesystem::weakly_canonical(o.out, ec);
+  for (std::filesystem::path at = out; !at.empty() && at != at.parent_path();
+       at = at.parent_path())
+    if (at == model)
+      return error("--out must not be the model directory or inside it");
   auto config = loadConfig(o.model + "/" + kModelConfig);
   if (!config)
     return config.takeError();
@@ -131,6 +139,14 @@ llvm::Error exportModel(const ExportOptions &o) {
   // level could not have here.
   if (llvm::Error err =
           toError(runtime::checkParametersFile(*program, weights)))
+    return err;
+  // The vocabulary is loaded, not only copied: a damaged or foreign one
+  // would make a folder that fails (or translates garbage) where it ships.
+  auto tokenizer = toExpected(text::Tokenizer::loadFile(vocabulary));
+  if (!tokenizer)
+    return tokenizer.takeError();
+  if (llvm::Error err =
+          toError(checkTranslatorFiles(*program, *tokenizer, weights)))
     return err;
 
   std::filesystem::create_directories(o.out + "/lib", ec);

@@ -6,10 +6,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tools/CommandLine.h"
 #include "tools/ProcessExit.h"
 #include "tools/loom/Commands.h"
 
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
 #include <exception>
@@ -19,6 +21,7 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   CLI::App app("Loom: a compiler for Transformer models", "loom");
   app.require_subcommand(1);
+  loom::makeStrict(app, "loom");
   int exitCode = 0;
   loom::cli::addCompileCommand(app, exitCode);
   loom::cli::addForwardCommand(app, exitCode);
@@ -35,7 +38,7 @@ int main(int argc, char **argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
     // Usage errors exit 1 like every other refusal; --help exits 0.
-    return app.exit(e) == 0 ? 0 : 1;
+    return loom::usageExit(app, e);
   } catch (const std::bad_alloc &) {
     // What reports out-of-memory as a Status does so with a better message;
     // this is for the allocations that throw (a container grown without
@@ -46,5 +49,11 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "loom: error: %s\n", e.what());
     exitCode = 1;
   }
+  // llvm::outs() is buffered and flushed by its static destructor, which
+  // the exit below does not run.
+  llvm::outs().flush();
+  llvm::errs().flush();
+  if (llvm::outs().has_error() && exitCode == 0)
+    exitCode = 1;
   return loom::exitWithoutLibraryDestructors(exitCode);
 }
