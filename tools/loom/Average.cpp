@@ -78,6 +78,11 @@ llvm::Error average(const AverageOptions &o) {
         continue;
       ++params;
       // One NaN would make the average NaN.
+      // Integers would be averaged into fractions no integer tensor holds.
+      if (tensor.dtype != "F32" && tensor.dtype != "F64" &&
+          tensor.dtype != "F16" && tensor.dtype != "BF16")
+        return error("'" + path + "': tensor '" + name + "' has dtype " +
+                     tensor.dtype + "; only float parameters are averaged");
       if (std::optional<NonFinite> bad = firstNonFinite(tensor))
         return error("'" + path + "': tensor '" + name + "' holds " +
                      bad->describe());

@@ -11,6 +11,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -71,7 +72,15 @@ llvm::Error checkInputFile(const std::string &path, llvm::StringRef what) {
 bool sameFile(const std::string &a, const std::string &b) {
   std::error_code ec;
   bool same = std::filesystem::equivalent(a, b, ec);
-  return !ec && same;
+  if (!ec)
+    return same;
+  // One does not exist yet (two outputs of one command): the same path
+  // once `.`, `..` and links are resolved.
+  std::filesystem::path pa = std::filesystem::weakly_canonical(a, ec);
+  if (ec)
+    return false;
+  std::filesystem::path pb = std::filesystem::weakly_canonical(b, ec);
+  return !ec && pa == pb;
 }
 
 llvm::Error checkOutputFile(const std::string &path, llvm::StringRef what,
@@ -182,12 +191,21 @@ loadWeights(const std::string &path,
       return error(formatv("tensor '{0}' in '{1}' has dtype {2}; parameters "
                            "must be floats",
                            name, path, tensor.dtype));
+    // As runtime::loadParameters refuses them for the compiled backend.
+    if (std::optional<NonFinite> bad = firstNonFinite(tensor))
+      return error(formatv("weights '{0}': parameter '{1}' holds {2}", path,
+                           name, bad->describe()));
     auto values = toDoubles(tensor);
     if (!values)
       return error(
           formatv("tensor '{0}' in '{1}': {2}", name, path, values.error()));
-    for (double &v : *values)
+    for (double &v : *values) {
       v = roundToKind(v, DType::F32);
+      if (!std::isfinite(v))
+        return error(formatv("weights '{0}': parameter '{1}' holds a value "
+                             "beyond the range of f32",
+                             path, name));
+    }
     params[name] = HostTensor(shape, DType::F32, std::move(*values));
   }
   return params;

@@ -59,7 +59,8 @@ llvm::Error checkOutputFile(const std::string &path, llvm::StringRef what,
 /// files at the root of the file system) or an existing non-directory.
 llvm::Error checkOutputDir(const std::string &path, llvm::StringRef what);
 
-/// Whether `a` and `b` name the same existing file (through links too).
+/// Whether `a` and `b` name the same file (through links too), or, when
+/// one does not exist yet, the same path.
 bool sameFile(const std::string &a, const std::string &b);
 
 /// The token ids of a file: one sentence per line, space-separated ids.

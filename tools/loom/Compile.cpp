@@ -79,6 +79,12 @@ llvm::Error compile(const CompileOptions &options) {
     if (llvm::Error err = checkOutputFile(options.output, "--output",
                                           {options.model.configPath}))
       return err;
+  if (!options.report.empty())
+    if (llvm::Error err =
+            checkOutputFile(options.report, "--report",
+                            {options.model.configPath,
+                             options.output == "-" ? "" : options.output}))
+      return err;
   // Checked before the pipeline runs, which takes a while.
   if (!abi::isCpuLevel(options.cpu))
     return error("unknown --cpu '" + options.cpu + "'; the choices are " +

@@ -35,6 +35,14 @@ std::string staleReason(const runtime::Executable &exe,
            ", this is " + kLoomVersion;
   if (exe.config_text() != configText)
     return "it was compiled for another config";
+  // Smaller bounds than translating needs would refuse valid batches.
+  int64_t limit = config.max_len(), rows = kTranslateBatch * kTranslateBeam;
+  if (exe.max_tokens() != rows * limit || exe.max_len() != limit ||
+      exe.max_batch() != rows)
+    return "it was compiled for other bounds (max-tokens " +
+           std::to_string(exe.max_tokens()) + ", max-len " +
+           std::to_string(exe.max_len()) + ", max-batch " +
+           std::to_string(exe.max_batch()) + ")";
   if (exe.cpu_target().level() != cpu)
     return "it was compiled for --cpu " + exe.cpu_target().level() + ", not " +
            cpu.str();

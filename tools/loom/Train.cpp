@@ -219,6 +219,9 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
     if (!o.model.preset.empty() || !o.model.configPath.empty())
       return fail(error("--resume takes the model from '" + dir +
                         "/config.pbtxt'; leave out --preset and --config"));
+    if (o.vocabSize != 0)
+      return fail(error("--resume takes the vocabulary from '" + dir +
+                        "/spm.model'; leave out --vocab-size"));
     if (checkpoints->empty())
       return fail(error("--resume: '" + dir +
                         "/checkpoints' holds no checkpoint to resume from"));
