@@ -419,10 +419,13 @@ TEST_F(ExecutableFile, RefusesATemporaryWithoutASlice) {
   exe.mutable_buffers(kWeight)->set_arena_offset(0);
   EXPECT_REFUSED(exe, "buffer 'src_embed.weight' (#0) is persistent but has "
                       "an arena slice");
+  // A static shape is held to its slice with the file's structure.
   exe = makeExecutable();
-  exe.mutable_buffers(kHidden)->mutable_shape(0)->set_size(128);
+  exe.mutable_buffers(kHidden)->mutable_shape(0)->set_size(2);
+  exe.mutable_buffers(kHidden)->mutable_shape(1)->set_size(4);
   exe.mutable_buffers(kHidden)->set_max_bytes(64);
-  EXPECT_REFUSED(exe, "buffer 'train_step/%0' (#4) needs ");
+  EXPECT_REFUSED(exe, "buffer 'train_step/%0' (#4) needs 256 bytes but its "
+                      "slice holds 64");
 }
 
 TEST_F(ExecutableFile, RefusesAKernelArityMismatch) {
