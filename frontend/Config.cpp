@@ -31,13 +31,24 @@ public:
   void AddError(int line, google::protobuf::io::ColumnNumber column,
                 const std::string &message) override {
     if (error.empty())
-      error = formatv("{0}:{1}:{2}: {3}", source, line + 1,
-                      fieldColumn(line, column, message) + 1, message);
+      error =
+          formatv("{0}:{1}:{2}: {3}", source, line + 1,
+                  fieldColumn(line, column, message) + 1, shortened(message));
   }
 
   std::string error;
 
 private:
+  /// Protobuf quotes the offending token whole; a 100000-digit number
+  /// would make a 100 KB error line.
+  static std::string shortened(const std::string &message) {
+    constexpr size_t kMax = 200;
+    if (message.size() <= kMax)
+      return message;
+    return message.substr(0, kMax) + "... (" +
+           std::to_string(message.size() - kMax) + " more bytes)";
+  }
+
   /// For an unknown field the parser stands after its name; point at the
   /// name itself, where an editor should put the cursor.
   int fieldColumn(int line, int column, llvm::StringRef message) const {
@@ -165,9 +176,11 @@ llvm::Error validateConfig(TransformerConfig &c) {
   if (!(c.layer_norm_eps() > 0.0 && c.layer_norm_eps() < 1.0))
     return fieldError(formatv("layer_norm_eps must be in (0, 1), got {0}",
                               c.layer_norm_eps()));
-  if (c.max_len() < 0)
+  // Every sequence holds bos or eos besides its tokens.
+  if (c.max_len() < 0 || c.max_len() == 1)
     return fieldError(
-        formatv("max_len must not be negative, got {0}", c.max_len()));
+        formatv("max_len must be at least 2 (0: the default {0}), got {1}",
+                kDefaultMaxLen, c.max_len()));
   if (c.max_len() > kMaxSequenceLength)
     return fieldError(formatv("max_len must be at most {0}, got {1}",
                               kMaxSequenceLength, c.max_len()));

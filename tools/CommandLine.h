@@ -15,6 +15,7 @@
 #include "CLI/CLI.hpp"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -32,9 +33,13 @@ inline std::string strictNumberProblem(const std::string &type,
     return "an empty value is not a number";
   errno = 0;
   char *end = nullptr;
-  if (isFloat)
-    std::strtod(value.c_str(), &end);
-  else if (isUint && value.find('-') != std::string::npos)
+  if (isFloat) {
+    // Only overflow: a value too small for a double rounds towards 0 as
+    // the user would expect.
+    double parsed = std::strtod(value.c_str(), &end);
+    if (errno == ERANGE && !std::isinf(parsed))
+      errno = 0;
+  } else if (isUint && value.find('-') != std::string::npos)
     return "'" + value + "' is negative";
   else if (isUint)
     std::strtoull(value.c_str(), &end, 10);

@@ -4,6 +4,8 @@
 // int64_t rowEnd)`, with a loop over rows and, per row, a loop of whole
 // vectors (the host's width) and a loop over the remaining columns.
 // RUN: loom-opt %s --loom-lower-regions-cpu | FileCheck %s
+// What loom-opt prints it parses back.
+// RUN: loom-opt %s --loom-lower-regions-cpu | loom-opt > /dev/null
 
 // The libc functions that scratch buffers use.
 // CHECK-DAG: llvm.func @malloc(i64) -> !llvm.ptr

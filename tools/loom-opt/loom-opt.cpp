@@ -68,7 +68,12 @@ struct LowerRegionsCpuPass
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  registry.insert<loom::LoomDialect, mlir::func::FuncDialect>();
+  // Every dialect loom-opt can print is one it parses back: the CPU
+  // lowering's output is LLVM, arith, math, scf, cf and vector IR.
+  registry.insert<loom::LoomDialect, mlir::func::FuncDialect,
+                  mlir::arith::ArithDialect, mlir::cf::ControlFlowDialect,
+                  mlir::LLVM::LLVMDialect, mlir::math::MathDialect,
+                  mlir::scf::SCFDialect, mlir::vector::VectorDialect>();
   loom::registerLoomPasses();
   loom::registerCompilePipeline();
   mlir::registerCanonicalizerPass();

@@ -140,8 +140,9 @@ readIdFile(const std::string &path, llvm::StringRef what, int64_t vocab,
     for (llvm::StringRef token : tokens) {
       int64_t id;
       if (token.getAsInteger(10, id))
-        return error(
-            formatv("{0}: '{1}' is not an integer token id", where, token));
+        return error(formatv("{0}: '{1}{2}' is not an integer token id", where,
+                             token.take_front(40),
+                             token.size() > 40 ? "..." : ""));
       if (id < 0 || id >= vocab)
         return error(formatv("{0}: id {1} is outside [0, {2}) ({3} is {2})",
                              where, id, vocab, vocabField));

@@ -148,6 +148,18 @@ llvm::Error exportModel(const ExportOptions &o) {
   if (llvm::Error err =
           toError(checkTranslatorFiles(*program, *tokenizer, weights)))
     return err;
+  // The values too, not only the header: a folder that ships NaN weights
+  // (or a tensor that fails its checksum) fails wherever it goes.
+  if (llvm::Error err = toError(readSafetensors(
+          weights, [](const SafeTensorFile &) { return Status::success(); },
+          [&](const std::string &name, SafeTensor &tensor) {
+            if (std::optional<NonFinite> bad = firstNonFinite(tensor))
+              return Status::failure("weights '" + weights + "': parameter '" +
+                                         name + "' holds " + bad->describe(),
+                                     ErrorCode::InvalidArgument);
+            return Status::success();
+          })))
+    return err;
 
   std::filesystem::create_directories(o.out + "/lib", ec);
   if (ec)
