@@ -11,8 +11,8 @@ is left alone.
                                           the executable seeds as well
 
 The executable seeds are compiled by `loom compile` from a config smaller
-than the tiny preset, for portable CPU levels, so that they run on any
-x86-64 machine the fuzzer runs on.
+than the tiny preset, for the portable x86-64-v2 level, so that they run on
+any x86-64 machine the fuzzer runs on.
 """
 
 import argparse
@@ -221,28 +221,155 @@ max_len: 8
 """
 
 
+def header(payload, length=None, checksum=None):
+    """The executable file header (runtime/Executable.h) for `payload`."""
+    fnv = 0xcbf29ce484222325
+    for byte in payload:
+        fnv = ((fnv ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return (b"LOOMEXE\n" + struct.pack("<Q", len(payload) if length is None else length)
+            + struct.pack("<Q", fnv if checksum is None else checksum))
+
+
+def proto(args, data):
+    """Runs protoc on executable.proto: --decode (binary to text) or --encode."""
+    return subprocess.run(["protoc", args, "-I", str(ROOT / "runtime"),
+                           "executable.proto"], input=data,
+                          capture_output=True, check=True).stdout
+
+
+def fields(text):
+    """The top-level fields of protoc's text output, as (name, lines)."""
+    found, lines = [], text.splitlines()
+    i = 0
+    while i < len(lines):
+        name = lines[i].split()[0].rstrip(":")
+        if lines[i].endswith("{"):
+            end = lines.index("}", i)
+            found.append((name, lines[i:end + 1]))
+            i = end + 1
+        else:
+            found.append((name, [lines[i]]))
+            i += 1
+    return found
+
+
+def value(block, key, default=None):
+    for line in block:
+        if line.strip().startswith(key + ":"):
+            return line.split(":", 1)[1].strip()
+    return default
+
+
+def one_entry(payload, entry, library_only):
+    """`payload` cut down to the entry point `entry` and what it uses. With
+    `library_only`, the generated kernels' steps go too, and the code with
+    them: an executable the runtime runs without loading any code."""
+    top = fields(proto("--decode=loom.runtime.Executable", payload).decode())
+    buffers = [b for n, b in top if n == "buffers"]
+    kernels = [k for n, k in top if n == "kernels"]
+    entries = [e for n, e in top if n == "entry_points"]
+    block = next(e for e in entries if value(e, "name") == '"%s"' % entry)
+
+    # The entry's lines: header fields, then steps { ... } blocks.
+    head, steps, i = [], [], 1
+    while i < len(block) - 1:
+        if block[i] == "  steps {":
+            end = block.index("  }", i)
+            steps.append(block[i + 1:end])
+            i = end + 1
+        else:
+            head.append(block[i])
+            i += 1
+
+    def kernel_of(step):
+        return int(value(step, "kernel", "0"))
+
+    if library_only:
+        steps = [st for st in steps
+                 if value(kernels[kernel_of(st)], "kind") != "GENERATED"]
+    used = set()
+    for line in head:
+        if line.strip().split(":")[0] in ("inputs", "outputs"):
+            used.add(int(line.split(":")[1]))
+    for st in steps:
+        used.update(int(l.split(":")[1]) for l in st if l.strip().startswith("args:"))
+    used.update(int(value(buffers[b], "view_of")) for b in list(used)
+                if value(buffers[b], "view_of") is not None)
+    buffer_map = {old: new for new, old in enumerate(sorted(used))}
+    kernel_map = {old: new for new, old in
+                  enumerate(sorted({kernel_of(st) for st in steps}))}
+
+    out = []
+    for name, lines in top:
+        if name == "buffers":
+            index = buffers.index(lines)
+            if index not in buffer_map:
+                continue
+            lines = [("  view_of: %d" % buffer_map[int(l.split(":")[1])])
+                     if l.startswith("  view_of:") else l for l in lines]
+        elif name == "kernels":
+            if kernels.index(lines) not in kernel_map:
+                continue
+        elif name == "entry_points":
+            if lines is not block:
+                continue
+            lines = ["entry_points {"]
+            for line in head:
+                key = line.strip().split(":")[0]
+                if key in ("inputs", "outputs"):
+                    line = "  %s: %d" % (key, buffer_map[int(line.split(":")[1])])
+                lines.append(line)
+            for st in steps:
+                lines += ["  steps {", "    kernel: %d" % kernel_map[kernel_of(st)]]
+                for l in st:
+                    if l.strip().startswith("args:"):
+                        l = "    args: %d" % buffer_map[int(l.split(":")[1])]
+                    if not l.strip().startswith("kernel:"):
+                        lines.append(l)
+                lines.append("  }")
+            lines.append("}")
+        elif name in ("code", "code_checksum") and library_only:
+            lines = ["code_checksum: %d" % 0xcbf29ce484222325] if name == "code_checksum" else []
+        out += lines
+    return proto("--encode=loom.runtime.Executable", ("\n".join(out) + "\n").encode())
+
+
 def executable_seeds(loom):
     folder = CORPUS / "executable"
     folder.mkdir(parents=True, exist_ok=True)
     for old in list(folder.glob("seed-*")):
         old.unlink()
-    variants = [("v2", "x86-64-v2", []), ("v3", "x86-64-v3", []),
-                ("v2-shared", "x86-64-v2", ["share_embeddings: true\n",
-                                            "tie_output: true\n",
-                                            "norm: PRE\n", "final_norm: true\n",
-                                            "dropout: 0.1\n"])]
+    variants = [("v2", []),
+                ("v2-shared", ["share_embeddings: true\n", "tie_output: true\n",
+                               "norm: PRE\n", "final_norm: true\n",
+                               "dropout: 0.1\n"])]
+    payloads = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, cpu, extra in variants:
+        for name, extra in variants:
             config = pathlib.Path(tmp) / (name + ".pbtxt")
             config.write_text(FUZZ_CONFIG + "".join(extra))
-            out = folder / ("seed-%s.loomx" % name)
+            out = pathlib.Path(tmp) / (name + ".loomx")
             subprocess.run([loom, "compile", "--config", str(config),
-                            "--target", "cpu", "--cpu", cpu,
+                            "--target", "cpu", "--cpu", "x86-64-v2",
                             "--max-tokens", "8", "--max-len", "4",
                             "--max-batch", "2", "-o", str(out)], check=True)
-            data = out.read_bytes()
             # The payload alone: the fuzzer gives it a correct header.
-            write(folder, "%s.payload" % name, data[24:])
+            payload = out.read_bytes()[24:]
+            write(folder, name + ".payload", payload)
+            payloads.append(payload)
+    # Each entry point alone, without generated kernels (and so without
+    # code): inputs of a few KB that the fuzzer runs many times faster than
+    # the whole model.
+    for entry in ["loss", "loss_grad", "train_step", "token_log_probs",
+                  "encode", "decode_step"]:
+        write(folder, "v2-%s-library.payload" % entry,
+              one_entry(payloads[0], entry, True))
+    # Whole files (they start with the magic), small: the header's checks.
+    write(folder, "raw-empty.loomx", header(b""))
+    write(folder, "raw-truncated.loomx", header(payloads[0])[:24] + payloads[0][:64])
+    write(folder, "raw-bad-checksum.loomx",
+          header(payloads[0][:64], checksum=1) + payloads[0][:64])
+    write(folder, "raw-short.loomx", b"LOOMEXE\n\x10")
 
 
 # --- dictionaries -------------------------------------------------------------
