@@ -3,7 +3,16 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 export CCACHE_DIR ?= $(HOME)/.cache/loom-ccache
 
-.PHONY: all deps configure build test demo format clean
+.PHONY: all deps configure build test demo format clean deps-fuzz fuzz test-sanitize
+
+# Instrumented builds beside the normal one (docs/FUZZING.md).
+FUZZ_BUILD ?= build-fuzz
+SANITIZE_BUILD ?= build-sanitize
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= config safetensors executable mlir text
+# A report names the line; a UB report or a leak fails the test.
+SANITIZER_ENV = ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:check_initialization_order=1 \
+                UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 all: build
 
@@ -26,6 +35,28 @@ demo: build
 
 format:
 	@git ls-files '*.cpp' '*.h' | xargs clang-format -i
+
+deps-fuzz:
+	@./scripts/install-deps.sh fuzz
+
+$(FUZZ_BUILD)/build.ninja: CMakeLists.txt | deps-fuzz
+	@cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOOM_FUZZ=ON \
+	  -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19
+
+# Every target for FUZZ_SECONDS on a copy of its seed corpus in the build
+# folder; fails on any crash, leak, timeout or out-of-memory.
+fuzz: $(FUZZ_BUILD)/build.ninja
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(addprefix fuzz-,$(FUZZ_TARGETS))
+	@./scripts/run-fuzzers.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+$(SANITIZE_BUILD)/build.ninja: CMakeLists.txt | deps
+	@cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOOM_SANITIZE=ON
+
+# The unit, lit and e2e tests under ASan and UBSan (tests/CMakeLists.txt
+# says which tests a sanitizer build leaves out, and why).
+test-sanitize: $(SANITIZE_BUILD)/build.ninja
+	@cmake --build $(SANITIZE_BUILD) -j $(JOBS)
+	@cd $(SANITIZE_BUILD) && $(SANITIZER_ENV) ctest --output-on-failure -j $(JOBS)
 
 clean:
 	rm -rf $(BUILD)

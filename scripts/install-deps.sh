@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Installs, from Debian's packages, whatever Loom needs that is missing. Idempotent and quiet when
 # everything is present: it asks dpkg first and runs apt-get only for what is absent.
+#
+#   install-deps.sh        what every build and `make test` need
+#   install-deps.sh fuzz   that, plus clang, libFuzzer and clang's OpenMP for
+#                          `make fuzz`
 set -euo pipefail
 
 packages=(
@@ -13,6 +17,15 @@ packages=(
   zlib1g-dev libzstd-dev libedit-dev libxml2-dev libcurl4-openssl-dev
   python3 python3-torch python3-numpy python3-sentencepiece
 )
+
+case "${1:-}" in
+  "") ;;
+  fuzz) packages+=(clang-19 libclang-rt-19-dev libomp-19-dev) ;;
+  *)
+    echo "install-deps: unknown group '$1' (the only one is 'fuzz')" >&2
+    exit 2
+    ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

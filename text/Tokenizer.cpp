@@ -20,6 +20,18 @@
 #define LOOM_SENTENCEPIECE_SHIM_NAME "libloom_sentencepiece.so"
 #endif
 
+// AddressSanitizer refuses RTLD_DEEPBIND (a deep-bound module would bypass
+// its malloc). Under it the module gets a link namespace of its own, which
+// keeps SentencePiece's protobuf apart just as well; the module frees what
+// it allocates (SentencePieceShim.h), so two allocators do no harm.
+#if defined(__SANITIZE_ADDRESS__)
+#define LOOM_SPM_OWN_NAMESPACE 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LOOM_SPM_OWN_NAMESPACE 1
+#endif
+#endif
+
 namespace loom::text {
 namespace {
 
@@ -74,7 +86,11 @@ Status tryOpen(const std::string &path, Library &lib) {
   // libprotobuf. DEEPBIND: SentencePiece must bind to its own protobuf, not
   // to the system libprotobuf already loaded. NOW: a missing symbol shows
   // here, not at the first call.
+#ifdef LOOM_SPM_OWN_NAMESPACE
+  void *handle = ::dlmopen(LM_ID_NEWLM, path.c_str(), RTLD_NOW | RTLD_LOCAL);
+#else
   void *handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+#endif
   if (!handle) {
     const char *error = ::dlerror();
     std::string why = error ? error : "dlopen failed";

@@ -1,0 +1,4 @@
+func.func @f(%x: tensor<6x4xf32>) {
+  %0 = loom.transpose %x [1, 1] : (tensor<6x4xf32>) -> tensor<4x4xf32>
+  return
+}

@@ -1,0 +1,4 @@
+func.func @f(%g: tensor<2x4xf32>, %x: tensor<6x4xf32>) {
+  %0 = loom.slice_grad %g, %x {dim = 0 : i64, start = 1 : i64, end = 4 : i64} : (tensor<2x4xf32>, tensor<6x4xf32>) -> tensor<6x4xf32>
+  return
+}

@@ -1,0 +1,4 @@
+func.func @f(%a: tensor<2x3xf32>) {
+  %0 = loom.concat %a {dim = 2 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}

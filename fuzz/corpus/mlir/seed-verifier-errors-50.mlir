@@ -1,0 +1,4 @@
+func.func @f(%ids: tensor<?x7xi32>) {
+  %0 = loom.iota %ids {dim = 1 : i64} : tensor<?x7xi32> -> tensor<?xf32>
+  return
+}
