@@ -157,15 +157,27 @@ std::string shapeString(const std::vector<int64_t> &shape) {
 // overflow (a hostile header must not wrap around into a small size).
 std::optional<uint64_t> byteSize(const std::vector<int64_t> &shape,
                                  int64_t elementSize) {
-  uint64_t total = static_cast<uint64_t>(elementSize);
+  // The dims other than 0 must multiply to an int64 whatever their order,
+  // even when a 0 makes the tensor empty: element counts are int64
+  // everywhere (SafeTensor::numElements multiplies before it meets the 0).
+  uint64_t elements = 1;
+  bool empty = false;
   for (int64_t d : shape) {
     if (d < 0)
       return std::nullopt;
-    if (d != 0 && total > std::numeric_limits<uint64_t>::max() / d)
+    if (d == 0) {
+      empty = true;
+      continue;
+    }
+    if (elements > uint64_t(std::numeric_limits<int64_t>::max()) / d)
       return std::nullopt;
-    total *= static_cast<uint64_t>(d);
+    elements *= static_cast<uint64_t>(d);
   }
-  return total;
+  if (empty)
+    return 0;
+  if (elements > std::numeric_limits<uint64_t>::max() / elementSize)
+    return std::nullopt;
+  return elements * static_cast<uint64_t>(elementSize);
 }
 
 /// A malformed file.
@@ -199,11 +211,16 @@ Status parseEntry(const std::string &name, const json &entry,
   auto shape = entry.find("shape");
   if (shape == entry.end() || !shape->is_array())
     return corrupt(where + "missing or non-array \"shape\"");
-  for (const json &d : *shape) {
+  for (size_t i = 0; i < shape->size(); ++i) {
+    const json &d = (*shape)[i];
+    // The entry alone, and only when it is a scalar: printing an array
+    // recurses as deep as the header nests them, and a million nested
+    // brackets overflowed the stack.
     if (!isNonNegativeInteger(d) ||
         d.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
-      return corrupt(where + "shape " + shape->dump() +
-                     " has an entry that is not a non-negative integer");
+      return corrupt(where + "shape entry " + std::to_string(i) + " (" +
+                     (d.is_primitive() ? d.dump() : d.type_name()) +
+                     ") is not a non-negative integer");
     tensor.shape.push_back(d.get<int64_t>());
   }
   auto offsets = entry.find("data_offsets");

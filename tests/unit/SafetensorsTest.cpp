@@ -317,6 +317,35 @@ TEST_F(Safetensors, RejectsMalformedHeaders) {
   has(loadError(R"({"__metadata__":{"n":3}})", {}), "'n' is not a string");
 }
 
+// A header of a million nested arrays in a shape: the message printed the
+// whole shape, and printing a JSON array recurses once per level, so the
+// loader overflowed the stack.
+TEST_F(Safetensors, RefusesADeeplyNestedShapeWithoutRecursing) {
+  const size_t depth = 1000000;
+  std::string header = R"({"a":{"dtype":"F32","shape":[1,)" +
+                       std::string(depth, '[') + std::string(depth, ']') +
+                       R"(],"data_offsets":[0,4]}})";
+  std::string error = loadError(header, Bytes(4));
+  EXPECT_NE(error.find("shape entry 1 (array) is not a non-negative integer"),
+            std::string::npos)
+      << error;
+}
+
+// An empty tensor whose other dims multiply past int64 loaded, and
+// counting its elements overflowed (numElements multiplies before it meets
+// the 0). Every order of the dims is refused alike.
+TEST_F(Safetensors, RefusesAnEmptyShapeWhoseOtherDimsOverflow) {
+  for (const char *shape :
+       {"[2147483648,4294967296,0]", "[0,2147483648,4294967296]",
+        "[4294967296,0,2147483648]"}) {
+    std::string error =
+        loadError(std::string(R"({"a":{"dtype":"U8","shape":)") + shape +
+                      R"(,"data_offsets":[0,0]}})",
+                  {});
+    EXPECT_NE(error.find("is too large"), std::string::npos) << error;
+  }
+}
+
 TEST_F(Safetensors, RejectsOffsetsThatDoNotMatchTheData) {
   auto has = [](const std::string &error, const std::string &part) {
     EXPECT_NE(error.find(part), std::string::npos)
