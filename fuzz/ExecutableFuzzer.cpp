@@ -149,10 +149,10 @@ smallInputs(const Program &program, const Program::Entry &entry,
             const std::vector<int64_t> &sizes) {
   std::vector<Tensor> inputs;
   for (const Program::Value &value : entry.inputs) {
-    std::vector<int64_t> shape = program.shapeOf(value.buffer, sizes);
-    if (boundedBytes(shape, value.dtype) < 0)
+    ErrorOr<std::vector<int64_t>> shape = program.shapeOf(value.buffer, sizes);
+    if (!shape || boundedBytes(*shape, value.dtype) < 0)
       return std::nullopt;
-    ErrorOr<Tensor> t = Tensor::host(value.dtype, shape);
+    ErrorOr<Tensor> t = Tensor::host(value.dtype, *shape);
     if (!t)
       return std::nullopt;
     int64_t n = t->numel();
@@ -187,8 +187,8 @@ bool fitsBudget(const Program &program, const std::vector<int64_t> &sizes) {
     const Buffer &buffer = exe.buffers(b);
     if (buffer.role() == Buffer::TEMPORARY)
       continue;
-    if (!add(boundedBytes(program.shapeOf(b, sizes),
-                          *dtypeOfWire(buffer.dtype()))))
+    ErrorOr<std::vector<int64_t>> shape = program.shapeOf(b, sizes);
+    if (!shape || !add(boundedBytes(*shape, *dtypeOfWire(buffer.dtype()))))
       return false;
   }
   return true;
