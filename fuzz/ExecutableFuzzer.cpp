@@ -9,7 +9,7 @@
 // An executable that loads is run: a Program, a Session on a one-thread CPU
 // device, and one of its entry points (picked by the input's checksum)
 // called with the smallest inputs its signature allows (batch 1, lengths 2
-// to 4, ids below 8). LOOM_FUZZ_VERBOSE=1 prints how each call went.
+// to 4, ids below 8). LOOM_FUZZ_VERBOSE=1 prints how each input went.
 //
 // What may run is limited to what a compiler could have written, because a
 // CPU executable carries machine code that the runtime loads and calls:
@@ -35,6 +35,7 @@
 
 #include <dirent.h>
 #include <fstream>
+#include <google/protobuf/stubs/logging.h>
 #include <map>
 #include <set>
 #include <sstream>
@@ -194,6 +195,14 @@ bool fitsBudget(const Program &program, const std::vector<int64_t> &sizes) {
   return true;
 }
 
+/// With LOOM_FUZZ_VERBOSE set, says how an input went: whether the seeds
+/// run, and why a case stops where it does.
+void note(const std::string &what) {
+  static const bool verbose = std::getenv("LOOM_FUZZ_VERBOSE") != nullptr;
+  if (verbose)
+    std::fprintf(stderr, "%s\n", what.c_str());
+}
+
 /// Runs one entry point of `program`, picked by `pick`: the training entry
 /// points of a whole model take milliseconds under the sanitizers, and one
 /// entry per input keeps the fuzzer fast; mutations pick every entry.
@@ -205,21 +214,21 @@ void runEntry(std::shared_ptr<const Program> program, uint64_t pick) {
     return *cpu;
   }();
   if (program->entries().empty())
-    return;
+    return note("no entry points");
   const Program::Entry &entry =
       program->entries()[pick % program->entries().size()];
   std::vector<int64_t> sizes = smallSizes(program->executable());
   if (!fitsBudget(*program, sizes))
-    return;
+    return note("over the memory budget");
   std::optional<std::vector<Tensor>> inputs =
       smallInputs(*program, entry, sizes);
   if (!inputs)
-    return;
+    return note("inputs of '" + entry.name + "' over the memory budget");
   ErrorOr<std::unique_ptr<Session>> session = Session::create(program, device);
   if (!session) {
     if (session.error().empty())
       fail("a session refused without a message");
-    return;
+    return note("no session: " + session.error());
   }
   std::vector<TensorRef> refs;
   for (const Tensor &t : *inputs)
@@ -227,14 +236,17 @@ void runEntry(std::shared_ptr<const Program> program, uint64_t pick) {
   ErrorOr<std::vector<NamedTensor>> outputs = (*session)->run(entry.name, refs);
   if (!outputs && outputs.error().empty())
     fail("'" + entry.name + "' fails without a message");
-  // For checking that the seeds run (and why a case does not).
-  static const bool verbose = std::getenv("LOOM_FUZZ_VERBOSE") != nullptr;
-  if (verbose)
-    std::fprintf(stderr, "%s: %s\n", entry.name.c_str(),
-                 outputs ? "ran" : outputs.error().c_str());
+  note(entry.name + ": " + (outputs ? "ran" : outputs.error()));
 }
 
 } // namespace
+
+extern "C" int LLVMFuzzerInitialize(int *, char ***) {
+  // Protobuf logs every string field that is not UTF-8; the parse fails
+  // and the loader says so, which is all that matters here.
+  google::protobuf::SetLogHandler(nullptr);
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string bytes(reinterpret_cast<const char *>(data), size);
@@ -245,9 +257,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!program) {
     if (program.error().empty() || program.code() == ErrorCode::Ok)
       fail("a refused executable without a message");
+    note("refused: " + program.error());
     return 0;
   }
-  if (runsTrustedCode((*program)->executable()))
-    runEntry(*program, fnv1a64(bytes));
+  if (!runsTrustedCode((*program)->executable())) {
+    note("loaded, not run: code or kernel calls unlike the seeds'");
+    return 0;
+  }
+  runEntry(*program, fnv1a64(bytes));
   return 0;
 }
