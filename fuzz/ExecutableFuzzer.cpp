@@ -22,9 +22,9 @@
 //     for: as many arguments of the same element types and ranks as in the
 //     seed. The file cannot prove this to the runtime; everything else (the
 //     shapes, the arena, views, library calls, sizes) is fair game.
-// An executable outside these limits is only loaded and validated. So is
-// one whose buffers would need more than kMemoryBudget bytes, which a real
-// model may well need but a fuzzer has no time for.
+// An executable outside these limits is only loaded and validated. One
+// whose buffers would need more than kMemoryBudget bytes, which a real model
+// may well need but a fuzzer has no time for, gets a session but no call.
 //
 //===----------------------------------------------------------------------===//
 
@@ -217,6 +217,14 @@ void runEntry(std::shared_ptr<const Program> program, uint64_t pick) {
     return note("no entry points");
   const Program::Entry &entry =
       program->entries()[pick % program->entries().size()];
+  // A session maps its state without touching it, so any size may be
+  // placed; the budget applies to what a call writes.
+  ErrorOr<std::unique_ptr<Session>> session = Session::create(program, device);
+  if (!session) {
+    if (session.error().empty())
+      fail("a session refused without a message");
+    return note("no session: " + session.error());
+  }
   std::vector<int64_t> sizes = smallSizes(program->executable());
   if (!fitsBudget(*program, sizes))
     return note("over the memory budget");
@@ -224,12 +232,6 @@ void runEntry(std::shared_ptr<const Program> program, uint64_t pick) {
       smallInputs(*program, entry, sizes);
   if (!inputs)
     return note("inputs of '" + entry.name + "' over the memory budget");
-  ErrorOr<std::unique_ptr<Session>> session = Session::create(program, device);
-  if (!session) {
-    if (session.error().empty())
-      fail("a session refused without a message");
-    return note("no session: " + session.error());
-  }
   std::vector<TensorRef> refs;
   for (const Tensor &t : *inputs)
     refs.push_back(t.ref());
