@@ -161,6 +161,12 @@ Status validateBuffer(const Executable &exe, int b) {
     if (buffer.view_offset() < 0)
       return corrupt(where() + " has negative view_offset " +
                      std::to_string(buffer.view_offset()));
+    // Kernels load whole elements: a view must start on one.
+    if (buffer.view_offset() % elementSize(buffer.dtype()) != 0)
+      return corrupt(
+          where + " starts at byte " + std::to_string(buffer.view_offset()) +
+          " of the buffer it views, not a multiple of its " +
+          std::to_string(elementSize(buffer.dtype())) + "-byte elements");
   }
 
   if (buffer.role() == Buffer::CONSTANT) {

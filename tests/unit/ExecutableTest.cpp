@@ -532,6 +532,21 @@ TEST_F(ExecutableFile, RefusesTheFieldsOfFormatVersion1) {
   EXPECT_REFUSED(exe, "format version 1, this runtime reads");
 }
 
+// Found by fuzz/ExecutableFuzzer.cpp: a view starting at an odd byte made
+// the linear kernel load misaligned floats (UBSan).
+TEST_F(ExecutableFile, RefusesAViewThatSplitsAnElement) {
+  Executable exe = makeExecutable();
+  addBuffer(exe, "src_embed.weight.rows", Buffer::PARAMETER, Buffer::F32,
+            {"4", "8"});
+  exe.mutable_buffers(10)->set_view_of(0);
+  exe.mutable_buffers(10)->set_view_offset(32);
+  EXPECT_EQ(refusal(exe), "");
+  exe.mutable_buffers(10)->set_view_offset(27);
+  EXPECT_REFUSED(exe, "buffer 'src_embed.weight.rows' (#10) starts at byte 27 "
+                      "of the buffer it views, not a multiple of its 4-byte "
+                      "elements");
+}
+
 TEST_F(ExecutableFile, RefusesABadCpuTarget) {
   Executable exe = makeExecutable();
   exe.clear_cpu_target();
