@@ -164,7 +164,7 @@ Status validateBuffer(const Executable &exe, int b) {
     // Kernels load whole elements: a view must start on one.
     if (buffer.view_offset() % elementSize(buffer.dtype()) != 0)
       return corrupt(
-          where + " starts at byte " + std::to_string(buffer.view_offset()) +
+          where() + " starts at byte " + std::to_string(buffer.view_offset()) +
           " of the buffer it views, not a multiple of its " +
           std::to_string(elementSize(buffer.dtype())) + "-byte elements");
   }
