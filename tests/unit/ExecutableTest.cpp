@@ -538,13 +538,16 @@ TEST_F(ExecutableFile, RefusesAViewThatSplitsAnElement) {
   Executable exe = makeExecutable();
   addBuffer(exe, "src_embed.weight.rows", Buffer::PARAMETER, Buffer::F32,
             {"4", "8"});
-  exe.mutable_buffers(10)->set_view_of(0);
-  exe.mutable_buffers(10)->set_view_offset(32);
+  const int view = exe.buffers_size() - 1;
+  exe.mutable_buffers(view)->set_view_of(0);
+  exe.mutable_buffers(view)->set_view_offset(32);
   EXPECT_EQ(refusal(exe), "");
-  exe.mutable_buffers(10)->set_view_offset(27);
-  EXPECT_REFUSED(exe, "buffer 'src_embed.weight.rows' (#10) starts at byte 27 "
-                      "of the buffer it views, not a multiple of its 4-byte "
-                      "elements");
+  exe.mutable_buffers(view)->set_view_offset(27);
+  EXPECT_REFUSED(exe,
+                 "buffer 'src_embed.weight.rows' (#" + std::to_string(view) +
+                     ") starts at byte 27 "
+                     "of the buffer it views, not a multiple of its 4-byte "
+                     "elements");
 }
 
 TEST_F(ExecutableFile, RefusesABadCpuTarget) {
