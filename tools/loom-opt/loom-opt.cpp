@@ -15,6 +15,7 @@
 #include "passes/Passes.h"
 #include "passes/Pipeline.h"
 
+#include "mlir/Debug/Counter.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -22,10 +23,16 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/Pass.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 namespace {
 
@@ -64,6 +71,19 @@ struct LowerRegionsCpuPass
   }
 };
 
+/// Prints `message` (LLVM's "tool: text" lines, or a bare text) as an
+/// error: "loom-opt: error: text", then any further lines as they are.
+void printError(llvm::StringRef message) {
+  // Some of LLVM's parse errors go straight to stderr, before this.
+  if (message.trim().empty())
+    message = "invalid command line; see 'loom-opt --help'";
+  auto [first, rest] = message.trim().split('\n');
+  first.consume_front("loom-opt: ");
+  llvm::errs() << "loom-opt: error: " << first << "\n";
+  if (!rest.empty())
+    llvm::errs() << rest << "\n";
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -80,6 +100,37 @@ int main(int argc, char **argv) {
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
   mlir::PassRegistration<LowerRegionsCpuPass>();
+
+  // What mlir::registerAndParseCLIOptions does, except that the parse
+  // reports to us: LLVM's parser and MLIR's driver print a bad flag or an
+  // input that cannot be opened without saying that it is an error.
+  static llvm::cl::opt<std::string> inputFilename(
+      llvm::cl::Positional, llvm::cl::desc("<input file>"),
+      llvm::cl::init("-"));
+  static llvm::cl::opt<std::string> outputFilename(
+      "o", llvm::cl::desc("Output filename"), llvm::cl::value_desc("filename"),
+      llvm::cl::init("-"));
+  mlir::MlirOptMainConfig::registerCLOptions(registry);
+  mlir::registerAsmPrinterCLOptions();
+  mlir::registerMLIRContextCLOptions();
+  mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
+  mlir::tracing::DebugCounter::registerCLOptions();
+  std::string header = "Loom optimizer driver\nAvailable Dialects: ";
+  llvm::raw_string_ostream headerStream(header);
+  llvm::interleaveComma(registry.getDialectNames(), headerStream);
+  std::string parseErrors;
+  llvm::raw_string_ostream parseErrorStream(parseErrors);
+  if (!llvm::cl::ParseCommandLineOptions(argc, argv, headerStream.str(),
+                                         &parseErrorStream)) {
+    printError(parseErrorStream.str());
+    return 1;
+  }
+  std::string openError;
+  if (inputFilename != "-" && !mlir::openInputFile(inputFilename, &openError)) {
+    printError(openError);
+    return 1;
+  }
   return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "Loom optimizer driver\n", registry));
+      mlir::MlirOptMain(argc, argv, inputFilename, outputFilename, registry));
 }
