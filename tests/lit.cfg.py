@@ -11,3 +11,7 @@ config.excludes = ["unit", "reference", "lit.cfg.py", "CMakeLists.txt"]
 config.environment["PATH"] = os.pathsep.join(
     [config.loom_bin_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
 config.substitutions.append(("%loom_src", config.loom_src_root))
+# A build with AddressSanitizer (-DLOOM_SANITIZE=ON): tests that limit the
+# address space cannot run there, since ASan reserves terabytes of shadow.
+if getattr(config, "loom_sanitize", "OFF").upper() in ("ON", "TRUE", "1", "YES"):
+    config.available_features.add("sanitizer")
