@@ -15,3 +15,9 @@ config.substitutions.append(("%loom_src", config.loom_src_root))
 # address space cannot run there, since ASan reserves terabytes of shadow.
 if getattr(config, "loom_sanitize", "OFF").upper() in ("ON", "TRUE", "1", "YES"):
     config.available_features.add("sanitizer")
+# CUDA's assembler, where the build found the toolkit: generated PTX must
+# assemble for the GPUs Loom targets.
+ptxas = getattr(config, "ptxas", "")
+if ptxas and not ptxas.endswith("NOTFOUND") and os.path.exists(ptxas):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))

@@ -69,6 +69,19 @@ Value KernelMath::libmCall(StringRef f32Name, StringRef f64Name,
                            ValueRange args) {
   Type elem = getElementTypeOrSelf(args[0].getType());
   StringRef name = elem.isF64() ? f64Name : f32Name;
+  if (!libm) {
+    // Named by the f64 function: the math op of the same meaning.
+    if (f64Name == "sin")
+      return b.create<math::SinOp>(loc, args[0]);
+    if (f64Name == "cos")
+      return b.create<math::CosOp>(loc, args[0]);
+    if (f64Name == "erf")
+      return b.create<math::ErfOp>(loc, args[0]);
+    if (f64Name == "tanh")
+      return b.create<math::TanhOp>(loc, args[0]);
+    if (f64Name == "pow")
+      return b.create<math::PowFOp>(loc, args[0], args[1]);
+  }
   auto fnType = FunctionType::get(b.getContext(),
                                   SmallVector<Type>(args.size(), elem), elem);
   if (!module.lookupSymbol<func::FuncOp>(name)) {

@@ -23,8 +23,12 @@ namespace loom::cpu {
 
 class KernelMath {
 public:
-  KernelMath(mlir::OpBuilder &b, mlir::Location loc, mlir::ModuleOp module)
-      : b(b), loc(loc), module(module) {}
+  /// `libm`: sin, cos, pow (and f64 erf, tanh) call the C library, whose
+  /// range reduction positional encodings need on the CPU; without it (GPU
+  /// kernels) they stay math ops, which NVVM lowers to libdevice.
+  KernelMath(mlir::OpBuilder &b, mlir::Location loc, mlir::ModuleOp module,
+             bool libm = true)
+      : b(b), loc(loc), module(module), libm(libm) {}
 
   /// `elem`, or a vector of `lanes` of it.
   mlir::Type typeOf(mlir::Type elem, unsigned lanes) const;
@@ -78,6 +82,7 @@ private:
   mlir::OpBuilder &b;
   mlir::Location loc;
   mlir::ModuleOp module;
+  bool libm;
 };
 
 } // namespace loom::cpu

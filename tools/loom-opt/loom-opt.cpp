@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/cpu/RegionCodegen.h"
+#include "codegen/cuda/CudaRegionCodegen.h"
 #include "ir/LoomDialect.h"
 #include "passes/Passes.h"
 #include "passes/Pipeline.h"
@@ -19,6 +20,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -71,6 +73,70 @@ struct LowerRegionsCpuPass
   }
 };
 
+/// Replaces the module by the CUDA kernels of its loom.fusion regions (a
+/// gpu.module); with `ptx-file`, also writes their PTX for `chip` there.
+struct LowerRegionsCudaPass
+    : public mlir::PassWrapper<LowerRegionsCudaPass,
+                               mlir::OperationPass<mlir::ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LowerRegionsCudaPass)
+
+  LowerRegionsCudaPass() = default;
+  LowerRegionsCudaPass(const LowerRegionsCudaPass &other)
+      : PassWrapper(other) {}
+
+  llvm::StringRef getArgument() const final {
+    return "loom-lower-regions-cuda";
+  }
+  llvm::StringRef getDescription() const final {
+    return "Replace the module by the CUDA kernels of its loom.fusion "
+           "regions (a gpu.module); optionally write their PTX";
+  }
+  void getDependentDialects(mlir::DialectRegistry &registry) const override {
+    registry.insert<mlir::gpu::GPUDialect, mlir::arith::ArithDialect,
+                    mlir::cf::ControlFlowDialect, mlir::LLVM::LLVMDialect,
+                    mlir::math::MathDialect, mlir::scf::SCFDialect>();
+  }
+  void runOnOperation() override {
+    mlir::ModuleOp module = getOperation();
+    loom::cuda::CudaRegionCodegen codegen(&getContext());
+    llvm::SmallVector<loom::FusionOp> fusions;
+    module.walk([&](loom::FusionOp op) { fusions.push_back(op); });
+    for (loom::FusionOp op : fusions)
+      if (mlir::failed(codegen.addRegion(op)))
+        return signalPassFailure();
+    if (!ptxFile.empty()) {
+      std::string error;
+      loom::cuda::PtxOptions options;
+      options.chip = chip;
+      mlir::FailureOr<std::string> ptx = codegen.emitPtx(options, error);
+      if (mlir::failed(ptx)) {
+        module.emitError(error);
+        return signalPassFailure();
+      }
+      std::error_code ec;
+      llvm::raw_fd_ostream out(ptxFile, ec);
+      if (ec) {
+        module.emitError("cannot write '" + ptxFile + "': " + ec.message());
+        return signalPassFailure();
+      }
+      out << *ptx;
+    }
+    mlir::Block *body = module.getBody();
+    while (!body->empty())
+      body->front().erase();
+    body->getOperations().splice(body->end(),
+                                 codegen.module().getBody()->getOperations());
+    module->setAttr(mlir::gpu::GPUDialect::getContainerModuleAttrName(),
+                    mlir::UnitAttr::get(&getContext()));
+  }
+
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("NVIDIA architecture of the PTX"),
+                           llvm::cl::init("sm_90")};
+  Option<std::string> ptxFile{*this, "ptx-file",
+                              llvm::cl::desc("Write the kernels' PTX here")};
+};
+
 /// Prints `message` (LLVM's "tool: text" lines, or a bare text) as an
 /// error: "loom-opt: error: text", then any further lines as they are.
 void printError(llvm::StringRef message) {
@@ -89,17 +155,20 @@ void printError(llvm::StringRef message) {
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   // Every dialect loom-opt can print is one it parses back: the CPU
-  // lowering's output is LLVM, arith, math, scf, cf and vector IR.
+  // lowering's output is LLVM, arith, math, scf, cf and vector IR, the CUDA
+  // lowering's also gpu.
   registry.insert<loom::LoomDialect, mlir::func::FuncDialect,
                   mlir::arith::ArithDialect, mlir::cf::ControlFlowDialect,
                   mlir::LLVM::LLVMDialect, mlir::math::MathDialect,
-                  mlir::scf::SCFDialect, mlir::vector::VectorDialect>();
+                  mlir::scf::SCFDialect, mlir::vector::VectorDialect,
+                  mlir::gpu::GPUDialect>();
   loom::registerLoomPasses();
   loom::registerCompilePipeline();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
   mlir::PassRegistration<LowerRegionsCpuPass>();
+  mlir::PassRegistration<LowerRegionsCudaPass>();
 
   // What mlir::registerAndParseCLIOptions does, except that the parse
   // reports to us: LLVM's parser and MLIR's driver print a bad flag or an

@@ -1,0 +1,98 @@
+//===- PtxEmitter.cpp - GPU kernels to PTX through MLIR's NVVM path -------===//
+
+#include "codegen/cuda/PtxEmitter.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "llvm/Support/FileSystem.h"
+
+using namespace mlir;
+
+std::string loom::cuda::libdevicePath() {
+#ifdef LOOM_CUDA_LIBDEVICE
+  return LOOM_CUDA_LIBDEVICE;
+#else
+  return "";
+#endif
+}
+
+FailureOr<std::string> loom::cuda::emitPtx(ModuleOp module, StringRef kernels,
+                                           const PtxOptions &options,
+                                           std::string &error) {
+  std::string libdevice = libdevicePath();
+  if (libdevice.empty() || !llvm::sys::fs::exists(libdevice)) {
+    error = "no libdevice (" +
+            (libdevice.empty() ? std::string("this build found no CUDA toolkit")
+                               : "'" + libdevice + "' is missing") +
+            "): PTX needs the CUDA toolkit's nvvm/libdevice/libdevice.10.bc";
+    return failure();
+  }
+  MLIRContext *ctx = module.getContext();
+  ctx->loadDialect<gpu::GPUDialect, NVVM::NVVMDialect>();
+  NVVM::registerNVVMTargetInterfaceExternalModels(*ctx);
+  registerBuiltinDialectTranslation(*ctx);
+  registerGPUDialectTranslation(*ctx);
+  registerLLVMDialectTranslation(*ctx);
+  registerNVVMDialectTranslation(*ctx);
+
+  OwningOpRef<ModuleOp> clone = module.clone();
+  auto gpuModule = clone->lookupSymbol<gpu::GPUModuleOp>(kernels);
+  if (!gpuModule) {
+    error = "no gpu.module @" + kernels.str();
+    return failure();
+  }
+  Builder b(ctx);
+  (*clone)->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    b.getUnitAttr());
+  auto target = NVVM::NVVMTargetAttr::getChecked(
+      [&] { return gpuModule.emitError(); }, ctx, /*optLevel=*/3,
+      StringRef("nvptx64-nvidia-cuda"), StringRef(options.chip),
+      StringRef(options.features), DictionaryAttr(),
+      b.getStrArrayAttr({libdevice}));
+  if (!target) {
+    error = "bad NVVM target chip '" + options.chip + "' or features '" +
+            options.features + "'";
+    return failure();
+  }
+  gpuModule.setTargetsAttr(b.getArrayAttr({target}));
+
+  PassManager pm(ctx);
+  pm.addPass(createConvertSCFToCFPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = "isa"; // PTX text, not a cubin
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+  std::string diagnostics;
+  {
+    ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &d) {
+      if (d.getSeverity() == DiagnosticSeverity::Error)
+        diagnostics += (diagnostics.empty() ? "" : "; ") + d.str();
+      return success();
+    });
+    if (failed(pm.run(*clone))) {
+      error = "PTX for " + options.chip + " failed: " +
+              (diagnostics.empty() ? "the NVVM pipeline failed" : diagnostics);
+      return failure();
+    }
+  }
+  auto binaryOp = clone->lookupSymbol<gpu::BinaryOp>(kernels);
+  if (!binaryOp || binaryOp.getObjects().size() != 1) {
+    error = "the NVVM pipeline made no object for @" + kernels.str();
+    return failure();
+  }
+  auto object = cast<gpu::ObjectAttr>(binaryOp.getObjects()[0]);
+  // The NVVM target ends the PTX with a NUL for the driver's JIT, which
+  // ptxas reads as text after the end.
+  return object.getObject().getValue().rtrim('\0').str();
+}

@@ -1,0 +1,47 @@
+//===- PtxEmitter.h - GPU kernels to PTX through MLIR's NVVM path -*- C++
+//-*-===//
+//
+// A gpu.module of kernels in the gpu, scf, arith, math and llvm dialects
+// becomes PTX for one NVIDIA architecture:
+//
+//   scf -> cf; gpu -> nvvm (math ops become libdevice calls: __nv_expf, ...);
+//   gpu-module-to-binary with #nvvm.target<chip, link = [libdevice]>, which
+//   links libdevice and runs LLVM's NVPTX backend at -O3.
+//
+// libdevice comes with the CUDA toolkit; CMake finds it next to nvcc
+// (LOOM_CUDA_LIBDEVICE). Without it no PTX can be made, and emitPtx says so.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_CODEGEN_CUDA_PTXEMITTER_H
+#define LOOM_CODEGEN_CUDA_PTXEMITTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LogicalResult.h"
+
+#include <string>
+
+namespace loom::cuda {
+
+struct PtxOptions {
+  /// The architecture: sm_80 (A100), sm_90 (H100), ...
+  std::string chip = "sm_90";
+  /// The PTX ISA version the code is written in: 8.0, which CUDA 12.0 and
+  /// later assemble and which covers sm_90.
+  std::string features = "+ptx80";
+};
+
+/// The libdevice bitcode this build links, or "" when the build found no
+/// CUDA toolkit.
+std::string libdevicePath();
+
+/// The PTX of gpu.module `kernels` of `module` for `options.chip`; `module`
+/// itself is left as it is. On failure `error` says why.
+mlir::FailureOr<std::string> emitPtx(mlir::ModuleOp module,
+                                     llvm::StringRef kernels,
+                                     const PtxOptions &options,
+                                     std::string &error);
+
+} // namespace loom::cuda
+
+#endif // LOOM_CODEGEN_CUDA_PTXEMITTER_H

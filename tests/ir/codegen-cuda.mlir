@@ -1,0 +1,107 @@
+// --loom-lower-regions-cuda replaces the module by the CUDA kernels of its
+// loom.fusion regions: one gpu.func per region in gpu.module @loom_kernels,
+// taking its operands' and results' pointers, then their dims, by value; an
+// elementwise region is one grid-stride loop over the domain's elements.
+// RUN: loom-opt %s --loom-lower-regions-cuda | FileCheck %s
+// What loom-opt prints it parses back.
+// RUN: loom-opt %s --loom-lower-regions-cuda | loom-opt > /dev/null
+// The kernels become PTX through MLIR's NVVM target (libdevice linked), and
+// CUDA's assembler takes it for the A100 and the H100.
+// REQUIRES: ptxas
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: loom-opt %s '--loom-lower-regions-cuda=chip=sm_80 ptx-file=%t/sm_80.ptx' > /dev/null
+// RUN: loom-opt %s '--loom-lower-regions-cuda=chip=sm_90 ptx-file=%t/sm_90.ptx' > /dev/null
+// RUN: FileCheck %s --check-prefix=PTX < %t/sm_90.ptx
+// RUN: %ptxas -arch=sm_80 %t/sm_80.ptx -o %t/sm_80.cubin
+// RUN: %ptxas -arch=sm_90 %t/sm_90.ptx -o %t/sm_90.cubin
+
+// PTX: .target sm_90
+// PTX-DAG: .visible .entry region_0(
+// PTX-DAG: .visible .entry region_1(
+// PTX-DAG: .visible .entry region_2(
+// PTX-DAG: .visible .entry region_3(
+// PTX-DAG: .visible .entry region_4(
+// No call is left to a library the driver would have to resolve.
+// PTX-NOT: call{{.*}}__nv_
+
+// CHECK: gpu.module @loom_kernels
+// CHECK-LABEL: gpu.func @region_0(%{{[a-z0-9]+}}: !llvm.ptr, %{{[a-z0-9]+}}: !llvm.ptr, %{{[a-z0-9]+}}: !llvm.ptr, %{{[a-z0-9]+}}: !llvm.ptr, %{{[a-z0-9]+}}: i64, %{{[a-z0-9]+}}: i64, %{{[a-z0-9]+}}: i64, %{{[a-z0-9]+}}: i64, %{{[a-z0-9]+}}: i64, %{{[a-z0-9]+}}: i64, %{{[a-z0-9]+}}: i64, %{{[a-z0-9]+}}: i64) kernel
+// CHECK:         gpu.block_dim x
+// CHECK:         gpu.block_id x
+// CHECK:         gpu.thread_id x
+// CHECK:         gpu.grid_dim x
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} : i64
+// CHECK:           llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> f32
+// CHECK:           arith.mulf
+// CHECK:           arith.addf
+// CHECK:           llvm.store %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr
+// CHECK:         gpu.return
+// The bias [1, C] broadcasts over rows: the same region kind, its own kernel.
+func.func @axpy_bias(%x: tensor<?x?xf32>, %y: tensor<?x?xf32>, %bias: tensor<1x?xf32>) -> tensor<?x?xf32> {
+  %r = loom.fusion(%x, %y, %bias) : (tensor<?x?xf32>, tensor<?x?xf32>, tensor<1x?xf32>) -> tensor<?x?xf32> {
+  ^bb0(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>, %c: tensor<1x?xf32>):
+    %two = loom.constant dense<2.0> : tensor<f32>
+    %m = loom.mul %a, %two : (tensor<?x?xf32>, tensor<f32>) -> tensor<?x?xf32>
+    %s = loom.add %m, %b : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+    %t = loom.add %s, %c : (tensor<?x?xf32>, tensor<1x?xf32>) -> tensor<?x?xf32>
+    loom.yield %t : tensor<?x?xf32>
+  }
+  return %r : tensor<?x?xf32>
+}
+
+// GELU's erf and the positional encoding's sin and cos stay math ops here;
+// NVVM lowers them to libdevice, which the PTX has inlined.
+// CHECK-LABEL: gpu.func @region_1(
+// CHECK:         math.erf
+// CHECK:         math.sin
+// CHECK:         math.cos
+// CHECK-NOT:     func.call
+func.func @gelu_sin_cos(%x: tensor<8x5xf32>) -> (tensor<8x5xf32>, tensor<8x5xf32>) {
+  %r:2 = loom.fusion(%x) : (tensor<8x5xf32>) -> (tensor<8x5xf32>, tensor<8x5xf32>) {
+  ^bb0(%a: tensor<8x5xf32>):
+    %g = loom.gelu %a : (tensor<8x5xf32>) -> tensor<8x5xf32>
+    %s = loom.sin %a : (tensor<8x5xf32>) -> tensor<8x5xf32>
+    %c = loom.cos %s : (tensor<8x5xf32>) -> tensor<8x5xf32>
+    loom.yield %g, %c : tensor<8x5xf32>, tensor<8x5xf32>
+  }
+  return %r#0, %r#1 : tensor<8x5xf32>, tensor<8x5xf32>
+}
+
+// Dropout draws from the counter RNG the interpreter and the CPU use; the
+// site's offset is a constant of the kernel, so two sites are two kernels.
+// CHECK-LABEL: gpu.func @region_2(
+// CHECK:         arith.constant 3 : i64
+// CHECK-LABEL: gpu.func @region_3(
+// CHECK:         arith.constant 4 : i64
+func.func @dropout(%x: tensor<?x64xf32>, %seed: tensor<i64>) -> (tensor<?x64xf32>, tensor<?x64xf32>) {
+  %r = loom.fusion(%x, %seed) : (tensor<?x64xf32>, tensor<i64>) -> tensor<?x64xf32> {
+  ^bb0(%a: tensor<?x64xf32>, %s: tensor<i64>):
+    %d = loom.dropout %a, %s {rate = 0.1 : f64, offset = 3 : i64} : (tensor<?x64xf32>, tensor<i64>) -> tensor<?x64xf32>
+    loom.yield %d : tensor<?x64xf32>
+  }
+  %q = loom.fusion(%x, %seed) : (tensor<?x64xf32>, tensor<i64>) -> tensor<?x64xf32> {
+  ^bb0(%a: tensor<?x64xf32>, %s: tensor<i64>):
+    %d = loom.dropout %a, %s {rate = 0.1 : f64, offset = 4 : i64} : (tensor<?x64xf32>, tensor<i64>) -> tensor<?x64xf32>
+    loom.yield %d : tensor<?x64xf32>
+  }
+  return %r, %q : tensor<?x64xf32>, tensor<?x64xf32>
+}
+
+// A padding mask: token ids compared with the pad id, selecting -1e9; i1
+// results are bytes in memory.
+// CHECK-LABEL: gpu.func @region_4(
+// CHECK:         llvm.load %{{.*}} : !llvm.ptr -> i32
+// CHECK:         arith.cmpi eq
+// CHECK:         arith.select
+// CHECK:         llvm.store %{{.*}} : i8, !llvm.ptr
+func.func @mask(%ids: tensor<?x?xi32>, %scores: tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?xi1>) {
+  %r:2 = loom.fusion(%ids, %scores) : (tensor<?x?xi32>, tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?xi1>) {
+  ^bb0(%i: tensor<?x?xi32>, %s: tensor<?x?xf32>):
+    %pad = loom.constant dense<0> : tensor<i32>
+    %isPad = loom.compare eq, %i, %pad : (tensor<?x?xi32>, tensor<i32>) -> tensor<?x?xi1>
+    %neg = loom.constant dense<-1.0e9> : tensor<f32>
+    %m = loom.select %isPad, %neg, %s : (tensor<?x?xi1>, tensor<f32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+    loom.yield %m, %isPad : tensor<?x?xf32>, tensor<?x?xi1>
+  }
+  return %r#0, %r#1 : tensor<?x?xf32>, tensor<?x?xi1>
+}
