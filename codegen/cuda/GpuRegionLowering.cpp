@@ -25,6 +25,19 @@ public:
   void emit();
 
 private:
+  /// Entry block: arguments, domain sizes; the gpu.func.
+  void setUp();
+  void emitElementwise();
+  void emitRowwise();
+  /// Row and global values of phase <= `phase` not computed yet, at the
+  /// current point (the row scope), so that column loops may use them.
+  void emitRowValues(unsigned phase);
+  /// The block-wide `fn` of each thread's `v`, the same in every thread.
+  Value blockReduce(ReduceFn fn, Value v);
+  Value id(Value index);
+  static ReduceFn accumulation(const Node &r) {
+    return ReduceFn(r.fn) == ReduceFn::Max ? ReduceFn::Max : ReduceFn::Sum;
+  }
   Value dimValue(const DimExpr &d);
   /// Per row dim of the domain, the stride of a tensor of `shape` (null
   /// where it broadcasts), then the column stride (null likewise).
@@ -40,12 +53,17 @@ private:
   Location loc;
   KernelMath m;
 
+  gpu::GPUFuncOp func;
   SmallVector<Value> tensors, dims, domain;
+  Value cols, rows, total;
   // The current element: its index per row dim of the domain, its column.
   SmallVector<Value> idx;
   Value col;
-  DenseMap<unsigned, Value> values;
-  unsigned numConstants = 0;
+  // Values of Global and Row nodes (valid in the current row) and of
+  // Column nodes (valid in the current column loop's body).
+  DenseMap<unsigned, Value> rowValues, columnValues;
+  DenseMap<unsigned, LLVM::GlobalOp> arrays;
+  LLVM::GlobalOp shared;
 };
 
 Value GpuKernelEmitter::dimValue(const DimExpr &d) {
@@ -100,6 +118,9 @@ Value GpuKernelEmitter::offsetOf(ArrayRef<Value> strides) {
 Value GpuKernelEmitter::constantArray(const Node &node) {
   // An internal global of the GPU module, as the CPU kernel's is of the
   // shared object.
+  unsigned n = &node - g.nodes.data();
+  if (LLVM::GlobalOp global = arrays.lookup(n))
+    return b.create<LLVM::AddressOfOp>(loc, global);
   Type storage = m.storageType(node.memoryType);
   int64_t count = node.array.getNumElements();
   auto flat = RankedTensorType::get({count}, storage);
@@ -115,15 +136,18 @@ Value GpuKernelEmitter::constantArray(const Node &node) {
   OpBuilder top = OpBuilder::atBlockBegin(kernels.getBody());
   auto global = top.create<LLVM::GlobalOp>(
       loc, LLVM::LLVMArrayType::get(storage, count), /*isConstant=*/true,
-      LLVM::Linkage::Internal, symbol + "_c" + std::to_string(numConstants++),
+      LLVM::Linkage::Internal, symbol + "_c" + std::to_string(arrays.size()),
       data);
+  arrays[n] = global;
   return b.create<LLVM::AddressOfOp>(loc, global);
 }
 
 Value GpuKernelEmitter::value(unsigned n) {
+  const Node &node = g.nodes[n];
+  DenseMap<unsigned, Value> &values =
+      node.level == Level::Column ? columnValues : rowValues;
   if (Value v = values.lookup(n))
     return v;
-  const Node &node = g.nodes[n];
   SmallVector<Value> in;
   if (node.kind != NodeKind::Leaf)
     for (unsigned i : node.inputs)
@@ -165,6 +189,7 @@ Value GpuKernelEmitter::value(unsigned n) {
     v = m.cast(in[0], node.computeType);
     break;
   case NodeKind::RowReduce:
+    llvm_unreachable("computed by its column loop");
   case NodeKind::FullReduce:
     llvm_unreachable("declined by canEmitGpuKernel");
   }
@@ -177,7 +202,11 @@ Value GpuKernelEmitter::value(unsigned n) {
   return v;
 }
 
-void GpuKernelEmitter::emit() {
+Value GpuKernelEmitter::id(Value index) {
+  return b.create<arith::IndexCastUIOp>(loc, b.getI64Type(), index);
+}
+
+void GpuKernelEmitter::setUp() {
   MLIRContext *ctx = b.getContext();
   Type ptr = LLVM::LLVMPointerType::get(ctx), i64 = b.getI64Type();
   unsigned numTensors = g.operandTypes.size() + g.resultTypes.size();
@@ -191,8 +220,7 @@ void GpuKernelEmitter::emit() {
 
   // Before gpu.module_end.
   b.setInsertionPoint(kernels.getBody()->getTerminator());
-  auto func =
-      b.create<gpu::GPUFuncOp>(loc, symbol, b.getFunctionType(argTypes, {}));
+  func = b.create<gpu::GPUFuncOp>(loc, symbol, b.getFunctionType(argTypes, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   Block &entry = func.getBody().front();
   b.setInsertionPointToStart(&entry);
@@ -201,15 +229,17 @@ void GpuKernelEmitter::emit() {
   for (unsigned i = 0; i < numDims; ++i)
     dims.push_back(entry.getArgument(numTensors + i));
 
-  Value total = m.i64(1);
-  for (const DimExpr &d : g.domain) {
+  rows = m.i64(1);
+  for (const DimExpr &d : g.domain)
     domain.push_back(dimValue(d));
-    total = m.mul(total, domain.back());
-  }
-  Value cols = g.rank() == 0 ? m.i64(1) : domain.back();
-  auto id = [&](Value index) -> Value {
-    return b.create<arith::IndexCastUIOp>(loc, i64, index);
-  };
+  for (size_t d = 0; d + 1 < domain.size(); ++d)
+    rows = m.mul(rows, domain[d]);
+  cols = g.rank() == 0 ? m.i64(1) : domain.back();
+  total = m.mul(rows, cols);
+}
+
+void GpuKernelEmitter::emitElementwise() {
+  func->setAttr("loom.launch", b.getStringAttr("elements"));
   // One statement each: the order of the ops is the order of the IR.
   Value threads = id(b.create<gpu::BlockDimOp>(loc, gpu::Dimension::x));
   Value block = id(b.create<gpu::BlockIdOp>(loc, gpu::Dimension::x));
@@ -238,7 +268,173 @@ void GpuKernelEmitter::emit() {
     m.store(results[i], tensors[g.operandTypes.size() + i],
             offsetOf(stridesFor(shape)), type.getElementType());
   }
-  b.setInsertionPointToEnd(&entry);
+}
+
+void GpuKernelEmitter::emitRowValues(unsigned phase) {
+  for (auto [n, node] : llvm::enumerate(g.nodes))
+    if (node.level != Level::Column && node.kind != NodeKind::RowReduce &&
+        node.phase <= phase && !rowValues.count(n))
+      value(n);
+}
+
+Value GpuKernelEmitter::blockReduce(ReduceFn fn, Value v) {
+  Type elem = v.getType();
+  // Within a warp: butterfly shuffles leave the warp's total in every lane.
+  for (int32_t offset = 16; offset > 0; offset /= 2) {
+    auto shuffle =
+        b.create<gpu::ShuffleOp>(loc, v, offset, 32, gpu::ShuffleMode::XOR);
+    v = m.reductionStep(fn, v, shuffle.getShuffleResult());
+  }
+  // Across warps: one slot per warp in shared memory, then every thread
+  // folds the slots in the same order (the same value everywhere).
+  MLIRContext *ctx = b.getContext();
+  auto sharedPtr = LLVM::LLVMPointerType::get(ctx, /*addressSpace=*/3);
+  Value base = b.create<LLVM::AddressOfOp>(loc, sharedPtr, shared.getName());
+  Value thread = id(b.create<gpu::ThreadIdOp>(loc, gpu::Dimension::x));
+  Value threads = id(b.create<gpu::BlockDimOp>(loc, gpu::Dimension::x));
+  Value lane = b.create<arith::RemUIOp>(loc, thread, m.i64(32));
+  Value warp = b.create<arith::DivUIOp>(loc, thread, m.i64(32));
+  Value warps =
+      b.create<arith::DivUIOp>(loc, m.add(threads, m.i64(31)), m.i64(32));
+  auto slot = [&](Value i) -> Value {
+    return b.create<LLVM::GEPOp>(loc, sharedPtr, elem, base, ValueRange{i});
+  };
+  // The slots may still be read for the previous reduction.
+  b.create<gpu::BarrierOp>(loc);
+  Value leader =
+      b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, lane, m.i64(0));
+  Value mine = slot(warp);
+  auto onlyLeader = b.create<scf::IfOp>(loc, leader, /*withElseRegion=*/false);
+  OpBuilder::atBlockBegin(&onlyLeader.getThenRegion().front())
+      .create<LLVM::StoreOp>(loc, v, mine);
+  b.create<gpu::BarrierOp>(loc);
+  auto fold = b.create<scf::ForOp>(
+      loc, m.i64(0), warps, m.i64(1), ValueRange{m.reductionInit(fn, elem, 1)},
+      [&](OpBuilder &nested, Location, Value w, ValueRange acc) {
+        Value x = nested.create<LLVM::LoadOp>(loc, elem, slot(w));
+        nested.create<scf::YieldOp>(loc, m.reductionStep(fn, acc[0], x));
+      });
+  return fold.getResult(0);
+}
+
+void GpuKernelEmitter::emitRowwise() {
+  func->setAttr("loom.launch", b.getStringAttr("rows"));
+  // Slots for one value per warp, of the widest element type.
+  {
+    OpBuilder top = OpBuilder::atBlockBegin(kernels.getBody());
+    shared = top.create<LLVM::GlobalOp>(
+        loc, LLVM::LLVMArrayType::get(b.getF64Type(), 32),
+        /*isConstant=*/false, LLVM::Linkage::Internal, symbol + "_warps",
+        Attribute(), /*alignment=*/8, /*addrSpace=*/3);
+  }
+  // The column loops a row needs: loop q accumulates the reductions of
+  // phase q + 1; the last one also writes the column results.
+  unsigned lastLoop = 0;
+  for (const Node &node : g.nodes)
+    if (node.kind == NodeKind::RowReduce)
+      lastLoop = std::max(lastLoop, node.phase - 1);
+  for (unsigned r : g.results)
+    if (g.nodes[r].level == Level::Column)
+      lastLoop = std::max(lastLoop, g.nodes[r].phase);
+
+  Value block = id(b.create<gpu::BlockIdOp>(loc, gpu::Dimension::x));
+  Value grid = id(b.create<gpu::GridDimOp>(loc, gpu::Dimension::x));
+  Value thread = id(b.create<gpu::ThreadIdOp>(loc, gpu::Dimension::x));
+  Value threads = id(b.create<gpu::BlockDimOp>(loc, gpu::Dimension::x));
+  auto rowLoop = b.create<scf::ForOp>(loc, block, rows, grid);
+  b.setInsertionPointToStart(rowLoop.getBody());
+  Value row = rowLoop.getInductionVar();
+  idx.assign(g.rank(), Value());
+  for (size_t d = g.rank() - 1; g.rank() > 0 && d-- > 0;) {
+    idx[d] = b.create<arith::RemUIOp>(loc, row, domain[d]);
+    row = b.create<arith::DivUIOp>(loc, row, domain[d]);
+  }
+  rowValues.clear();
+  Value rowCol = m.i64(0);
+  for (unsigned q = 0; q <= lastLoop; ++q) {
+    col = rowCol; // row values have no column
+    emitRowValues(q);
+    SmallVector<unsigned> reductions;
+    SmallVector<Value> inits;
+    for (auto [n, node] : llvm::enumerate(g.nodes))
+      if (node.kind == NodeKind::RowReduce && node.phase == q + 1) {
+        reductions.push_back(n);
+        inits.push_back(
+            m.reductionInit(accumulation(node), node.computeType, 1));
+      }
+    bool writes = q == lastLoop;
+    auto loop = b.create<scf::ForOp>(loc, thread, cols, threads, inits);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      col = loop.getInductionVar();
+      columnValues.clear();
+      SmallVector<Value> next, results;
+      for (auto [i, r] : llvm::enumerate(reductions))
+        next.push_back(m.reductionStep(accumulation(g.nodes[r]),
+                                       loop.getRegionIterArgs()[i],
+                                       value(g.nodes[r].inputs[0])));
+      if (writes) {
+        // Every read of this column first: a result may share storage
+        // with an operand.
+        for (unsigned r : g.results)
+          results.push_back(g.nodes[r].level == Level::Column ? value(r)
+                                                              : Value());
+        for (auto [i, type] : llvm::enumerate(g.resultTypes))
+          if (results[i])
+            m.store(results[i], tensors[g.operandTypes.size() + i],
+                    offsetOf(stridesFor(shapeOfType(type, g.resultDims[i]))),
+                    type.getElementType());
+      }
+      // Without loop-carried values the builder made a yield already.
+      if (!loop.getBody()->empty() && isa<scf::YieldOp>(loop.getBody()->back()))
+        loop.getBody()->back().erase();
+      b.setInsertionPointToEnd(loop.getBody());
+      b.create<scf::YieldOp>(loc, next);
+      columnValues.clear();
+    }
+    col = rowCol;
+    for (auto [i, r] : llvm::enumerate(reductions)) {
+      const Node &node = g.nodes[r];
+      Value v = blockReduce(accumulation(node), loop.getResult(i));
+      if (ReduceFn(node.fn) == ReduceFn::Mean)
+        v = b.create<arith::DivFOp>(
+            loc, v,
+            b.create<arith::SIToFPOp>(loc, node.computeType,
+                                      dimValue(node.reducedShape.back())));
+      if (node.roundTo) {
+        Value narrow = b.create<arith::TruncFOp>(loc, node.roundTo, v);
+        v = b.create<arith::ExtFOp>(loc, v.getType(), narrow);
+      }
+      rowValues[r] = v;
+    }
+  }
+  // Row and global results: one value per row, written by thread 0 (a
+  // global one is the same for every row).
+  emitRowValues(lastLoop + 1);
+  Value first =
+      b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, thread, m.i64(0));
+  auto onlyFirst = b.create<scf::IfOp>(loc, first, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&onlyFirst.getThenRegion().front());
+  for (auto [i, type] : llvm::enumerate(g.resultTypes))
+    if (g.nodes[g.results[i]].level != Level::Column)
+      m.store(rowValues.lookup(g.results[i]),
+              tensors[g.operandTypes.size() + i],
+              offsetOf(stridesFor(shapeOfType(type, g.resultDims[i]))),
+              type.getElementType());
+}
+
+void GpuKernelEmitter::emit() {
+  setUp();
+  bool reduces = llvm::any_of(g.nodes, [](const Node &node) {
+    return node.kind == NodeKind::RowReduce;
+  });
+  if (reduces)
+    emitRowwise();
+  else
+    emitElementwise();
+  b.setInsertionPointToEnd(&func.getBody().front());
   b.create<gpu::ReturnOp>(loc);
 }
 
@@ -247,12 +443,11 @@ void GpuKernelEmitter::emit() {
 LogicalResult cuda::canEmitGpuKernel(const RegionGraph &graph,
                                      std::string &why) {
   for (const Node &node : graph.nodes)
-    if (node.kind == NodeKind::RowReduce || node.kind == NodeKind::FullReduce) {
-      why = std::string(node.kind == NodeKind::RowReduce ? "a row" : "a full") +
-            " reduction (" +
+    if (node.kind == NodeKind::FullReduce) {
+      why = "a reduction over every row (" +
             (node.origin ? node.origin->getName().getStringRef().str()
                          : std::string("?")) +
-            ") needs a block-per-row kernel, which the CUDA target does not "
+            ") needs a kernel across blocks, which the CUDA target does not "
             "generate yet";
       return failure();
     }

@@ -1,7 +1,9 @@
 // --loom-lower-regions-cuda replaces the module by the CUDA kernels of its
 // loom.fusion regions: one gpu.func per region in gpu.module @loom_kernels,
 // taking its operands' and results' pointers, then their dims, by value; an
-// elementwise region is one grid-stride loop over the domain's elements.
+// elementwise region is one grid-stride loop over the domain's elements
+// (`loom.launch = "elements"`), a region with row reductions one block per
+// row (`loom.launch = "rows"`, blocks of a multiple of 32 threads).
 // RUN: loom-opt %s --loom-lower-regions-cuda | FileCheck %s
 // What loom-opt prints it parses back.
 // RUN: loom-opt %s --loom-lower-regions-cuda | loom-opt > /dev/null
@@ -21,6 +23,8 @@
 // PTX-DAG: .visible .entry region_2(
 // PTX-DAG: .visible .entry region_3(
 // PTX-DAG: .visible .entry region_4(
+// PTX-DAG: .visible .entry region_5(
+// PTX-DAG: .visible .entry region_6(
 // No call is left to a library the driver would have to resolve.
 // PTX-NOT: call{{.*}}__nv_
 
@@ -104,4 +108,53 @@ func.func @mask(%ids: tensor<?x?xi32>, %scores: tensor<?x?xf32>) -> (tensor<?x?x
     loom.yield %m, %isPad : tensor<?x?xf32>, tensor<?x?xi1>
   }
   return %r#0, %r#1 : tensor<?x?xf32>, tensor<?x?xi1>
+}
+
+// Row-wise regions: one block per row (blocks stride over rows), threads
+// stride over the row's columns; each row reduction is a warp butterfly of
+// shuffles, then one slot per warp in shared memory that every thread folds
+// in the same order. Softmax: the row max, the sum of exp(x - max), then the
+// quotient, written in the last column loop.
+// CHECK-LABEL: gpu.func @region_5(
+// CHECK-SAME:    loom.launch = "rows"
+// CHECK:         scf.for
+// CHECK:           scf.for {{.*}} iter_args
+// CHECK:             arith.maximumf
+// CHECK:           gpu.shuffle  xor
+// CHECK:           gpu.barrier
+// CHECK:           llvm.store {{.*}} !llvm.ptr<3>
+// CHECK:           gpu.barrier
+// CHECK:           scf.for {{.*}} iter_args
+// CHECK:             math.exp
+// CHECK:             arith.addf
+// CHECK:           gpu.shuffle  xor
+// CHECK:           scf.for
+// CHECK:             arith.divf
+// CHECK:             llvm.store
+func.func @softmax(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %r = loom.fusion(%x) : (tensor<?x?xf32>) -> tensor<?x?xf32> {
+  ^bb0(%a: tensor<?x?xf32>):
+    %s = loom.softmax %a {axis = 1 : i64} : (tensor<?x?xf32>) -> tensor<?x?xf32>
+    loom.yield %s : tensor<?x?xf32>
+  }
+  return %r : tensor<?x?xf32>
+}
+
+// Layer norm of a residual sum, with the row mean as a second result of
+// shape [?, ?, 1]: a row value, written once per row by thread 0.
+// CHECK-LABEL: gpu.func @region_6(
+// CHECK-SAME:    loom.launch = "rows"
+// CHECK:         math.sqrt
+// CHECK:         scf.if
+// CHECK:           llvm.store
+// CHECK:         gpu.return
+func.func @add_layer_norm(%x: tensor<?x?x8xf32>, %y: tensor<?x?x8xf32>, %gamma: tensor<8xf32>, %beta: tensor<8xf32>) -> (tensor<?x?x8xf32>, tensor<?x?x1xf32>) {
+  %r:2 = loom.fusion(%x, %y, %gamma, %beta) : (tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<?x?x8xf32>, tensor<?x?x1xf32>) {
+  ^bb0(%a: tensor<?x?x8xf32>, %b: tensor<?x?x8xf32>, %g: tensor<8xf32>, %be: tensor<8xf32>):
+    %s = loom.add %a, %b : (tensor<?x?x8xf32>, tensor<?x?x8xf32>) -> tensor<?x?x8xf32>
+    %n = loom.layer_norm %s, %g, %be {epsilon = 1.0e-5 : f64} : (tensor<?x?x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<?x?x8xf32>
+    %mean = loom.reduce_mean %s [2] keep_dims : (tensor<?x?x8xf32>) -> tensor<?x?x1xf32>
+    loom.yield %n, %mean : tensor<?x?x8xf32>, tensor<?x?x1xf32>
+  }
+  return %r#0, %r#1 : tensor<?x?x8xf32>, tensor<?x?x1xf32>
 }
