@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/DenseSet.h"
 
 using namespace mlir;
 using namespace loom;
@@ -31,7 +32,14 @@ private:
   void emitRowwise();
   /// Row and global values of phase <= `phase` not computed yet, at the
   /// current point (the row scope), so that column loops may use them.
-  void emitRowValues(unsigned phase);
+  void emitRowValues(unsigned phase, unsigned stage);
+  /// One pass of the block over rows, computing what stage `stage` needs;
+  /// the last stage writes the results.
+  void emitStage(unsigned stage);
+  Value isLast(unsigned d);
+  /// Adds `n` and what it is computed from to `needed`, down to the totals
+  /// of earlier stages.
+  void collect(unsigned n);
   /// The block-wide `fn` of each thread's `v`, the same in every thread.
   Value blockReduce(ReduceFn fn, Value v);
   Value id(Value index);
@@ -64,6 +72,11 @@ private:
   DenseMap<unsigned, Value> rowValues, columnValues;
   DenseMap<unsigned, LLVM::GlobalOp> arrays;
   LLVM::GlobalOp shared;
+  // What the current stage computes (emitStage).
+  DenseSet<unsigned> needed;
+  // Values of FullReduce nodes, known after their stage.
+  DenseMap<unsigned, Value> globals;
+  Value rowCol;
 };
 
 Value GpuKernelEmitter::dimValue(const DimExpr &d) {
@@ -191,7 +204,7 @@ Value GpuKernelEmitter::value(unsigned n) {
   case NodeKind::RowReduce:
     llvm_unreachable("computed by its column loop");
   case NodeKind::FullReduce:
-    llvm_unreachable("declined by canEmitGpuKernel");
+    llvm_unreachable("computed after its stage's pass over the rows");
   }
   if (node.roundTo) {
     // Rounded to the op's f16/bf16 result, as the interpreter rounds.
@@ -270,10 +283,11 @@ void GpuKernelEmitter::emitElementwise() {
   }
 }
 
-void GpuKernelEmitter::emitRowValues(unsigned phase) {
+void GpuKernelEmitter::emitRowValues(unsigned phase, unsigned stage) {
   for (auto [n, node] : llvm::enumerate(g.nodes))
     if (node.level != Level::Column && node.kind != NodeKind::RowReduce &&
-        node.phase <= phase && !rowValues.count(n))
+        node.kind != NodeKind::FullReduce && node.phase <= phase &&
+        node.stage <= stage && needed.count(n) && !rowValues.count(n))
       value(n);
 }
 
@@ -317,56 +331,95 @@ Value GpuKernelEmitter::blockReduce(ReduceFn fn, Value v) {
   return fold.getResult(0);
 }
 
-void GpuKernelEmitter::emitRowwise() {
-  func->setAttr("loom.launch", b.getStringAttr("rows"));
-  // Slots for one value per warp, of the widest element type.
-  {
-    OpBuilder top = OpBuilder::atBlockBegin(kernels.getBody());
-    shared = top.create<LLVM::GlobalOp>(
-        loc, LLVM::LLVMArrayType::get(b.getF64Type(), 32),
-        /*isConstant=*/false, LLVM::Linkage::Internal, symbol + "_warps",
-        Attribute(), /*alignment=*/8, /*addrSpace=*/3);
-  }
-  // The column loops a row needs: loop q accumulates the reductions of
-  // phase q + 1; the last one also writes the column results.
-  unsigned lastLoop = 0;
-  for (const Node &node : g.nodes)
-    if (node.kind == NodeKind::RowReduce)
-      lastLoop = std::max(lastLoop, node.phase - 1);
-  for (unsigned r : g.results)
-    if (g.nodes[r].level == Level::Column)
-      lastLoop = std::max(lastLoop, g.nodes[r].phase);
+Value GpuKernelEmitter::isLast(unsigned d) {
+  return b.create<arith::CmpIOp>(
+      loc, arith::CmpIPredicate::eq, idx[d],
+      b.create<arith::SubIOp>(loc, domain[d], m.i64(1)));
+}
 
-  Value block = id(b.create<gpu::BlockIdOp>(loc, gpu::Dimension::x));
-  Value grid = id(b.create<gpu::GridDimOp>(loc, gpu::Dimension::x));
+void GpuKernelEmitter::collect(unsigned n) {
+  if (!needed.insert(n).second || g.nodes[n].kind == NodeKind::FullReduce)
+    return;
+  for (unsigned i : g.nodes[n].inputs)
+    collect(i);
+}
+
+void GpuKernelEmitter::emitStage(unsigned stage) {
+  bool last = stage + 1 == g.numStages;
+  needed.clear();
+  for (auto [n, node] : llvm::enumerate(g.nodes))
+    if (node.kind == NodeKind::FullReduce && node.stage == stage + 1)
+      collect(node.inputs[0]);
+  if (last)
+    for (unsigned r : g.results)
+      if (g.nodes[r].level != Level::Global)
+        collect(r);
+  // A last stage with only global results has no pass over the rows.
+  if (needed.empty())
+    return;
+  // The column loops a row needs: loop q accumulates the needed row
+  // reductions of phase q + 1 (those of earlier stages again: row values
+  // are not kept between stages); the last stage's last loop writes the
+  // column results.
+  unsigned lastLoop = 0;
+  for (unsigned n : needed)
+    if (g.nodes[n].kind == NodeKind::RowReduce)
+      lastLoop = std::max(lastLoop, g.nodes[n].phase - 1);
+  if (last)
+    for (unsigned r : g.results)
+      if (g.nodes[r].level == Level::Column)
+        lastLoop = std::max(lastLoop, g.nodes[r].phase);
+  SmallVector<unsigned> fullReduces;
+  SmallVector<Value> fullInits;
+  for (auto [n, node] : llvm::enumerate(g.nodes))
+    if (node.kind == NodeKind::FullReduce && node.stage == stage + 1) {
+      fullReduces.push_back(n);
+      fullInits.push_back(
+          m.reductionInit(accumulation(node), node.computeType, 1));
+    }
+
   Value thread = id(b.create<gpu::ThreadIdOp>(loc, gpu::Dimension::x));
   Value threads = id(b.create<gpu::BlockDimOp>(loc, gpu::Dimension::x));
-  auto rowLoop = b.create<scf::ForOp>(loc, block, rows, grid);
-  b.setInsertionPointToStart(rowLoop.getBody());
+  // One stage: blocks stride over rows. Several: one block takes every
+  // row in order, since a stage needs the last one's totals.
+  Value firstRow = m.i64(0), rowStep = m.i64(1);
+  if (g.numStages == 1) {
+    firstRow = id(b.create<gpu::BlockIdOp>(loc, gpu::Dimension::x));
+    rowStep = id(b.create<gpu::GridDimOp>(loc, gpu::Dimension::x));
+  }
+  auto rowLoop = b.create<scf::ForOp>(loc, firstRow, rows, rowStep, fullInits);
+  OpBuilder::InsertionGuard rowGuard(b);
+  if (!rowLoop.getBody()->empty())
+    rowLoop.getBody()->back().erase(); // the builder's yield, added below
+  b.setInsertionPointToEnd(rowLoop.getBody());
   Value row = rowLoop.getInductionVar();
   idx.assign(g.rank(), Value());
   for (size_t d = g.rank() - 1; g.rank() > 0 && d-- > 0;) {
-    idx[d] = b.create<arith::RemUIOp>(loc, row, domain[d]);
-    row = b.create<arith::DivUIOp>(loc, row, domain[d]);
+    idx[d] = d == 0 ? row : b.create<arith::RemUIOp>(loc, row, domain[d]);
+    if (d > 0)
+      row = b.create<arith::DivUIOp>(loc, row, domain[d]);
   }
-  rowValues.clear();
-  Value rowCol = m.i64(0);
+  rowValues = globals;
   for (unsigned q = 0; q <= lastLoop; ++q) {
     col = rowCol; // row values have no column
-    emitRowValues(q);
+    emitRowValues(q, stage);
     SmallVector<unsigned> reductions;
     SmallVector<Value> inits;
     for (auto [n, node] : llvm::enumerate(g.nodes))
-      if (node.kind == NodeKind::RowReduce && node.phase == q + 1) {
+      if (node.kind == NodeKind::RowReduce && node.phase == q + 1 &&
+          needed.count(n)) {
         reductions.push_back(n);
         inits.push_back(
             m.reductionInit(accumulation(node), node.computeType, 1));
       }
-    bool writes = q == lastLoop;
+    bool writes = last && q == lastLoop;
     auto loop = b.create<scf::ForOp>(loc, thread, cols, threads, inits);
     {
       OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(loop.getBody());
+      // Without loop-carried values the builder made a yield already.
+      if (!loop.getBody()->empty() && isa<scf::YieldOp>(loop.getBody()->back()))
+        loop.getBody()->back().erase();
+      b.setInsertionPointToEnd(loop.getBody());
       col = loop.getInductionVar();
       columnValues.clear();
       SmallVector<Value> next, results;
@@ -386,10 +439,6 @@ void GpuKernelEmitter::emitRowwise() {
                     offsetOf(stridesFor(shapeOfType(type, g.resultDims[i]))),
                     type.getElementType());
       }
-      // Without loop-carried values the builder made a yield already.
-      if (!loop.getBody()->empty() && isa<scf::YieldOp>(loop.getBody()->back()))
-        loop.getBody()->back().erase();
-      b.setInsertionPointToEnd(loop.getBody());
       b.create<scf::YieldOp>(loc, next);
       columnValues.clear();
     }
@@ -409,26 +458,110 @@ void GpuKernelEmitter::emitRowwise() {
       rowValues[r] = v;
     }
   }
-  // Row and global results: one value per row, written by thread 0 (a
-  // global one is the same for every row).
-  emitRowValues(lastLoop + 1);
-  Value first =
-      b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, thread, m.i64(0));
+  emitRowValues(lastLoop + 1, stage);
+  if (last) {
+    // Row results: one value per row, written by thread 0.
+    Value first = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, thread,
+                                          m.i64(0));
+    auto onlyFirst = b.create<scf::IfOp>(loc, first, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&onlyFirst.getThenRegion().front());
+    for (auto [i, type] : llvm::enumerate(g.resultTypes))
+      if (g.nodes[g.results[i]].level == Level::Row)
+        m.store(rowValues.lookup(g.results[i]),
+                tensors[g.operandTypes.size() + i],
+                offsetOf(stridesFor(shapeOfType(type, g.resultDims[i]))),
+                type.getElementType());
+  }
+  // This row's share of each total (the same in every thread). A row that
+  // broadcasts the reduced tensor sees its elements again: only the last
+  // row of each such run adds them, as on the CPU.
+  SmallVector<Value> next;
+  for (auto [i, f] : llvm::enumerate(fullReduces)) {
+    const Node &node = g.nodes[f];
+    Value x = rowValues.lookup(node.inputs[0]);
+    Value keep = b.create<arith::ConstantIntOp>(loc, 1, 1);
+    size_t k = node.reducedShape.size(), rank = g.rank();
+    for (size_t d = 0; d + 1 < rank; ++d) {
+      int64_t j = int64_t(d) - int64_t(rank - k);
+      DimExpr dim = j < 0 ? DimExpr{} : node.reducedShape[j];
+      if (dim == g.domain[d])
+        continue;
+      Value cond = isLast(d);
+      if (!dim.isStaticOne())
+        cond = b.create<arith::OrIOp>(
+            loc, cond,
+            b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                    dimValue(dim), domain[d]));
+      keep = b.create<arith::AndIOp>(loc, keep, cond);
+    }
+    x = b.create<arith::SelectOp>(
+        loc, keep, x, m.reductionInit(accumulation(node), node.computeType, 1));
+    next.push_back(
+        m.reductionStep(accumulation(node), rowLoop.getRegionIterArgs()[i], x));
+  }
+  b.create<scf::YieldOp>(loc, next);
+  b.setInsertionPointAfter(rowLoop);
+  for (auto [i, f] : llvm::enumerate(fullReduces)) {
+    const Node &node = g.nodes[f];
+    Value v = rowLoop.getResult(i);
+    if (ReduceFn(node.fn) == ReduceFn::Mean) {
+      Value count = m.i64(1);
+      for (const DimExpr &d : node.reducedShape)
+        count = m.mul(count, dimValue(d));
+      v = b.create<arith::DivFOp>(
+          loc, v, b.create<arith::SIToFPOp>(loc, node.computeType, count));
+    }
+    if (node.roundTo) {
+      Value narrow = b.create<arith::TruncFOp>(loc, node.roundTo, v);
+      v = b.create<arith::ExtFOp>(loc, v.getType(), narrow);
+    }
+    globals[f] = v;
+  }
+}
+
+void GpuKernelEmitter::emitRowwise() {
+  func->setAttr("loom.launch",
+                b.getStringAttr(g.numStages == 1 ? "rows" : "block"));
+  // Slots for one value per warp, of the widest element type.
+  {
+    OpBuilder top = OpBuilder::atBlockBegin(kernels.getBody());
+    shared = top.create<LLVM::GlobalOp>(
+        loc, LLVM::LLVMArrayType::get(b.getF64Type(), 32),
+        /*isConstant=*/false, LLVM::Linkage::Internal, symbol + "_warps",
+        Attribute(), /*alignment=*/8, /*addrSpace=*/3);
+  }
+  rowCol = m.i64(0);
+  for (unsigned s = 0; s < g.numStages; ++s)
+    emitStage(s);
+  // Global results: the same for every row; thread 0 of block 0 writes.
+  bool any = llvm::any_of(
+      g.results, [&](unsigned r) { return g.nodes[r].level == Level::Global; });
+  if (!any)
+    return;
+  rowValues = globals;
+  col = rowCol;
+  SmallVector<Value> values;
+  for (unsigned r : g.results)
+    values.push_back(g.nodes[r].level == Level::Global ? value(r) : Value());
+  Value thread = id(b.create<gpu::ThreadIdOp>(loc, gpu::Dimension::x));
+  Value block = id(b.create<gpu::BlockIdOp>(loc, gpu::Dimension::x));
+  Value first = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                        m.add(thread, block), m.i64(0));
   auto onlyFirst = b.create<scf::IfOp>(loc, first, /*withElseRegion=*/false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&onlyFirst.getThenRegion().front());
   for (auto [i, type] : llvm::enumerate(g.resultTypes))
-    if (g.nodes[g.results[i]].level != Level::Column)
-      m.store(rowValues.lookup(g.results[i]),
-              tensors[g.operandTypes.size() + i],
-              offsetOf(stridesFor(shapeOfType(type, g.resultDims[i]))),
+    if (values[i])
+      m.store(values[i], tensors[g.operandTypes.size() + i], m.i64(0),
               type.getElementType());
 }
 
 void GpuKernelEmitter::emit() {
   setUp();
   bool reduces = llvm::any_of(g.nodes, [](const Node &node) {
-    return node.kind == NodeKind::RowReduce;
+    return node.kind == NodeKind::RowReduce ||
+           node.kind == NodeKind::FullReduce;
   });
   if (reduces)
     emitRowwise();
@@ -442,19 +575,11 @@ void GpuKernelEmitter::emit() {
 
 LogicalResult cuda::canEmitGpuKernel(const RegionGraph &graph,
                                      std::string &why) {
-  for (const Node &node : graph.nodes)
-    if (node.kind == NodeKind::FullReduce) {
-      why = "a reduction over every row (" +
-            (node.origin ? node.origin->getName().getStringRef().str()
-                         : std::string("?")) +
-            ") needs a kernel across blocks, which the CUDA target does not "
-            "generate yet";
-      return failure();
-    }
   for (bool guarded : graph.guardedResults)
     if (guarded) {
-      why = "a result broadcast over rows that shares storage with an "
-            "operand needs ordered writes, which a GPU kernel does not give";
+      why = "a result broadcast over rows, which may share storage with an "
+            "operand other rows read, needs ordered writes, which a GPU kernel "
+            "does not give";
       return failure();
     }
   return success();

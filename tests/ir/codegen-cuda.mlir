@@ -3,7 +3,8 @@
 // taking its operands' and results' pointers, then their dims, by value; an
 // elementwise region is one grid-stride loop over the domain's elements
 // (`loom.launch = "elements"`), a region with row reductions one block per
-// row (`loom.launch = "rows"`, blocks of a multiple of 32 threads).
+// row (`loom.launch = "rows"`, blocks of a multiple of 32 threads), a region
+// with a reduction over every row one block (`loom.launch = "block"`).
 // RUN: loom-opt %s --loom-lower-regions-cuda | FileCheck %s
 // What loom-opt prints it parses back.
 // RUN: loom-opt %s --loom-lower-regions-cuda | loom-opt > /dev/null
@@ -25,6 +26,8 @@
 // PTX-DAG: .visible .entry region_4(
 // PTX-DAG: .visible .entry region_5(
 // PTX-DAG: .visible .entry region_6(
+// PTX-DAG: .visible .entry region_7(
+// PTX-DAG: .visible .entry region_8(
 // No call is left to a library the driver would have to resolve.
 // PTX-NOT: call{{.*}}__nv_
 
@@ -157,4 +160,44 @@ func.func @add_layer_norm(%x: tensor<?x?x8xf32>, %y: tensor<?x?x8xf32>, %gamma: 
     loom.yield %n, %mean : tensor<?x?x8xf32>, tensor<?x?x1xf32>
   }
   return %r#0, %r#1 : tensor<?x?x8xf32>, tensor<?x?x1xf32>
+}
+
+// Reductions over every row: stage s is one pass of a single block over
+// the rows in order (`loom.launch = "block"`), its totals carried from row
+// to row and known to the next stage. Centering by the mean of every
+// element: a first pass sums the rows, a second writes x - mean.
+// CHECK-LABEL: gpu.func @region_7(
+// CHECK-SAME:    loom.launch = "block"
+// CHECK:         scf.for {{.*}} iter_args
+// CHECK:           scf.for {{.*}} iter_args
+// CHECK:           gpu.shuffle  xor
+// CHECK:         arith.divf
+// CHECK:         scf.for
+// CHECK:           scf.for
+// CHECK:             arith.subf
+// CHECK:             llvm.store
+// CHECK:         gpu.return
+func.func @center(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %r = loom.fusion(%x) : (tensor<?x?xf32>) -> tensor<?x?xf32> {
+  ^bb0(%a: tensor<?x?xf32>):
+    %m = loom.reduce_mean %a [0, 1] : (tensor<?x?xf32>) -> tensor<f32>
+    %d = loom.sub %a, %m : (tensor<?x?xf32>, tensor<f32>) -> tensor<?x?xf32>
+    loom.yield %d : tensor<?x?xf32>
+  }
+  return %r : tensor<?x?xf32>
+}
+
+// A total alone: one pass, then thread 0 of block 0 writes it.
+// CHECK-LABEL: gpu.func @region_8(
+// CHECK-SAME:    loom.launch = "block"
+// CHECK:         scf.for
+// CHECK:         scf.if
+// CHECK-NEXT:      llvm.store
+func.func @total(%x: tensor<?x?xf32>) -> tensor<f32> {
+  %r = loom.fusion(%x) : (tensor<?x?xf32>) -> tensor<f32> {
+  ^bb0(%a: tensor<?x?xf32>):
+    %s = loom.reduce_sum %a [0, 1] : (tensor<?x?xf32>) -> tensor<f32>
+    loom.yield %s : tensor<f32>
+  }
+  return %r : tensor<f32>
 }
