@@ -10,14 +10,22 @@
 // `args` and `dims` arrays, passed by value so that a launch (and a CUDA
 // graph node) carries everything the kernel reads.
 //
-// Elementwise regions (no row or full reductions) are one grid-stride loop
-// over the elements of the iteration domain: each thread computes whole
-// elements, reading each operand at the element's broadcast offset, so
-// neighbouring threads touch neighbouring columns (coalesced). A result that
-// shares storage with an operand of its shape is safe: every element is read
-// before it is written, by the same thread. Regions with reductions are
-// declined with a message naming the reduction (row-wise kernels, one block
-// per row with warp reductions, are the next step).
+// How a kernel is launched is recorded on it as `loom.launch`:
+//
+//   elements  no reductions: one grid-stride loop over the domain's
+//             elements, any grid and block; each thread reads an element's
+//             operands before it writes its results, so a result may share
+//             storage with an operand of its shape.
+//   rows      row reductions: blocks stride over rows, threads over a
+//             row's columns once per phase; a reduction is a warp butterfly
+//             of shuffles, then one shared slot per warp folded by every
+//             thread in the same order. Blocks of a multiple of 32 threads.
+//   block     reductions over every row: ONE block takes every row in
+//             order, once per stage, carrying the totals; a later stage
+//             reads the totals of earlier ones. Launched with a grid of 1.
+//
+// Results broadcast over rows (the CPU writes them from the last row only,
+// since they may overwrite an operand other rows read) are declined.
 //
 //===----------------------------------------------------------------------===//
 

@@ -28,6 +28,8 @@
 // PTX-DAG: .visible .entry region_6(
 // PTX-DAG: .visible .entry region_7(
 // PTX-DAG: .visible .entry region_8(
+// PTX-DAG: .visible .entry region_9(
+// PTX-DAG: .visible .entry region_10(
 // No call is left to a library the driver would have to resolve.
 // PTX-NOT: call{{.*}}__nv_
 
@@ -200,4 +202,30 @@ func.func @total(%x: tensor<?x?xf32>) -> tensor<f32> {
     loom.yield %s : tensor<f32>
   }
   return %r : tensor<f32>
+}
+
+// f64 reductions shuffle 64-bit values; bf16 tensors are read and written
+// as bf16 and computed in f32, each op's result rounded to bf16 as the
+// interpreter rounds it.
+// CHECK-LABEL: gpu.func @region_9(
+// CHECK:         gpu.shuffle  xor %{{.*}} : f64
+// CHECK-LABEL: gpu.func @region_10(
+// CHECK:         llvm.load %{{.*}} -> bf16
+// CHECK:         arith.extf %{{.*}} : bf16 to f32
+// CHECK:         arith.truncf %{{.*}} : f32 to bf16
+func.func @softmax64(%x: tensor<?x?xf64>) -> tensor<?x?xf64> {
+  %r = loom.fusion(%x) : (tensor<?x?xf64>) -> tensor<?x?xf64> {
+  ^bb0(%a: tensor<?x?xf64>):
+    %s = loom.softmax %a {axis = 1 : i64} : (tensor<?x?xf64>) -> tensor<?x?xf64>
+    loom.yield %s : tensor<?x?xf64>
+  }
+  return %r : tensor<?x?xf64>
+}
+func.func @ln16(%x: tensor<?x8xbf16>, %g: tensor<8xbf16>, %b: tensor<8xbf16>) -> tensor<?x8xbf16> {
+  %r = loom.fusion(%x, %g, %b) : (tensor<?x8xbf16>, tensor<8xbf16>, tensor<8xbf16>) -> tensor<?x8xbf16> {
+  ^bb0(%a: tensor<?x8xbf16>, %gg: tensor<8xbf16>, %bb: tensor<8xbf16>):
+    %n = loom.layer_norm %a, %gg, %bb {epsilon = 1.0e-5 : f64} : (tensor<?x8xbf16>, tensor<8xbf16>, tensor<8xbf16>) -> tensor<?x8xbf16>
+    loom.yield %n : tensor<?x8xbf16>
+  }
+  return %r : tensor<?x8xbf16>
 }
