@@ -50,6 +50,10 @@ private:
   /// Per row dim of the domain, the stride of a tensor of `shape` (null
   /// where it broadcasts), then the column stride (null likewise).
   SmallVector<Value> stridesFor(const ShapeExpr &shape);
+  /// Strides of node `n`'s (a leaf's or a dropout site's) and of result
+  /// `i`'s shape, computed once in the entry block.
+  ArrayRef<Value> nodeStrides(unsigned n) { return strides[n]; }
+  ArrayRef<Value> resultStrides(unsigned i) { return resultStride[i]; }
   Value offsetOf(ArrayRef<Value> strides);
   Value constantArray(const Node &node);
   Value value(unsigned n);
@@ -71,6 +75,8 @@ private:
   // Column nodes (valid in the current column loop's body).
   DenseMap<unsigned, Value> rowValues, columnValues;
   DenseMap<unsigned, LLVM::GlobalOp> arrays;
+  DenseMap<unsigned, SmallVector<Value>> strides;
+  SmallVector<SmallVector<Value>> resultStride;
   LLVM::GlobalOp shared;
   // What the current stage computes (emitStage).
   DenseSet<unsigned> needed;
@@ -169,8 +175,8 @@ Value GpuKernelEmitter::value(unsigned n) {
   switch (node.kind) {
   case NodeKind::Leaf: {
     Value ptr = node.operand >= 0 ? tensors[node.operand] : constantArray(node);
-    v = m.load(ptr, offsetOf(stridesFor(node.shape)), node.memoryType,
-               node.computeType, 1);
+    v = m.load(ptr, offsetOf(nodeStrides(n)), node.memoryType, node.computeType,
+               1);
     break;
   }
   case NodeKind::Splat:
@@ -183,7 +189,7 @@ Value GpuKernelEmitter::value(unsigned n) {
     // The site's offset is part of the kernel here (the CPU passes it at
     // run time so that sites share code); the mask is the interpreter's.
     Value key = m.dropoutKey(in[1], m.i64(node.offset));
-    v = m.dropout(in[0], key, offsetOf(stridesFor(node.shape)), node.rate);
+    v = m.dropout(in[0], key, offsetOf(nodeStrides(n)), node.rate);
     break;
   }
   case NodeKind::Unary:
@@ -249,6 +255,12 @@ void GpuKernelEmitter::setUp() {
     rows = m.mul(rows, domain[d]);
   cols = g.rank() == 0 ? m.i64(1) : domain.back();
   total = m.mul(rows, cols);
+  // Strides do not change within a call: computed here, once.
+  for (auto [n, node] : llvm::enumerate(g.nodes))
+    if (node.kind == NodeKind::Leaf || node.kind == NodeKind::Dropout)
+      strides[n] = stridesFor(node.shape);
+  for (auto [i, type] : llvm::enumerate(g.resultTypes))
+    resultStride.push_back(stridesFor(shapeOfType(type, g.resultDims[i])));
 }
 
 void GpuKernelEmitter::emitElementwise() {
@@ -276,11 +288,9 @@ void GpuKernelEmitter::emitElementwise() {
   SmallVector<Value> results;
   for (unsigned r : g.results)
     results.push_back(value(r));
-  for (auto [i, type] : llvm::enumerate(g.resultTypes)) {
-    ShapeExpr shape = shapeOfType(type, g.resultDims[i]);
+  for (auto [i, type] : llvm::enumerate(g.resultTypes))
     m.store(results[i], tensors[g.operandTypes.size() + i],
-            offsetOf(stridesFor(shape)), type.getElementType());
-  }
+            offsetOf(resultStrides(i)), type.getElementType());
 }
 
 void GpuKernelEmitter::emitRowValues(unsigned phase, unsigned stage) {
@@ -436,8 +446,7 @@ void GpuKernelEmitter::emitStage(unsigned stage) {
         for (auto [i, type] : llvm::enumerate(g.resultTypes))
           if (results[i])
             m.store(results[i], tensors[g.operandTypes.size() + i],
-                    offsetOf(stridesFor(shapeOfType(type, g.resultDims[i]))),
-                    type.getElementType());
+                    offsetOf(resultStrides(i)), type.getElementType());
       }
       b.create<scf::YieldOp>(loc, next);
       columnValues.clear();
@@ -469,8 +478,7 @@ void GpuKernelEmitter::emitStage(unsigned stage) {
     for (auto [i, type] : llvm::enumerate(g.resultTypes))
       if (g.nodes[g.results[i]].level == Level::Row)
         m.store(rowValues.lookup(g.results[i]),
-                tensors[g.operandTypes.size() + i],
-                offsetOf(stridesFor(shapeOfType(type, g.resultDims[i]))),
+                tensors[g.operandTypes.size() + i], offsetOf(resultStrides(i)),
                 type.getElementType());
   }
   // This row's share of each total (the same in every thread). A row that
