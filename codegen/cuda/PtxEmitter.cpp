@@ -15,6 +15,10 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 
@@ -24,6 +28,73 @@ std::string loom::cuda::libdevicePath() {
 #else
   return "";
 #endif
+}
+
+std::string loom::cuda::ptxasPath() {
+#ifdef LOOM_PTXAS
+  return LOOM_PTXAS;
+#else
+  return "";
+#endif
+}
+
+FailureOr<std::string> loom::cuda::assemblePtx(StringRef ptx, StringRef chip,
+                                               std::string &error) {
+  std::string ptxas = ptxasPath();
+  if (ptxas.empty() || !llvm::sys::fs::can_execute(ptxas)) {
+    error = "no ptxas (" +
+            (ptxas.empty() ? std::string("this build found no CUDA toolkit")
+                           : "'" + ptxas + "' cannot be run") +
+            ")";
+    return failure();
+  }
+  // ptxas reads and writes files: three temporaries, removed on return.
+  SmallString<128> input, output, log;
+  int fd;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "loom-kernels", "ptx", fd, input)) {
+    error = "cannot create a temporary file: " + ec.message();
+    return failure();
+  }
+  llvm::FileRemover removeInput(input);
+  {
+    llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
+    out << ptx;
+  }
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("loom-kernels", "cubin", output)) {
+    error = "cannot create a temporary file: " + ec.message();
+    return failure();
+  }
+  llvm::FileRemover removeOutput(output);
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("loom-ptxas", "log", log)) {
+    error = "cannot create a temporary file: " + ec.message();
+    return failure();
+  }
+  llvm::FileRemover removeLog(log);
+  std::string arch = "-arch=" + chip.str();
+  SmallVector<StringRef> args = {ptxas,       arch, "-O3",
+                                 input.str(), "-o", output.str()};
+  std::optional<StringRef> redirects[] = {std::nullopt, log.str(), log.str()};
+  std::string runError;
+  int rc = llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt, redirects,
+                                     /*secondsToWait=*/0, /*memoryLimit=*/0,
+                                     &runError);
+  if (rc != 0) {
+    auto message = llvm::MemoryBuffer::getFile(log);
+    error = "ptxas for " + chip.str() + " failed" +
+            (rc < 0    ? ": " + runError
+             : message ? ": " + (*message)->getBuffer().trim().str()
+                       : std::string());
+    return failure();
+  }
+  auto cubin = llvm::MemoryBuffer::getFile(output, /*IsText=*/false);
+  if (!cubin) {
+    error = "cannot read ptxas's output: " + cubin.getError().message();
+    return failure();
+  }
+  return (*cubin)->getBuffer().str();
 }
 
 FailureOr<std::string> loom::cuda::emitPtx(ModuleOp module, StringRef kernels,

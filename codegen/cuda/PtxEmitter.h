@@ -10,6 +10,8 @@
 //
 // libdevice comes with the CUDA toolkit; CMake finds it next to nvcc
 // (LOOM_CUDA_LIBDEVICE). Without it no PTX can be made, and emitPtx says so.
+// assemblePtx runs the toolkit's ptxas (LOOM_PTXAS) on PTX: the cubin a
+// CUDA executable carries beside its PTX.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,6 +43,14 @@ mlir::FailureOr<std::string> emitPtx(mlir::ModuleOp module,
                                      llvm::StringRef kernels,
                                      const PtxOptions &options,
                                      std::string &error);
+
+/// The ptxas this build found beside nvcc, or "" without a CUDA toolkit.
+std::string ptxasPath();
+
+/// The cubin ptxas assembles from `ptx` for `chip` at -O3. On failure
+/// `error` holds ptxas's own message (or why it could not run).
+mlir::FailureOr<std::string>
+assemblePtx(llvm::StringRef ptx, llvm::StringRef chip, std::string &error);
 
 } // namespace loom::cuda
 
