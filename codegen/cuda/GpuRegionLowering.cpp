@@ -15,7 +15,8 @@ using namespace loom::cpu;
 
 namespace {
 
-/// Emits one elementwise kernel: per element, every node of the graph.
+/// Emits the kernel of one RegionGraph in one of the three launch shapes
+/// (GpuRegionLowering.h).
 class GpuKernelEmitter {
 public:
   GpuKernelEmitter(const RegionGraph &g, ModuleOp module,
@@ -30,8 +31,9 @@ private:
   void setUp();
   void emitElementwise();
   void emitRowwise();
-  /// Row and global values of phase <= `phase` not computed yet, at the
-  /// current point (the row scope), so that column loops may use them.
+  /// The row and global values the stage needs, of phase <= `phase` and
+  /// stage <= `stage`, not computed yet: at the current point (the row
+  /// scope), so that the column loops that follow may use them.
   void emitRowValues(unsigned phase, unsigned stage);
   /// One pass of the block over rows, computing what stage `stage` needs;
   /// the last stage writes the results.
