@@ -65,6 +65,47 @@ Value KernelMath::mul(Value a, Value c) {
   return b.create<arith::MulIOp>(loc, a, c);
 }
 
+Value KernelMath::dimValue(const DimExpr &d, ArrayRef<Value> dims) {
+  if (d.isStatic())
+    return i64(d.size);
+  // NumPy: sizes agree or one of them is 1.
+  Value v = dims[d.sources.front()];
+  for (unsigned s : ArrayRef<unsigned>(d.sources).drop_front()) {
+    Value isOne =
+        b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, v, i64(1));
+    v = b.create<arith::SelectOp>(loc, isOne, dims[s], v);
+  }
+  return v;
+}
+
+SmallVector<Value> KernelMath::domainStrides(const ShapeExpr &shape,
+                                             size_t rank,
+                                             ArrayRef<Value> dims) {
+  size_t k = shape.size();
+  SmallVector<Value> sizes, strides(k);
+  for (const DimExpr &d : shape)
+    sizes.push_back(dimValue(d, dims));
+  Value running = i64(1);
+  for (size_t j = k; j-- > 0;) {
+    strides[j] = running;
+    running = mul(running, sizes[j]);
+  }
+  SmallVector<Value> out;
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t j = int64_t(d) - int64_t(rank - k);
+    if (j < 0 || shape[j].isStaticOne()) {
+      out.push_back(nullptr);
+    } else if (shape[j].isStatic()) {
+      out.push_back(strides[j]);
+    } else {
+      Value isOne = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                            sizes[j], i64(1));
+      out.push_back(b.create<arith::SelectOp>(loc, isOne, i64(0), strides[j]));
+    }
+  }
+  return out;
+}
+
 Value KernelMath::libmCall(StringRef f32Name, StringRef f64Name,
                            ValueRange args) {
   Type elem = getElementTypeOrSelf(args[0].getType());

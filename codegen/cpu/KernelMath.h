@@ -69,6 +69,17 @@ public:
   /// A vector accumulator folded to a scalar.
   mlir::Value reductionFinish(ReduceFn fn, mlir::Value acc);
 
+  /// The run-time size of `d`: static, or the NumPy broadcast of the
+  /// `dims` entries it lists.
+  mlir::Value dimValue(const DimExpr &d, llvm::ArrayRef<mlir::Value> dims);
+  /// Per dim of a rank-`rank` iteration domain, the element stride of a
+  /// dense tensor of `shape` (right-aligned), or null where the tensor
+  /// broadcasts (a missing or static-1 dim); a dynamic dim that is 1 at run
+  /// time gets stride 0.
+  llvm::SmallVector<mlir::Value>
+  domainStrides(const ShapeExpr &shape, size_t rank,
+                llvm::ArrayRef<mlir::Value> dims);
+
   /// i64 arithmetic for offsets and sizes.
   mlir::Value add(mlir::Value a, mlir::Value b);
   mlir::Value mul(mlir::Value a, mlir::Value b);

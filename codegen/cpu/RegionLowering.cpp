@@ -170,46 +170,15 @@ void KernelEmitter::plan() {
 // Set-up
 //===----------------------------------------------------------------------===//
 
-Value KernelEmitter::dimValue(const DimExpr &d) {
-  if (d.isStatic())
-    return m.i64(d.size);
-  // NumPy: sizes agree or one of them is 1.
-  Value v = dims[d.sources.front()];
-  for (unsigned s : ArrayRef<unsigned>(d.sources).drop_front()) {
-    Value isOne =
-        b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, v, m.i64(1));
-    v = b.create<arith::SelectOp>(loc, isOne, dims[s], v);
-  }
-  return v;
-}
+Value KernelEmitter::dimValue(const DimExpr &d) { return m.dimValue(d, dims); }
 
 Access KernelEmitter::accessFor(const ShapeExpr &shape, Value ptr) {
   Access a;
   a.ptr = ptr;
-  size_t k = shape.size(), rank = g.rank();
-  SmallVector<Value> sizes, strides(k);
-  for (const DimExpr &d : shape)
-    sizes.push_back(dimValue(d));
-  Value running = m.i64(1);
-  for (size_t j = k; j-- > 0;) {
-    strides[j] = running;
-    running = m.mul(running, sizes[j]);
-  }
-  auto broadcastable = [&](size_t j, Value stride) -> Value {
-    if (shape[j].isStaticOne())
-      return nullptr;
-    if (shape[j].isStatic())
-      return stride;
-    Value isOne = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
-                                          sizes[j], m.i64(1));
-    return b.create<arith::SelectOp>(loc, isOne, m.i64(0), stride);
-  };
-  for (size_t d = 0; d + 1 < rank; ++d) {
-    int64_t j = int64_t(d) - int64_t(rank - k);
-    a.rowStrides.push_back(j < 0 ? nullptr : broadcastable(j, strides[j]));
-  }
-  if (k > 0) {
-    a.colStride = broadcastable(k - 1, m.i64(1));
+  SmallVector<Value> strides = m.domainStrides(shape, g.rank(), dims);
+  a.rowStrides.assign(strides.begin(), strides.end() - (g.rank() ? 1 : 0));
+  if (!shape.empty()) {
+    a.colStride = strides.back();
     a.unitColumn = shape.back().isStatic() && shape.back().size != 1;
   }
   return a;

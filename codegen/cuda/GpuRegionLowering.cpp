@@ -88,43 +88,11 @@ private:
 };
 
 Value GpuKernelEmitter::dimValue(const DimExpr &d) {
-  if (d.isStatic())
-    return m.i64(d.size);
-  // NumPy: sizes agree or one of them is 1.
-  Value v = dims[d.sources.front()];
-  for (unsigned s : ArrayRef<unsigned>(d.sources).drop_front()) {
-    Value isOne =
-        b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, v, m.i64(1));
-    v = b.create<arith::SelectOp>(loc, isOne, dims[s], v);
-  }
-  return v;
+  return m.dimValue(d, dims);
 }
 
 SmallVector<Value> GpuKernelEmitter::stridesFor(const ShapeExpr &shape) {
-  size_t k = shape.size(), rank = g.rank();
-  SmallVector<Value> sizes, strides(k);
-  for (const DimExpr &d : shape)
-    sizes.push_back(dimValue(d));
-  Value running = m.i64(1);
-  for (size_t j = k; j-- > 0;) {
-    strides[j] = running;
-    running = m.mul(running, sizes[j]);
-  }
-  auto broadcastable = [&](size_t j) -> Value {
-    if (shape[j].isStaticOne())
-      return nullptr;
-    if (shape[j].isStatic())
-      return strides[j];
-    Value isOne = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
-                                          sizes[j], m.i64(1));
-    return b.create<arith::SelectOp>(loc, isOne, m.i64(0), strides[j]);
-  };
-  SmallVector<Value> out;
-  for (size_t d = 0; d < rank; ++d) {
-    int64_t j = int64_t(d) - int64_t(rank - k);
-    out.push_back(j < 0 ? nullptr : broadcastable(j));
-  }
-  return out;
+  return m.domainStrides(shape, g.rank(), dims);
 }
 
 Value GpuKernelEmitter::offsetOf(ArrayRef<Value> strides) {
