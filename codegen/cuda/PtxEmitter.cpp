@@ -20,6 +20,8 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <deque>
+
 using namespace mlir;
 
 std::string loom::cuda::libdevicePath() {
@@ -50,29 +52,27 @@ FailureOr<std::string> loom::cuda::assemblePtx(StringRef ptx, StringRef chip,
   }
   // ptxas reads and writes files: three temporaries, removed on return.
   SmallString<128> input, output, log;
-  int fd;
-  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
-          "loom-kernels", "ptx", fd, input)) {
-    error = "cannot create a temporary file: " + ec.message();
-    return failure();
+  // A deque: FileRemover copies delete too, so the removers must not move.
+  std::deque<llvm::FileRemover> removers;
+  for (auto [path, suffix] :
+       {std::pair{&input, "ptx"}, std::pair{&output, "cubin"},
+        std::pair{&log, "log"}}) {
+    if (std::error_code ec =
+            llvm::sys::fs::createTemporaryFile("loom-ptxas", suffix, *path)) {
+      error = "cannot create a temporary file: " + ec.message();
+      return failure();
+    }
+    removers.emplace_back(*path);
   }
-  llvm::FileRemover removeInput(input);
   {
-    llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
+    std::error_code ec;
+    llvm::raw_fd_ostream out(input, ec);
     out << ptx;
+    if (ec || out.has_error()) {
+      error = "cannot write '" + input.str().str() + "' for ptxas";
+      return failure();
+    }
   }
-  if (std::error_code ec =
-          llvm::sys::fs::createTemporaryFile("loom-kernels", "cubin", output)) {
-    error = "cannot create a temporary file: " + ec.message();
-    return failure();
-  }
-  llvm::FileRemover removeOutput(output);
-  if (std::error_code ec =
-          llvm::sys::fs::createTemporaryFile("loom-ptxas", "log", log)) {
-    error = "cannot create a temporary file: " + ec.message();
-    return failure();
-  }
-  llvm::FileRemover removeLog(log);
   std::string arch = "-arch=" + chip.str();
   SmallVector<StringRef> args = {ptxas,       arch, "-O3",
                                  input.str(), "-o", output.str()};
