@@ -57,6 +57,8 @@ private:
   ArrayRef<Value> nodeStrides(unsigned n) { return strides[n]; }
   ArrayRef<Value> resultStrides(unsigned i) { return resultStride[i]; }
   Value offsetOf(ArrayRef<Value> strides);
+  /// Stores `v` as result `i`'s element at the current row and column.
+  void storeResult(unsigned i, Value v);
   Value constantArray(const Node &node);
   Value value(unsigned n);
 
@@ -102,6 +104,11 @@ Value GpuKernelEmitter::offsetOf(ArrayRef<Value> strides) {
       offset =
           m.add(offset, m.mul(d + 1 == strides.size() ? col : idx[d], stride));
   return offset;
+}
+
+void GpuKernelEmitter::storeResult(unsigned i, Value v) {
+  m.store(v, tensors[g.operandTypes.size() + i], offsetOf(resultStrides(i)),
+          g.resultTypes[i].getElementType());
 }
 
 Value GpuKernelEmitter::constantArray(const Node &node) {
@@ -258,9 +265,8 @@ void GpuKernelEmitter::emitElementwise() {
   SmallVector<Value> results;
   for (unsigned r : g.results)
     results.push_back(value(r));
-  for (auto [i, type] : llvm::enumerate(g.resultTypes))
-    m.store(results[i], tensors[g.operandTypes.size() + i],
-            offsetOf(resultStrides(i)), type.getElementType());
+  for (unsigned i = 0; i < results.size(); ++i)
+    storeResult(i, results[i]);
 }
 
 void GpuKernelEmitter::emitRowValues(unsigned phase, unsigned stage) {
@@ -413,10 +419,9 @@ void GpuKernelEmitter::emitStage(unsigned stage) {
         for (unsigned r : g.results)
           results.push_back(g.nodes[r].level == Level::Column ? value(r)
                                                               : Value());
-        for (auto [i, type] : llvm::enumerate(g.resultTypes))
+        for (unsigned i = 0; i < results.size(); ++i)
           if (results[i])
-            m.store(results[i], tensors[g.operandTypes.size() + i],
-                    offsetOf(resultStrides(i)), type.getElementType());
+            storeResult(i, results[i]);
       }
       b.create<scf::YieldOp>(loc, next);
       columnValues.clear();
@@ -445,11 +450,9 @@ void GpuKernelEmitter::emitStage(unsigned stage) {
     auto onlyFirst = b.create<scf::IfOp>(loc, first, /*withElseRegion=*/false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&onlyFirst.getThenRegion().front());
-    for (auto [i, type] : llvm::enumerate(g.resultTypes))
-      if (g.nodes[g.results[i]].level == Level::Row)
-        m.store(rowValues.lookup(g.results[i]),
-                tensors[g.operandTypes.size() + i], offsetOf(resultStrides(i)),
-                type.getElementType());
+    for (auto [i, r] : llvm::enumerate(g.results))
+      if (g.nodes[r].level == Level::Row)
+        storeResult(i, rowValues.lookup(r));
   }
   // This row's share of each total (the same in every thread). A row that
   // broadcasts the reduced tensor sees its elements again: only the last
@@ -529,10 +532,9 @@ void GpuKernelEmitter::emitRowwise() {
   auto onlyFirst = b.create<scf::IfOp>(loc, first, /*withElseRegion=*/false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&onlyFirst.getThenRegion().front());
-  for (auto [i, type] : llvm::enumerate(g.resultTypes))
+  for (unsigned i = 0; i < values.size(); ++i)
     if (values[i])
-      m.store(values[i], tensors[g.operandTypes.size() + i], m.i64(0),
-              type.getElementType());
+      storeResult(i, values[i]); // rank 0: offset 0
 }
 
 void GpuKernelEmitter::emit() {
