@@ -27,8 +27,10 @@ configure: deps $(BUILD)/build.ninja
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
+# On a failure, what failed is printed last (scripts/summarize-test-failures.py).
 test: build
-	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) || \
+	  { python3 $(CURDIR)/scripts/summarize-test-failures.py .; exit 1; }
 
 demo: build
 	@$(BUILD)/bin/loom demo
@@ -56,7 +58,8 @@ $(SANITIZE_BUILD)/build.ninja: CMakeLists.txt | deps
 # says which tests a sanitizer build leaves out, and why).
 test-sanitize: $(SANITIZE_BUILD)/build.ninja
 	@cmake --build $(SANITIZE_BUILD) -j $(JOBS)
-	@cd $(SANITIZE_BUILD) && $(SANITIZER_ENV) ctest --output-on-failure -j $(JOBS)
+	@cd $(SANITIZE_BUILD) && $(SANITIZER_ENV) ctest --output-on-failure -j $(JOBS) || \
+	  { python3 $(CURDIR)/scripts/summarize-test-failures.py .; exit 1; }
 
 clean:
 	rm -rf $(BUILD)
