@@ -1,11 +1,9 @@
-//===- ExecutableWriter.cpp - Planned modules to CPU executables ----------===//
+//===- ExecutableBuilder.cpp - Planned modules to executables -------------===//
 
-#include "codegen/cpu/ExecutableWriter.h"
+#include "codegen/ExecutableBuilder.h"
 
 #include "abi/Version.h"
 #include "codegen/cpu/LibraryCalls.h"
-#include "codegen/cpu/ObjectEmitter.h"
-#include "codegen/cpu/RegionCodegen.h"
 #include "codegen/cpu/RegionGraph.h"
 #include "ir/ArenaPlan.h"
 #include "ir/LoomDialect.h"
@@ -41,7 +39,7 @@ FailureOr<Buffer::DType> dtypeOf(Operation *where, Type type) {
     return Buffer::I64;
   if (element.isInteger(1))
     return Buffer::I1;
-  return where->emitError("no CPU buffer type for element type ") << element;
+  return where->emitError("no buffer type for element type ") << element;
 }
 
 /// Whether `op` reinterprets its first operand's bytes (a view the memory
@@ -53,9 +51,8 @@ bool isViewOp(Operation *op) {
 /// Writes the entry points of one module into one Executable.
 class Writer {
 public:
-  Writer(MLIRContext *context, const CpuExecutableOptions &options,
-         const cpu::CodegenTarget &target)
-      : options(options), target(target), codegen(context, target) {}
+  Writer(const ExecutableOptions &options, KernelTarget &target)
+      : options(options), target(target) {}
 
   FailureOr<Executable> run(ModuleOp module);
 
@@ -73,9 +70,8 @@ private:
   LogicalResult recordSignature(Kernel &kernel, FusionOp fusion);
   LogicalResult checkLibraryCall(Operation *op, const LibraryCall &call);
 
-  const CpuExecutableOptions &options;
-  const cpu::CodegenTarget &target;
-  CpuRegionCodegen codegen;
+  const ExecutableOptions &options;
+  KernelTarget &target;
   Executable exe;
   llvm::StringMap<int> stateBuffers;  // parameters and optimizer state
   llvm::StringMap<int> kernelIndices; // by kernel name
@@ -132,7 +128,7 @@ FailureOr<int> Writer::newBuffer(Value v, const std::string &name,
 LogicalResult Writer::writeConstant(Buffer &buffer, ConstantOp op) {
   auto value = dyn_cast<DenseElementsAttr>(op.getValue());
   if (!value)
-    return op.emitError("a CPU executable needs dense constants");
+    return op.emitError("an executable needs dense constants");
   std::string &data = *buffer.mutable_data();
   Type element = value.getElementType();
   auto append = [&](const void *bytes, size_t n) {
@@ -141,7 +137,7 @@ LogicalResult Writer::writeConstant(Buffer &buffer, ConstantOp op) {
   int64_t count = cast<ShapedType>(op.getType()).getNumElements();
   if (isa<FloatType>(element)) {
     if (!element.isF32() && !element.isF64())
-      return op.emitError("a CPU executable holds f32 and f64 constants only");
+      return op.emitError("an executable holds f32 and f64 constants only");
     auto values = value.getValues<APFloat>();
     for (int64_t i = 0; i < count; ++i) {
       APFloat f = value.isSplat() ? value.getSplatValue<APFloat>() : values[i];
@@ -487,19 +483,21 @@ LogicalResult Writer::writeFunction(func::FuncOp function) {
 
     runtime::Step *step = entry->add_steps();
     if (auto fusion = dyn_cast<FusionOp>(op)) {
-      FailureOr<RegionKernel> kernel = codegen.addRegion(fusion);
-      if (failed(kernel))
+      FailureOr<std::string> symbol = target.addRegion(fusion);
+      if (failed(symbol))
         return failure();
       int numArgs = op.getNumOperands() + op.getNumResults();
       int known = exe.kernels_size();
-      FailureOr<int> index =
-          kernelFor(kernel->symbol, kernel->symbol, Kernel::GENERATED, numArgs,
-                    kernel->parallel);
+      FailureOr<int> index = kernelFor(*symbol, *symbol, Kernel::GENERATED,
+                                       numArgs, /*parallel=*/false);
       if (failed(index))
         return failure();
-      if (*index == known &&
-          failed(recordSignature(*exe.mutable_kernels(*index), fusion)))
-        return failure();
+      if (*index == known) {
+        Kernel &record = *exe.mutable_kernels(*index);
+        if (failed(recordSignature(record, fusion)))
+          return failure();
+        target.describeKernel(record);
+      }
       step->set_kernel(*index);
       for (Value operand : op.getOperands()) {
         FailureOr<int> b = bufferFor(operand);
@@ -548,35 +546,16 @@ LogicalResult Writer::writeFunction(func::FuncOp function) {
 
 FailureOr<Executable> Writer::run(ModuleOp module) {
   exe.set_format_version(kFormatVersion);
-  exe.set_target(Executable::CPU);
   exe.set_config_text(options.configText);
   exe.set_max_tokens(options.bounds.maxTokens);
   exe.set_max_len(options.bounds.maxLen);
   exe.set_max_batch(options.bounds.maxBatch);
   exe.set_loom_version(kLoomVersion);
-  llvm::Expected<std::vector<std::string>> features =
-      cpu::enabledCpuFeatures(target);
-  if (!features)
-    return module.emitError("CPU code generation failed: ")
-           << llvm::toString(features.takeError());
-  runtime::CpuTarget &cpuTarget = *exe.mutable_cpu_target();
-  cpuTarget.set_triple(target.triple);
-  cpuTarget.set_cpu(target.cpu);
-  cpuTarget.set_level(target.level);
-  for (const std::string &feature : *features)
-    cpuTarget.add_features(feature);
-  cpuTarget.set_vector_bits(target.vectorBits);
-  // The memory plan starts every temporary at a multiple of this; the
-  // loader checks that its memory is aligned at least as much.
-  cpuTarget.set_alignment(kArenaAlignment);
   for (auto function : module.getOps<func::FuncOp>())
     if (!function.isExternal() && failed(writeFunction(function)))
       return failure();
-  std::string error;
-  FailureOr<std::string> code = codegen.emitSharedObject(error);
-  if (failed(code))
-    return module.emitError("CPU code generation failed: ") << error;
-  exe.set_code(*code);
+  if (failed(target.finish(module, exe)))
+    return failure();
   exe.set_code_checksum(fnv1a64(exe.code()));
   if (Status valid = validateExecutable(exe); !valid.ok())
     return module.emitError("the written executable is invalid: ")
@@ -586,12 +565,12 @@ FailureOr<Executable> Writer::run(ModuleOp module) {
 
 } // namespace
 
-FailureOr<runtime::Executable>
-writeCpuExecutable(ModuleOp planned, const CpuExecutableOptions &options) {
-  llvm::Expected<cpu::CodegenTarget> target = cpu::codegenTarget(options.cpu);
-  if (!target)
-    return planned.emitError(llvm::toString(target.takeError()));
-  Writer writer(planned.getContext(), options, *target);
+KernelTarget::~KernelTarget() = default;
+
+FailureOr<runtime::Executable> buildExecutable(ModuleOp planned,
+                                               const ExecutableOptions &options,
+                                               KernelTarget &target) {
+  Writer writer(options, target);
   return writer.run(planned);
 }
 

@@ -6,6 +6,7 @@
 #include "runtime/AtomicFile.h"
 #include "runtime/ExecutableValidation.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -80,6 +81,29 @@ Status validateKernels(const Executable &exe) {
     if (kernel.num_args() < 0)
       return corrupt(where + " takes a negative number of arguments (" +
                      std::to_string(kernel.num_args()) + ")");
+    // How a GPU launches it: exactly the generated kernels of a CUDA
+    // executable say, and a device launches nothing it cannot size.
+    bool gpuKernel =
+        exe.target() == Executable::CUDA && kernel.kind() == Kernel::GENERATED;
+    if (kernel.has_cuda_launch() != gpuKernel)
+      return corrupt(where + (gpuKernel
+                                  ? " is a generated kernel of a CUDA "
+                                    "executable without a cuda_launch"
+                                  : " has a cuda_launch, which only generated "
+                                    "kernels of a CUDA executable have"));
+    if (gpuKernel) {
+      const runtime::CudaLaunch &launch = kernel.cuda_launch();
+      if (!runtime::CudaLaunch::Shape_IsValid(launch.shape()) ||
+          launch.shape() == runtime::CudaLaunch::SHAPE_UNSPECIFIED)
+        return corrupt(where + " has unknown launch shape " +
+                       std::to_string(launch.shape()));
+      int32_t threads = launch.block_threads();
+      if (threads < 32 || threads > 1024 || threads % 32 != 0)
+        return corrupt(where + " launches blocks of " +
+                       std::to_string(threads) +
+                       " threads; a block has a multiple of 32 threads, from "
+                       "32 to 1024");
+    }
   }
   return Status::success();
 }
@@ -126,11 +150,14 @@ Status validateBuffer(const Executable &exe, int b) {
       return corrupt(where() + " has negative arena_offset " +
                      std::to_string(buffer.arena_offset()));
     // The arena itself is aligned; the kernels may assume its slices are.
-    int64_t alignment = exe.cpu_target().alignment();
+    bool cuda = exe.target() == Executable::CUDA;
+    int64_t alignment =
+        cuda ? exe.cuda_target().alignment() : exe.cpu_target().alignment();
     if (alignment > 0 && buffer.arena_offset() % alignment != 0)
       return corrupt(where() + " starts at arena byte " +
                      std::to_string(buffer.arena_offset()) +
-                     ", not a multiple of the cpu_target alignment " +
+                     ", not a multiple of the " +
+                     (cuda ? "cuda_target" : "cpu_target") + " alignment " +
                      std::to_string(alignment));
     if (buffer.max_bytes() < 0)
       return corrupt(where() + " has negative max_bytes " +
@@ -189,8 +216,13 @@ Status validateBuffer(const Executable &exe, int b) {
 /// is the CPU device's check when it loads the code (checkCpuTarget in
 /// runtime/cpu/CpuFeatures.h), and validation needs no device.
 Status validateCpuTarget(const Executable &exe) {
-  if (exe.target() != Executable::CPU)
+  if (exe.target() != Executable::CPU) {
+    if (exe.has_cpu_target())
+      return corrupt("an executable for " +
+                     Executable::Target_Name(exe.target()) +
+                     " with a cpu_target");
     return Status::success();
+  }
   if (!exe.has_cpu_target())
     return corrupt(
         "a CPU executable without a cpu_target: the CPU its code was "
@@ -215,6 +247,44 @@ Status validateCpuTarget(const Executable &exe) {
   if (alignment <= 0 || (alignment & (alignment - 1)) != 0)
     return corrupt("cpu_target alignment " + std::to_string(alignment) +
                    " is not a positive power of two");
+  return Status::success();
+}
+
+/// What a CUDA executable records of the GPU its code was compiled for.
+/// Whether the GPU at hand can run it is the CUDA device's question.
+Status validateCudaTarget(const Executable &exe) {
+  if (exe.target() != Executable::CUDA) {
+    if (exe.has_cuda_target())
+      return corrupt("an executable for " +
+                     Executable::Target_Name(exe.target()) +
+                     " with a cuda_target");
+    return Status::success();
+  }
+  if (!exe.has_cuda_target())
+    return corrupt("a CUDA executable without a cuda_target: the GPU its "
+                   "code was compiled for is unknown");
+  const runtime::CudaTarget &target = exe.cuda_target();
+  const std::string &arch = target.arch();
+  bool archOk = arch.size() > 3 && arch.size() <= 8 &&
+                arch.compare(0, 3, "sm_") == 0 &&
+                std::all_of(arch.begin() + 3, arch.end(),
+                            [](char c) { return c >= '0' && c <= '9'; });
+  if (!archOk)
+    return corrupt("cuda_target architecture " + quoted(arch) +
+                   " is not of the form sm_<number>");
+  // A cubin is an ELF file.
+  if (exe.code().compare(0, 4,
+                         "\x7f"
+                         "ELF") != 0)
+    return corrupt("the code of a CUDA executable is not a cubin (no ELF "
+                   "header)");
+  if (target.ptx().empty())
+    return corrupt("cuda_target has no PTX");
+  int32_t alignment = target.alignment();
+  if (alignment < 16 || (alignment & (alignment - 1)) != 0)
+    return corrupt("cuda_target alignment " + std::to_string(alignment) +
+                   " is not a power of two of at least 16 (the widest "
+                   "vector a kernel loads)");
   return Status::success();
 }
 
@@ -325,8 +395,9 @@ Status validateExecutable(const Executable &exe) {
       exe.target() == Executable::TARGET_UNSPECIFIED)
     return corrupt("unknown target " + std::to_string(exe.target()));
   LOOM_RETURN_IF_ERROR(validateCpuTarget(exe));
+  LOOM_RETURN_IF_ERROR(validateCudaTarget(exe));
   LOOM_RETURN_IF_ERROR(validateKernels(exe));
-  // After the CPU target, whose alignment the temporaries are checked for.
+  // After the targets, whose alignment the temporaries are checked for.
   LOOM_RETURN_IF_ERROR(validateBuffers(exe));
   std::set<std::string> names;
   for (int e = 0; e < exe.entry_points_size(); ++e) {

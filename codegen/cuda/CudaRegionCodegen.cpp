@@ -46,3 +46,13 @@ FailureOr<std::string> cuda::CudaRegionCodegen::addRegion(FusionOp fusion) {
   emitGpuKernel(*graph, *holder, kernels, it->second);
   return it->second;
 }
+
+std::pair<std::string, int32_t>
+cuda::CudaRegionCodegen::launchOf(StringRef symbol) {
+  auto kernels = holder->lookupSymbol<gpu::GPUModuleOp>(kKernelModule);
+  auto kernel = kernels.lookupSymbol<gpu::GPUFuncOp>(symbol);
+  assert(kernel && "launchOf: not a kernel of this codegen");
+  std::optional<ArrayRef<int32_t>> block = kernel.getKnownBlockSize();
+  return {kernel->getAttrOfType<StringAttr>(kLaunchAttr).str(),
+          block ? (*block)[0] : 0};
+}

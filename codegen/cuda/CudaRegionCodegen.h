@@ -32,6 +32,10 @@ public:
   /// error on `fusion` says why it cannot be a GPU kernel.
   mlir::FailureOr<std::string> addRegion(FusionOp fusion);
 
+  /// How kernel `symbol` (one addRegion returned) is launched: its shape
+  /// (kLaunchElements, kLaunchRows, kLaunchBlock) and threads per block.
+  std::pair<std::string, int32_t> launchOf(llvm::StringRef symbol);
+
   /// The module holding gpu.module @loom_kernels, for dumps and tests.
   mlir::ModuleOp module() { return *holder; }
 

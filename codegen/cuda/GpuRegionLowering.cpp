@@ -12,6 +12,7 @@
 using namespace mlir;
 using namespace loom;
 using namespace loom::cpu;
+using namespace loom::cuda;
 
 namespace {
 
@@ -31,6 +32,8 @@ private:
   void setUp();
   void emitElementwise();
   void emitRowwise();
+  /// Records the launch shape and block size (blockThreads) on the kernel.
+  void setLaunch(StringRef shape);
   /// The row and global values the stage needs, of phase <= `phase` and
   /// stage <= `stage`, not computed yet: at the current point (the row
   /// scope), so that the column loops that follow may use them.
@@ -241,7 +244,7 @@ void GpuKernelEmitter::setUp() {
 }
 
 void GpuKernelEmitter::emitElementwise() {
-  func->setAttr("loom.launch", b.getStringAttr("elements"));
+  setLaunch(kLaunchElements);
   // One statement each: the order of the ops is the order of the IR.
   Value threads = id(b.create<gpu::BlockDimOp>(loc, gpu::Dimension::x));
   Value block = id(b.create<gpu::BlockIdOp>(loc, gpu::Dimension::x));
@@ -502,8 +505,7 @@ void GpuKernelEmitter::emitStage(unsigned stage) {
 }
 
 void GpuKernelEmitter::emitRowwise() {
-  func->setAttr("loom.launch",
-                b.getStringAttr(g.numStages == 1 ? "rows" : "block"));
+  setLaunch(g.numStages == 1 ? kLaunchRows : kLaunchBlock);
   // Slots for one value per warp, of the widest element type.
   {
     OpBuilder top = OpBuilder::atBlockBegin(kernels.getBody());
@@ -537,6 +539,14 @@ void GpuKernelEmitter::emitRowwise() {
       storeResult(i, values[i]); // rank 0: offset 0
 }
 
+void GpuKernelEmitter::setLaunch(StringRef shape) {
+  func->setAttr(kLaunchAttr, b.getStringAttr(shape));
+  int32_t threads = blockThreads(g, shape);
+  // The launch bound (PTX's .maxntid): ptxas may give each thread as many
+  // registers as blocks of this size leave; the runtime launches with it.
+  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({threads, 1, 1}));
+}
+
 void GpuKernelEmitter::emit() {
   setUp();
   bool reduces = llvm::any_of(g.nodes, [](const Node &node) {
@@ -552,6 +562,19 @@ void GpuKernelEmitter::emit() {
 }
 
 } // namespace
+
+int32_t cuda::blockThreads(const RegionGraph &graph, StringRef launch) {
+  if (launch == kLaunchBlock)
+    return 1024; // one block does all the work: as many threads as may be
+  if (launch == kLaunchElements || graph.domain.empty() ||
+      !graph.domain.back().isStatic())
+    return 256;
+  // A block per row: two columns per thread and phase, at least a warp, at
+  // most 512 threads (a d_model of 512 gets 256, a head of 64 gets 32).
+  int64_t cols = graph.domain.back().size;
+  int64_t threads = std::clamp<int64_t>((cols + 1) / 2, 32, 512);
+  return static_cast<int32_t>((threads + 31) / 32 * 32);
+}
 
 LogicalResult cuda::canEmitGpuKernel(const RegionGraph &graph,
                                      std::string &why) {

@@ -10,7 +10,8 @@
 // `args` and `dims` arrays, passed by value so that a launch (and a CUDA
 // graph node) carries everything the kernel reads.
 //
-// How a kernel is launched is recorded on it as `loom.launch`:
+// How a kernel is launched is recorded on it as `loom.launch`, and the
+// threads of its blocks as `known_block_size` (blockThreads):
 //
 //   elements  no reductions: one grid-stride loop over the domain's
 //             elements, any grid and block; each thread reads an element's
@@ -38,6 +39,16 @@
 #include "mlir/IR/BuiltinOps.h"
 
 namespace loom::cuda {
+
+/// The attribute that records a kernel's launch shape, and its values.
+constexpr llvm::StringLiteral kLaunchAttr = "loom.launch";
+constexpr llvm::StringLiteral kLaunchElements = "elements";
+constexpr llvm::StringLiteral kLaunchRows = "rows";
+constexpr llvm::StringLiteral kLaunchBlock = "block";
+
+/// The threads per block a kernel of `graph` with launch shape `launch` is
+/// compiled for (gpu.func's known_block_size, PTX's .maxntid).
+int32_t blockThreads(const cpu::RegionGraph &graph, llvm::StringRef launch);
 
 /// Whether `graph` can be a GPU kernel yet; otherwise why not.
 mlir::LogicalResult canEmitGpuKernel(const cpu::RegionGraph &graph,

@@ -1,5 +1,4 @@
-//===- PtxEmitter.h - GPU kernels to PTX through MLIR's NVVM path -*- C++
-//-*-===//
+//===- PtxEmitter.h - GPU kernels to PTX through MLIR's NVVM ---*- C++ -*-===//
 //
 // A gpu.module of kernels in the gpu, scf, arith, math and llvm dialects
 // becomes PTX for one NVIDIA architecture:

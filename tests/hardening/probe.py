@@ -2264,6 +2264,11 @@ def fam_cli(seed):
             ("--cpu", "", None, BAD, []), ("--cpu", "NATIVE", None, BAD, []),
             ("--cpu", "x86-64-v5", None, BAD, []),
             ("--target", "", None, BAD, []), ("--target", "CPU", None, BAD, []),
+            ("--target", "CUDA", None, BAD, []),
+            ("--cuda-arch", "", None, BAD, []),
+            ("--cuda-arch", "SM_90", None, BAD, []),
+            ("--cuda-arch", "sm_70", None, BAD, []),
+            ("--cuda-arch", "sm_80", None, BAD, []),  # with --target ir
             ("--emit", "", None, BAD, []), ("--emit", "llvm", None, BAD, []),
             ("--preset", "", None, BAD, []), ("--preset", "TINY", None, BAD, []),
             ("--preset", "tiny ", None, BAD, []),

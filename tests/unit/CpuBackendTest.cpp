@@ -267,7 +267,7 @@ TEST_P(CpuBackendTest, RefusesMismatchedExecutables) {
   EXPECT_NE(createError(exe).find("no library kernel 'no_such_kernel'"),
             std::string::npos);
   exe = executable;
-  exe.set_target(runtime::Executable::CUDA);
+  test::retargetToCuda(exe);
   EXPECT_NE(createError(exe).find("targets CUDA, but the device 'cpu' runs "
                                   "CPU"),
             std::string::npos)

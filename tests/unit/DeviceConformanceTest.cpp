@@ -665,9 +665,7 @@ runtime::Executable matmulExecutable(runtime::Executable::Target target) {
   runtime::Executable exe;
   exe.set_format_version(kFormatVersion);
   exe.set_target(target);
-  if (target == runtime::Executable::CPU)
-    *exe.mutable_cpu_target() = hostCpuTarget();
-  exe.set_code_checksum(fnv1a64(exe.code()));
+  *exe.mutable_cpu_target() = hostCpuTarget();
   exe.add_symbols("rows");
   exe.set_max_tokens(kMaxRows);
   exe.set_max_len(kMaxRows);
@@ -729,6 +727,10 @@ runtime::Executable matmulExecutable(runtime::Executable::Target target) {
   };
   addStep({0, 1, 3}, loom::abi::MatmulCall{});
   addStep({3, 2, 4}, loom::abi::MatmulCall{false, true});
+  exe.set_code_checksum(fnv1a64(exe.code()));
+  // Library kernels only: the code of a CUDA executable holds no kernel.
+  if (target == runtime::Executable::CUDA)
+    test::retargetToCuda(exe);
   return exe;
 }
 

@@ -1,6 +1,7 @@
 //===- ExecutableTest.cpp - Loading and validating executables ------------===//
 
 #include "runtime/Executable.h"
+#include "TestUtil.h"
 #include "abi/LibraryCalls.h"
 #include "runtime/Program.h"
 #include "runtime/SizePolynomial.h"
@@ -220,6 +221,14 @@ Executable makeExecutable() {
                            "ELF fake shared object \0\1\2\3",
                            28));
   exe.set_code_checksum(fnv1a64(exe.code()));
+  return exe;
+}
+
+/// makeExecutable() for a GPU: its generated kernels say how they are
+/// launched, and its code is a cubin (an ELF file) with PTX beside it.
+Executable makeCudaExecutable() {
+  Executable exe = makeExecutable();
+  test::retargetToCuda(exe);
   return exe;
 }
 
@@ -564,6 +573,68 @@ TEST_F(ExecutableFile, RefusesABadCpuTarget) {
   exe.mutable_buffers(kActivated)->set_arena_offset(2052);
   exe.mutable_entry_points(0)->set_arena_bytes(4200);
   EXPECT_REFUSED(exe, "not a multiple of the cpu_target alignment 64");
+}
+
+TEST_F(ExecutableFile, LoadsACudaExecutable) {
+  Executable exe = makeCudaExecutable();
+  EXPECT_EQ(refusal(exe), "");
+  // What the CPU path checks holds here too.
+  exe.mutable_buffers(kActivated)->set_arena_offset(2052);
+  exe.mutable_entry_points(0)->set_arena_bytes(4200);
+  EXPECT_REFUSED(exe, "not a multiple of the cuda_target alignment 64");
+}
+
+TEST_F(ExecutableFile, RefusesABadCudaTarget) {
+  Executable exe = makeCudaExecutable();
+  exe.clear_cuda_target();
+  EXPECT_REFUSED(exe, "a CUDA executable without a cuda_target");
+  for (const char *arch : {"", "sm_", "sm_9x", "compute_90", "sm_123456789"}) {
+    exe = makeCudaExecutable();
+    exe.mutable_cuda_target()->set_arch(arch);
+    EXPECT_REFUSED(exe, "is not of the form sm_<number>");
+  }
+  exe = makeCudaExecutable();
+  exe.mutable_cuda_target()->clear_ptx();
+  EXPECT_REFUSED(exe, "cuda_target has no PTX");
+  for (int alignment : {0, 8, 48}) {
+    exe = makeCudaExecutable();
+    exe.mutable_cuda_target()->set_alignment(alignment);
+    EXPECT_REFUSED(exe, "cuda_target alignment " + std::to_string(alignment));
+  }
+  exe = makeCudaExecutable();
+  exe.set_code(".version 8.0\n");
+  exe.set_code_checksum(fnv1a64(exe.code()));
+  EXPECT_REFUSED(exe, "is not a cubin");
+  // Each target's record belongs to its own executables.
+  exe = makeCudaExecutable();
+  *exe.mutable_cpu_target() = makeExecutable().cpu_target();
+  EXPECT_REFUSED(exe, "an executable for CUDA with a cpu_target");
+  exe = makeExecutable();
+  *exe.mutable_cuda_target() = makeCudaExecutable().cuda_target();
+  EXPECT_REFUSED(exe, "an executable for CPU with a cuda_target");
+}
+
+TEST_F(ExecutableFile, RefusesAGpuKernelItCannotLaunch) {
+  Executable exe = makeCudaExecutable();
+  exe.mutable_kernels(kActivate)->clear_cuda_launch();
+  EXPECT_REFUSED(exe, "without a cuda_launch");
+  exe = makeCudaExecutable();
+  exe.mutable_kernels(kGather)->mutable_cuda_launch()->set_block_threads(256);
+  EXPECT_REFUSED(exe, "has a cuda_launch, which only generated kernels");
+  exe = makeExecutable();
+  exe.mutable_kernels(kActivate)->mutable_cuda_launch()->set_block_threads(32);
+  EXPECT_REFUSED(exe, "has a cuda_launch, which only generated kernels");
+  exe = makeCudaExecutable();
+  exe.mutable_kernels(kActivate)->mutable_cuda_launch()->set_shape(
+      runtime::CudaLaunch::SHAPE_UNSPECIFIED);
+  EXPECT_REFUSED(exe, "unknown launch shape 0");
+  for (int threads : {0, 16, 100, 2048}) {
+    exe = makeCudaExecutable();
+    exe.mutable_kernels(kActivate)->mutable_cuda_launch()->set_block_threads(
+        threads);
+    EXPECT_REFUSED(exe, "launches blocks of " + std::to_string(threads) +
+                            " threads");
+  }
 }
 
 //===----------------------------------------------------------------------===//

@@ -3,6 +3,7 @@
 #include "TestUtil.h"
 
 #include "ir/LoomDialect.h"
+#include "runtime/Executable.h"
 
 #include "mlir/Parser/Parser.h"
 #include <gtest/gtest.h>
@@ -138,6 +139,23 @@ zeroedOnDevice(runtime::Device &device, const runtime::LibraryCallArgs &call,
     owned.push_back(std::move(*onDevice));
   }
   return placed;
+}
+
+void retargetToCuda(runtime::Executable &exe) {
+  exe.set_target(runtime::Executable::CUDA);
+  exe.clear_cpu_target();
+  runtime::CudaTarget &target = *exe.mutable_cuda_target();
+  target.set_arch("sm_90");
+  target.set_ptx(".version 8.0\n.target sm_90\n.address_size 64\n");
+  target.set_alignment(64);
+  for (runtime::Kernel &kernel : *exe.mutable_kernels())
+    if (kernel.kind() == runtime::Kernel::GENERATED) {
+      kernel.mutable_cuda_launch()->set_shape(runtime::CudaLaunch::ELEMENTS);
+      kernel.mutable_cuda_launch()->set_block_threads(256);
+    }
+  exe.set_code(std::string("\x7f"
+                           "ELF stand-in cubin"));
+  exe.set_code_checksum(fnv1a64(exe.code()));
 }
 
 } // namespace loom::test

@@ -63,6 +63,12 @@ ErrorOr<runtime::LibraryCallArgs>
 zeroedOnDevice(runtime::Device &device, const runtime::LibraryCallArgs &call,
                std::vector<runtime::Tensor> &owned);
 
+/// Makes a well-formed CPU executable a well-formed CUDA one in form only:
+/// launch records for its generated kernels, a cuda_target, and stand-in
+/// bytes for the cubin and PTX. For tests of what is done with an
+/// executable of another target; no GPU can run it.
+void retargetToCuda(runtime::Executable &exe);
+
 /// A device kind as a test-name suffix ("cpu").
 std::string deviceKindName(const testing::TestParamInfo<std::string> &info);
 

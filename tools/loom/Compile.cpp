@@ -7,8 +7,10 @@
 // the module after every stage and `--report` writes the figures of each
 // entry point as JSON. `--target cpu -o M.loomx` writes an executable
 // instead: generated kernels for every loom.fusion and library calls for the
-// rest (codegen/cpu/ExecutableWriter.h), compiled for the CPU `--cpu` names:
-// this machine (native) or a portable x86-64 level.
+// rest (codegen/ExecutableBuilder.h), compiled for the CPU `--cpu` names:
+// this machine (native) or a portable x86-64 level. `--target cuda` writes
+// the same executable with GPU kernels for `--cuda-arch`
+// (codegen/cuda/CudaExecutableWriter.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +21,7 @@
 
 #include "abi/CpuFeatures.h"
 #include "codegen/cpu/ExecutableWriter.h"
+#include "codegen/cuda/CudaExecutableWriter.h"
 #include "runtime/Executable.h"
 
 #include "frontend/Transformer.h"
@@ -44,6 +47,7 @@ struct CompileOptions {
   std::string emit = "ir";
   std::string target = "ir";
   std::string cpu = "native";
+  std::string cudaArch = "sm_90";
   std::string output = "-";
   int64_t warmup = 4000;
   std::string dumpDir;
@@ -68,13 +72,14 @@ llvm::Error compile(const CompileOptions &options) {
   auto error = [](const llvm::Twine &message) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
   };
-  if (options.target != "ir" && options.target != "cpu")
+  if (options.target != "ir" && options.target != "cpu" &&
+      options.target != "cuda")
     return error("unknown target '" + options.target +
-                 "'; the targets are 'ir' (the compiled module as text) and "
-                 "'cpu' (an executable)");
-  if (options.target == "cpu" && options.output == "-")
-    return error("--target cpu writes a binary executable: give it a file "
-                 "with -o");
+                 "'; the targets are 'ir' (the compiled module as text), "
+                 "'cpu' and 'cuda' (executables)");
+  if (options.target != "ir" && options.output == "-")
+    return error("--target " + options.target +
+                 " writes a binary executable: give it a file with -o");
   if (options.output != "-")
     if (llvm::Error err = checkOutputFile(options.output, "--output",
                                           {options.model.configPath}))
@@ -90,8 +95,13 @@ llvm::Error compile(const CompileOptions &options) {
     return error("unknown --cpu '" + options.cpu + "'; the choices are " +
                  abi::cpuLevelList());
   if (options.cpu != abi::kNativeCpuLevel && options.target != "cpu")
-    return error("--cpu applies to --target cpu only; the IR of --target ir "
-                 "is the same for every CPU");
+    return error("--cpu applies to --target cpu only");
+  if (!isCudaArch(options.cudaArch))
+    return error("unknown --cuda-arch '" + options.cudaArch +
+                 "'; the choices are " + cudaArchList());
+  if (options.cudaArch != CudaExecutableOptions().arch &&
+      options.target != "cuda")
+    return error("--cuda-arch applies to --target cuda only");
   if (options.emit != "ir")
     return error("cannot emit '" + options.emit +
                  "' yet; the only output so far is --emit ir");
@@ -166,6 +176,18 @@ llvm::Error compile(const CompileOptions &options) {
       return error("CPU code generation failed");
     return toError(saveExecutable(options.output, *exe));
   }
+  if (options.target == "cuda") {
+    CudaExecutableOptions cudaOptions;
+    cudaOptions.bounds = {options.maxTokens, options.maxLen, options.maxBatch};
+    cudaOptions.arch = options.cudaArch;
+    google::protobuf::TextFormat::PrintToString(*config,
+                                                &cudaOptions.configText);
+    mlir::FailureOr<runtime::Executable> exe =
+        writeCudaExecutable(*module, cudaOptions);
+    if (mlir::failed(exe))
+      return error("CUDA code generation failed");
+    return toError(saveExecutable(options.output, *exe));
+  }
 
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -185,13 +207,19 @@ void addCompileCommand(CLI::App &app, int &exitCode) {
       ->capture_default_str();
   cmd->add_option("--target", options->target,
                   "ir: the compiled module as MLIR text; cpu: an executable "
-                  "for the CPU --cpu names")
+                  "for the CPU --cpu names; cuda: an executable for the GPU "
+                  "--cuda-arch names")
       ->capture_default_str();
   cmd->add_option("--cpu", options->cpu,
                   "With --target cpu: the CPU to generate code for. native: "
                   "this machine (its code may not run on older CPUs); "
                   "x86-64-v2, x86-64-v3 (AVX2), x86-64-v4 (AVX-512): every "
                   "CPU of that level")
+      ->capture_default_str();
+  cmd->add_option("--cuda-arch", options->cudaArch,
+                  "With --target cuda: the GPU architecture of the cubin "
+                  "(sm_80: A100, sm_86/sm_89: Ampere/Ada cards, sm_90: H100); "
+                  "its PTX runs on later GPUs too")
       ->capture_default_str();
   cmd->add_option("-o,--output", options->output, "Output file ('-': stdout)")
       ->capture_default_str();

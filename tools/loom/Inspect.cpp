@@ -7,7 +7,8 @@
 // the runtime accepts (on a machine with the features it records). The
 // kernels' machine code becomes one line with its size and checksum, and so
 // does any constant's data past a few dozen bytes; the checksum prints in
-// hex, as the loader's messages show it.
+// hex, as the loader's messages show it. A CUDA executable's PTX is elided
+// the same way; `--ptx` prints it instead of the executable.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,10 +65,19 @@ public:
   }
 };
 
-llvm::Error inspect(const std::string &path) {
+llvm::Error inspect(const std::string &path, bool ptx) {
   ErrorOr<Executable> exe = loadExecutable(path);
   if (!exe)
     return llvm::createStringError(llvm::inconvertibleErrorCode(), exe.error());
+  if (ptx) {
+    if (exe->target() != Executable::CUDA)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "--ptx: '" + path + "' is an executable for " +
+              Executable::Target_Name(exe->target()) + ", which has no PTX");
+    llvm::outs() << exe->cuda_target().ptx();
+    return llvm::Error::success();
+  }
   const google::protobuf::Descriptor *executable = Executable::descriptor();
   const google::protobuf::Descriptor *buffer = runtime::Buffer::descriptor();
   TextFormat::Printer printer;
@@ -78,6 +88,9 @@ llvm::Error inspect(const std::string &path) {
       executable->FindFieldByName("code_checksum"), new HexPrinter());
   printer.RegisterFieldValuePrinter(buffer->FindFieldByName("data"),
                                     new ElidedBytesPrinter(kShownDataBytes));
+  printer.RegisterFieldValuePrinter(
+      runtime::CudaTarget::descriptor()->FindFieldByName("ptx"),
+      new ElidedBytesPrinter(0));
   std::string text;
   if (!printer.PrintToString(*exe, &text))
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -90,12 +103,15 @@ llvm::Error inspect(const std::string &path) {
 
 void addInspectCommand(CLI::App &app, int &exitCode) {
   auto path = std::make_shared<std::string>();
+  auto ptx = std::make_shared<bool>(false);
   CLI::App *cmd = app.add_subcommand(
       "inspect", "Print a compiled executable (.loomx) as protobuf text");
   cmd->add_option("file", *path, "The executable, as `loom compile` wrote it")
       ->required();
-  cmd->callback([path, &exitCode] {
-    if (llvm::Error err = inspect(*path))
+  cmd->add_flag("--ptx", *ptx,
+                "Print the PTX of a CUDA executable's kernels instead");
+  cmd->callback([path, ptx, &exitCode] {
+    if (llvm::Error err = inspect(*path, *ptx))
       exitCode = fail("inspect", std::move(err));
   });
 }

@@ -1,0 +1,76 @@
+//===- ExecutableWriter.cpp - Planned modules to CPU executables ----------===//
+
+#include "codegen/cpu/ExecutableWriter.h"
+
+#include "codegen/cpu/ObjectEmitter.h"
+#include "codegen/cpu/RegionCodegen.h"
+#include "ir/ArenaPlan.h"
+
+#include <map>
+
+using namespace mlir;
+
+namespace loom {
+namespace {
+
+/// Native kernels for one CPU, in one shared object.
+class CpuKernelTarget final : public KernelTarget {
+public:
+  CpuKernelTarget(MLIRContext *context, const cpu::CodegenTarget &target)
+      : target(target), codegen(context, target) {}
+
+  FailureOr<std::string> addRegion(FusionOp fusion) override {
+    FailureOr<RegionKernel> kernel = codegen.addRegion(fusion);
+    if (failed(kernel))
+      return failure();
+    parallel[kernel->symbol] = kernel->parallel;
+    return kernel->symbol;
+  }
+
+  void describeKernel(runtime::Kernel &kernel) override {
+    kernel.set_parallel(parallel.at(kernel.symbol()));
+  }
+
+  LogicalResult finish(ModuleOp module, runtime::Executable &exe) override {
+    exe.set_target(runtime::Executable::CPU);
+    llvm::Expected<std::vector<std::string>> features =
+        cpu::enabledCpuFeatures(target);
+    if (!features)
+      return module.emitError("CPU code generation failed: ")
+             << llvm::toString(features.takeError());
+    runtime::CpuTarget &record = *exe.mutable_cpu_target();
+    record.set_triple(target.triple);
+    record.set_cpu(target.cpu);
+    record.set_level(target.level);
+    for (const std::string &feature : *features)
+      record.add_features(feature);
+    record.set_vector_bits(target.vectorBits);
+    // The memory plan starts every temporary at a multiple of this; the
+    // loader checks that its memory is aligned at least as much.
+    record.set_alignment(kArenaAlignment);
+    std::string error;
+    FailureOr<std::string> code = codegen.emitSharedObject(error);
+    if (failed(code))
+      return module.emitError("CPU code generation failed: ") << error;
+    exe.set_code(std::move(*code));
+    return success();
+  }
+
+private:
+  const cpu::CodegenTarget &target;
+  CpuRegionCodegen codegen;
+  std::map<std::string, bool> parallel; // by symbol
+};
+
+} // namespace
+
+FailureOr<runtime::Executable>
+writeCpuExecutable(ModuleOp planned, const CpuExecutableOptions &options) {
+  llvm::Expected<cpu::CodegenTarget> target = cpu::codegenTarget(options.cpu);
+  if (!target)
+    return planned.emitError(llvm::toString(target.takeError()));
+  CpuKernelTarget kernels(planned.getContext(), *target);
+  return buildExecutable(planned, options, kernels);
+}
+
+} // namespace loom
