@@ -7,10 +7,40 @@
 
 #include "runtime/Device.h"
 #include "runtime/cpu/CpuDevice.h"
+#ifdef LOOM_CUDA_DEVICE
+#include "runtime/cuda/CudaDevice.h"
+#endif
+
+#include <cctype>
 
 namespace loom::runtime {
 
-std::vector<std::string> deviceKinds() { return {"cpu"}; }
+std::vector<std::string> deviceKinds() {
+#ifdef LOOM_CUDA_DEVICE
+  return {"cpu", "cuda"};
+#else
+  return {"cpu"};
+#endif
+}
+
+namespace {
+
+/// "cuda" is GPU 0, "cuda:N" GPU N; -1 for anything else.
+int cudaOrdinal(const std::string &kind) {
+  if (kind == "cuda")
+    return 0;
+  if (kind.compare(0, 5, "cuda:") != 0 || kind.size() == 5 || kind.size() > 9)
+    return -1;
+  int ordinal = 0;
+  for (size_t i = 5; i < kind.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(kind[i])))
+      return -1;
+    ordinal = ordinal * 10 + (kind[i] - '0');
+  }
+  return ordinal;
+}
+
+} // namespace
 
 ErrorOr<std::shared_ptr<Device>> openDevice(const std::string &kind,
                                             int threads) {
@@ -24,11 +54,23 @@ ErrorOr<std::shared_ptr<Device>> openDevice(const std::string &kind,
                            ErrorCode::InvalidArgument);
   if (kind == "cpu")
     return std::shared_ptr<Device>(std::make_shared<cpu::CpuDevice>(threads));
-  if (kind == "cuda")
+  if (int ordinal = cudaOrdinal(kind); ordinal >= 0) {
+#ifdef LOOM_CUDA_DEVICE
+    ErrorOr<std::shared_ptr<cuda::CudaDevice>> device =
+        cuda::CudaDevice::open(ordinal);
+    if (!device)
+      return device.status();
+    return std::shared_ptr<Device>(*device);
+#else
     return Status::failure("this runtime was built without the CUDA device",
                            ErrorCode::Unsupported);
+#endif
+  }
+  std::string kinds;
+  for (const std::string &known : deviceKinds())
+    kinds += (kinds.empty() ? "" : ", ") + known;
   return Status::failure("unknown device '" + kind +
-                             "' (this runtime has: cpu)",
+                             "' (this runtime has: " + kinds + ")",
                          ErrorCode::NotFound);
 }
 

@@ -4,6 +4,7 @@
 
 #include "runtime/Device.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -153,6 +154,24 @@ ErrorOr<Tensor> toDevice(Device &device, const TensorRef &tensor) {
   LOOM_RETURN_IF_ERROR(device.copy(copy->data(), tensor.data, tensor.bytes(),
                                    CopyDirection::HostToDevice));
   return copy;
+}
+
+std::pair<int64_t, int64_t> kernelDomain(const std::vector<TensorRef> &args) {
+  size_t rank = 0;
+  for (const TensorRef &arg : args)
+    rank = std::max(rank, arg.shape.size());
+  if (rank == 0)
+    return {1, 1};
+  std::vector<int64_t> domain(rank, 1);
+  for (const TensorRef &arg : args)
+    for (size_t d = 0; d < arg.shape.size(); ++d) {
+      int64_t &size = domain[rank - arg.shape.size() + d];
+      size = std::max(size, arg.shape[d]);
+    }
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < rank; ++d)
+    rows *= domain[d];
+  return {rows, domain.back()};
 }
 
 } // namespace loom::runtime

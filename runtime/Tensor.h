@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace loom::runtime {
@@ -43,6 +44,12 @@ struct TensorRef {
   int32_t *i32() const { return static_cast<int32_t *>(data); }
   int64_t *i64() const { return static_cast<int64_t *>(data); }
 };
+
+/// The broadcast domain of a generated kernel's arguments (right-aligned,
+/// the largest size of each dim) as rows, every dim but the last flattened,
+/// and columns, the last dim: how a device splits a kernel's work. A rank-0
+/// domain is one row of one column.
+std::pair<int64_t, int64_t> kernelDomain(const std::vector<TensorRef> &args);
 
 /// Zeroed, 64-byte aligned host memory of at least `bytes` (one byte when 0);
 /// freed by freeHostMemory with the same size.

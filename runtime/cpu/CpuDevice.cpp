@@ -80,26 +80,6 @@ bool definedIn(void *library, void *address) {
   return found == own;
 }
 
-/// The broadcast domain of a generated kernel's arguments: rows (all dims
-/// but the last, flattened) and columns (the last dim).
-std::pair<int64_t, int64_t> kernelDomain(const std::vector<TensorRef> &args) {
-  size_t rank = 0;
-  for (const TensorRef &arg : args)
-    rank = std::max(rank, arg.shape.size());
-  if (rank == 0)
-    return {1, 1};
-  std::vector<int64_t> domain(rank, 1);
-  for (const TensorRef &arg : args)
-    for (size_t d = 0; d < arg.shape.size(); ++d) {
-      int64_t &size = domain[rank - arg.shape.size() + d];
-      size = std::max(size, arg.shape[d]);
-    }
-  int64_t rows = 1;
-  for (size_t d = 0; d + 1 < rank; ++d)
-    rows *= domain[d];
-  return {rows, domain.back()};
-}
-
 /// Elements per task below which splitting costs more than it saves.
 constexpr int64_t kParallelElements = 16384;
 
@@ -212,7 +192,7 @@ Status CpuDevice::launch(runtime::DeviceCode &deviceCode, int kernel,
     pointers.push_back(arg.data);
     dims.insert(dims.end(), arg.shape.begin(), arg.shape.end());
   }
-  auto [rows, cols] = kernelDomain(args);
+  auto [rows, cols] = runtime::kernelDomain(args);
   if (rows <= 0 || cols <= 0)
     return Status::success();
   // The workers see their own thread_locals: hand them this thread's.
