@@ -92,53 +92,7 @@ void loom::cpu::setAvx2Enabled(bool enabled) {
 // Helpers shared by the kernels (KernelUtil.h)
 //===----------------------------------------------------------------------===//
 
-std::string loom::cpu::shapeString(const std::vector<int64_t> &shape) {
-  if (shape.empty())
-    return "scalar";
-  std::string s;
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? "x" : "") + std::to_string(shape[i]);
-  return s;
-}
-
-std::vector<int64_t> loom::cpu::stridesOf(const std::vector<int64_t> &shape) {
-  std::vector<int64_t> strides(shape.size());
-  int64_t s = 1;
-  for (size_t i = shape.size(); i-- > 0;) {
-    strides[i] = s;
-    s *= shape[i];
-  }
-  return strides;
-}
-
-int64_t loom::cpu::product(const std::vector<int64_t> &shape, size_t begin,
-                           size_t end) {
-  int64_t p = 1;
-  for (size_t i = begin; i < end && i < shape.size(); ++i)
-    p *= shape[i];
-  return p;
-}
-
 Status loom::cpu::checkArgCount(const KernelCall &call, size_t count,
                                 const char *kernel) {
-  if (call.args.size() == count)
-    return Status::success();
-  return Status::failure(std::string(kernel) + ": expected " +
-                         std::to_string(count) + " tensor arguments, got " +
-                         std::to_string(call.args.size()));
-}
-
-Status loom::cpu::checkDType(const TensorRef &t, DType dtype,
-                             const char *what) {
-  if (t.dtype == dtype)
-    return Status::success();
-  return Status::failure(std::string(what) + " has element type " +
-                         dtypeName(t.dtype) + ", expected " + dtypeName(dtype));
-}
-
-Status loom::cpu::checkIdType(const TensorRef &ids, const char *what) {
-  if (ids.dtype == DType::I32 || ids.dtype == DType::I64)
-    return Status::success();
-  return Status::failure(std::string(what) + " must be i32 or i64, got " +
-                         dtypeName(ids.dtype));
+  return kernels::checkArgCount(call.args, count, kernel);
 }

@@ -9,6 +9,7 @@
 #ifndef LOOM_RUNTIME_CPU_KERNELUTIL_H
 #define LOOM_RUNTIME_CPU_KERNELUTIL_H
 
+#include "runtime/KernelChecks.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/ThreadPool.h"
 
@@ -47,16 +48,14 @@ Status crossEntropyGradKernel(const KernelCall &call);
 /// waking a worker costs little beside the chunk.
 constexpr int64_t kElementGrain = 16 * 1024;
 
-/// "2x3x4" ("scalar" for rank 0), as the interpreter writes shapes. The
-/// kernels' messages match the interpreter's, so this is not
-/// runtime::shapeString ("[2, 3, 4]").
-std::string shapeString(const std::vector<int64_t> &shape);
-
-/// Row-major strides of `shape`, in elements.
-std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape);
-
-/// Product of shape[begin, end).
-int64_t product(const std::vector<int64_t> &shape, size_t begin, size_t end);
+// The checks every device's kernels make (runtime/KernelChecks.h).
+using kernels::checkDType;
+using kernels::checkIdType;
+using kernels::checkSameDType;
+using kernels::checkShape;
+using kernels::product;
+using kernels::shapeString;
+using kernels::stridesOf;
 
 /// Runs body(begin, end) over [0, n), split over `pool` when there is one.
 template <typename F>
@@ -71,15 +70,11 @@ void parallelRange(ThreadPool *pool, int64_t n, int64_t grain, F &&body) {
 
 /// Success when `call` has `count` tensors, else a message naming `kernel`.
 Status checkArgCount(const KernelCall &call, size_t count, const char *kernel);
-/// Success when `t` holds `dtype`, else a message naming `what`.
-Status checkDType(const TensorRef &t, DType dtype, const char *what);
 
 /// The id at `i` of an i32 or i64 tensor.
 inline int64_t idAt(const TensorRef &ids, int64_t i) {
   return ids.dtype == DType::I32 ? ids.i32()[i] : ids.i64()[i];
 }
-/// Success when `ids` is i32 or i64, else a message naming `what`.
-Status checkIdType(const TensorRef &ids, const char *what);
 
 } // namespace loom::cpu
 

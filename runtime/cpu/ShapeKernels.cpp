@@ -147,24 +147,6 @@ Status sliceRange(const char *kernel, const loom::abi::SliceCall &slice,
   return Status::success();
 }
 
-Status checkSameDType(const TensorRef &a, const TensorRef &b,
-                      const char *kernel) {
-  if (a.dtype == b.dtype)
-    return Status::success();
-  return Status::failure(std::string(kernel) + ": element types differ (" +
-                         loom::dtypeName(a.dtype) + " and " +
-                         loom::dtypeName(b.dtype) + ")");
-}
-
-Status checkShape(const TensorRef &out, const std::vector<int64_t> &shape,
-                  const char *kernel) {
-  if (out.shape == shape)
-    return Status::success();
-  return Status::failure(std::string(kernel) + ": result is " +
-                         shapeString(out.shape) + ", expected " +
-                         shapeString(shape));
-}
-
 } // namespace
 
 Status loom::cpu::copyKernel(const KernelCall &call) {

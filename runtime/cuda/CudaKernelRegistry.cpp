@@ -39,6 +39,8 @@ Status copyKernel(const CudaKernelCall &call) {
 const std::map<std::string, CudaLibraryKernel> &registry() {
   static const std::map<std::string, CudaLibraryKernel> kernels = {
       {"copy", copyKernel},
+      // Shapes, indices and masks (ShapeKernels.cu, IndexKernels.cu).
+      // Losses and GEMMs (LossKernels.cu, LinearKernels.cpp).
   };
   return kernels;
 }
