@@ -71,4 +71,8 @@ Status checkShape(const TensorRef &out, const std::vector<int64_t> &shape,
                          shapeString(shape));
 }
 
+//===-- Shape, index and mask kernels ---------------------------------===//
+
+//===-- Losses and GEMMs ----------------------------------------------===//
+
 } // namespace loom::kernels

@@ -45,6 +45,10 @@ Status checkSameDType(const TensorRef &a, const TensorRef &b,
 Status checkShape(const TensorRef &out, const std::vector<int64_t> &shape,
                   const char *kernel);
 
+//===-- Shape, index and mask kernels ---------------------------------===//
+
+//===-- Losses and GEMMs ----------------------------------------------===//
+
 } // namespace loom::kernels
 
 #endif // LOOM_RUNTIME_KERNELCHECKS_H
