@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 export CCACHE_DIR ?= $(HOME)/.cache/loom-ccache
 
-.PHONY: all deps configure build test demo format clean deps-fuzz fuzz test-sanitize
+.PHONY: all deps configure build test demo format clean deps-fuzz fuzz test-sanitize device-bundle
 
 # Instrumented builds beside the normal one (docs/FUZZING.md).
 FUZZ_BUILD ?= build-fuzz
@@ -31,6 +31,13 @@ build: configure
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) || \
 	  { python3 $(CURDIR)/scripts/summarize-test-failures.py .; exit 1; }
+
+# The runtime-only binaries and their libraries, for a GPU machine without
+# Debian's packages (scripts/device-bundle.sh says how to run them there).
+device-bundle: build
+	@DEVICE_BUNDLE_DATA="$$(ls $(BUILD)/tests/unit/device-data/*.loomx 2>/dev/null)" \
+	  ./scripts/device-bundle.sh $(BUILD) device-bundle.tar.xz \
+	  DeviceConformanceTest DeviceAgreementTest loom-translate
 
 demo: build
 	@$(BUILD)/bin/loom demo

@@ -30,7 +30,7 @@
 #include "runtime/Tensor.h"
 #include "runtime/cpu/CpuFeatures.h"
 
-#include "TestUtil.h"
+#include "DeviceTestUtil.h"
 
 #include <gtest/gtest.h>
 

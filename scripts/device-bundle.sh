@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Packs runtime-only binaries (no LLVM, no MLIR) with every shared library
+# they load, the C library and its loader included, into one archive, so
+# that they run on a machine with none of Debian's packages: the GPU
+# machine, which has the NVIDIA driver and the CUDA toolkit but not oneDNN,
+# OpenBLAS or protobuf, and may have an older C library. There:
+#
+#   mkdir B && tar -xJf device-bundle.tar.xz -C B && B/run DeviceConformanceTest
+#
+# `run` starts a binary through the packed loader with the packed libraries
+# first, then CUDA's (CUDA_LIB, default /usr/local/cuda/lib64); the GPU
+# driver (libcuda) is the machine's own and never packed. Files named in
+# DEVICE_BUNDLE_DATA (compiled executables, say) go into data/, which `run`
+# names in LOOM_DEVICE_DATA.
+#
+# Usage: scripts/device-bundle.sh BUILD_DIR OUT_ARCHIVE BINARY...
+# (DEVICE_BUNDLE_XZ_LEVEL: xz level, default 6)
+set -euo pipefail
+if [ $# -lt 3 ]; then
+  echo "usage: $0 BUILD_DIR OUT_ARCHIVE BINARY..." >&2
+  exit 2
+fi
+build=$1
+out=$2
+shift 2
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/bin" "$stage/lib"
+for name in "$@"; do
+  binary="$build/bin/$name"
+  if [ ! -x "$binary" ]; then
+    echo "device-bundle: no binary $binary" >&2
+    exit 1
+  fi
+  if ldd "$binary" | grep -q -E 'libMLIR|libLLVM'; then
+    echo "device-bundle: $name links LLVM or MLIR; only runtime-only binaries travel" >&2
+    exit 1
+  fi
+  cp "$binary" "$stage/bin/"
+  # Every library the loader resolves, and the loader itself; the driver
+  # and the vDSO stay behind.
+  ldd "$binary" | awk '/=>/ && $3 ~ /^\// {print $3} /^\t\/.*ld-linux/ {print $1}' |
+    grep -v -E 'libcuda\.so' | while read -r lib; do
+      cp -L -n "$lib" "$stage/lib/"
+    done
+done
+mkdir -p "$stage/data"
+for file in ${DEVICE_BUNDLE_DATA:-}; do
+  cp "$file" "$stage/data/"
+done
+loader=$(cd "$stage/lib" && ls ld-linux-*.so.* | head -n 1)
+cat > "$stage/run" <<RUN
+#!/bin/sh
+# Runs bin/\$1 with the libraries packed beside it (scripts/device-bundle.sh).
+here=\$(cd "\$(dirname "\$0")" && pwd)
+name=\$1
+shift
+export LOOM_DEVICE_DATA=\${LOOM_DEVICE_DATA:-\$here/data}
+exec "\$here/lib/$loader" --library-path "\$here/lib:\${CUDA_LIB:-/usr/local/cuda/lib64}" \\
+  "\$here/bin/\$name" "\$@"
+RUN
+chmod +x "$stage/run"
+strip --strip-unneeded "$stage"/bin/* 2>/dev/null || true
+tar -C "$stage" -cf - . | xz -T0 "-${DEVICE_BUNDLE_XZ_LEVEL:-6}" > "$out"
+echo "device-bundle: $out, $(du -h "$out" | cut -f1) ($(ls "$stage/bin" | tr '\n' ' '))"

@@ -1,0 +1,221 @@
+//===- DeviceAgreementTest.cpp - A model on the GPU against the CPU -------===//
+//
+// The `tiny` model compiled twice by `loom compile`, for the CPU and for
+// CUDA (the build writes both; LOOM_DEVICE_DATA names another folder that
+// holds them, as the device bundle does), runs on each device from the same
+// parameters and inputs:
+//
+//   ScoresAgree     @token_log_probs of a batch: every log-probability
+//   TrainingAgrees  three @train_step calls: each loss, then every
+//                   parameter and Adam moment
+//   DecodingAgrees  greedy decoding: the same tokens
+//
+// The CPU side is held to the interpreter and PyTorch by the other tests, so
+// agreement here carries those checks to the GPU's generated kernels,
+// library kernels and decoding primitives at once. Only the runtime is
+// linked: the test runs on a GPU machine without LLVM or MLIR, and skips
+// where there is no GPU. With LOOM_AGREEMENT_DEVICE=cpu the other side is
+// the CPU executable on a one-thread CPU device instead (ctest runs that
+// too): the CPU's results must not depend on its thread count, and the
+// harness itself runs where no GPU is.
+//
+// Tolerances: the devices sum in different orders (warp trees against
+// sequential loops), so fp32 results differ in their last bits; 1e-4
+// relative to the tensor's RMS covers that for one forward pass. Adam
+// divides by sqrt(v) + eps with v ~ g^2 tiny after three steps, which
+// magnifies gradient differences: parameters get 1e-3.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DeviceTestUtil.h"
+
+#include "runtime/Decoding.h"
+#include "runtime/Program.h"
+#include "runtime/Session.h"
+#include "runtime/TrainStep.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+
+using namespace loom;
+using runtime::Tensor;
+
+namespace {
+
+std::string dataDir() {
+  if (const char *dir = std::getenv("LOOM_DEVICE_DATA"); dir && *dir)
+    return dir;
+  return LOOM_DEVICE_DATA_DEFAULT;
+}
+
+/// A session of the executable at `path` on `device`; fails the test and
+/// returns null when it cannot be made.
+std::unique_ptr<runtime::Session>
+sessionOf(const std::string &path, std::shared_ptr<runtime::Device> device) {
+  auto program = runtime::Program::load(path);
+  if (!program) {
+    ADD_FAILURE() << path << ": " << program.error();
+    return nullptr;
+  }
+  auto session = runtime::Session::create(*program, std::move(device));
+  if (!session) {
+    ADD_FAILURE() << path << ": " << session.error();
+    return nullptr;
+  }
+  return std::move(*session);
+}
+
+/// Host copy of a tensor as doubles.
+std::vector<double> valuesOf(const Tensor &tensor) {
+  ErrorOr<Tensor> host = runtime::toHost(tensor);
+  EXPECT_TRUE(bool(host)) << host.error();
+  std::vector<double> out;
+  if (!host)
+    return out;
+  EXPECT_EQ(host->dtype(), DType::F32);
+  const float *data = host->f32();
+  out.assign(data, data + host->numel());
+  return out;
+}
+
+/// Elementwise agreement within `rtol` of the reference's RMS (and of each
+/// element); NaN must meet NaN.
+::testing::AssertionResult agree(const std::vector<double> &actual,
+                                 const std::vector<double> &expected,
+                                 double rtol) {
+  if (actual.size() != expected.size())
+    return ::testing::AssertionFailure()
+           << actual.size() << " elements, expected " << expected.size();
+  double sum = 0;
+  for (double x : expected)
+    sum += std::isfinite(x) ? x * x : 0;
+  double rms = expected.empty() ? 0 : std::sqrt(sum / expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    double a = actual[i], e = expected[i];
+    if (std::isnan(e) || std::isnan(a)) {
+      if (std::isnan(e) != std::isnan(a))
+        return ::testing::AssertionFailure()
+               << "element " << i << ": " << a << ", expected " << e;
+      continue;
+    }
+    if (std::abs(a - e) > rtol * std::max(std::abs(e), rms) + 1e-30)
+      return ::testing::AssertionFailure()
+             << "element " << i << ": " << a << ", expected " << e << " (rms "
+             << rms << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+class DeviceAgreement : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::string absent;
+    const char *kind = std::getenv("LOOM_AGREEMENT_DEVICE");
+    bool cpuOnly = kind && std::string(kind) == "cpu";
+    gpu =
+        test::openTestDevice(cpuOnly ? "cpu" : "cuda", cpuOnly ? 1 : 0, absent);
+    if (!gpu)
+      GTEST_SKIP() << absent;
+    cpu = test::openTestDevice("cpu", 0, absent);
+    ASSERT_TRUE(cpu) << absent;
+    std::string dir = dataDir();
+    onCpu = sessionOf(dir + "/tiny-cpu.loomx", cpu);
+    onGpu = sessionOf(dir + (cpuOnly ? "/tiny-cpu.loomx" : "/tiny-cuda.loomx"),
+                      gpu);
+    ASSERT_TRUE(onCpu && onGpu);
+    ASSERT_EQ(onCpu->parameterNames(), onGpu->parameterNames());
+    // The same parameters on both: N(0, 0.1), drawn in name order.
+    std::mt19937_64 rng(7);
+    std::normal_distribution<float> normal(0.0f, 0.1f);
+    for (const std::string &name : onCpu->parameterNames()) {
+      const runtime::Program::StateTensor *state =
+          onCpu->program().stateTensor(name);
+      Tensor host = test::hostTensor(DType::F32, state->shape);
+      for (int64_t i = 0; i < host.numel(); ++i)
+        host.f32()[i] = normal(rng);
+      ASSERT_TRUE(onCpu->setState(name, host.ref()).ok());
+      Status placed = onGpu->setState(name, host.ref());
+      ASSERT_TRUE(placed.ok()) << placed.message();
+    }
+  }
+
+  /// A [rows, width] batch of ids in [4, 32), row b `lengths[b]` long.
+  static Tensor batch(std::mt19937_64 &rng, std::vector<int> lengths,
+                      int width) {
+    std::uniform_int_distribution<int32_t> id(4, 31);
+    std::vector<std::vector<int32_t>> rows;
+    for (int length : lengths) {
+      std::vector<int32_t> row(width, 0);
+      for (int j = 0; j < length; ++j)
+        row[j] = id(rng);
+      rows.push_back(row);
+    }
+    return test::idsOf(rows);
+  }
+
+  std::shared_ptr<runtime::Device> cpu, gpu;
+  std::unique_ptr<runtime::Session> onCpu, onGpu;
+};
+
+TEST_F(DeviceAgreement, ScoresAgree) {
+  std::mt19937_64 rng(1);
+  Tensor src = batch(rng, {5, 3, 4}, 5), tgt = batch(rng, {6, 4, 2}, 6);
+  ASSERT_EQ(onCpu->inputNames("token_log_probs"),
+            (std::vector<std::string>{"src", "tgt"}));
+  std::vector<std::vector<double>> outputs;
+  for (runtime::Session *session : {onCpu.get(), onGpu.get()}) {
+    std::vector<Tensor> placed;
+    std::vector<runtime::TensorRef> inputs;
+    for (const Tensor *t : {&src, &tgt}) {
+      ErrorOr<Tensor> onDevice = runtime::toDevice(session->device(), t->ref());
+      ASSERT_TRUE(bool(onDevice)) << onDevice.error();
+      inputs.push_back(onDevice->ref());
+      placed.push_back(std::move(*onDevice));
+    }
+    auto results = session->run("token_log_probs", inputs);
+    ASSERT_TRUE(bool(results))
+        << session->device().name() << ": " << results.error();
+    ASSERT_FALSE(results->empty());
+    outputs.push_back(valuesOf(results->front().tensor));
+  }
+  EXPECT_TRUE(agree(outputs[1], outputs[0], 1e-4));
+}
+
+TEST_F(DeviceAgreement, TrainingAgrees) {
+  std::mt19937_64 rng(2);
+  for (int64_t step = 1; step <= 3; ++step) {
+    Tensor src = batch(rng, {5, 4, 3, 5}, 5), tgt = batch(rng, {6, 3, 5, 2}, 6);
+    auto cpuLoss =
+        runtime::runTrainStep(*onCpu, src.ref(), tgt.ref(), 11, step);
+    auto gpuLoss =
+        runtime::runTrainStep(*onGpu, src.ref(), tgt.ref(), 11, step);
+    ASSERT_TRUE(bool(cpuLoss)) << cpuLoss.error();
+    ASSERT_TRUE(bool(gpuLoss)) << gpuLoss.error();
+    EXPECT_NEAR(*gpuLoss, *cpuLoss, 1e-4 * std::abs(*cpuLoss))
+        << "step " << step;
+  }
+  for (const std::string &name : onCpu->stateNames()) {
+    auto expected = onCpu->getState(name);
+    auto actual = onGpu->getState(name);
+    ASSERT_TRUE(bool(expected) && bool(actual)) << name;
+    EXPECT_TRUE(agree(valuesOf(*actual), valuesOf(*expected), 1e-3)) << name;
+  }
+}
+
+TEST_F(DeviceAgreement, DecodingAgrees) {
+  std::mt19937_64 rng(3);
+  Tensor src = batch(rng, {5, 2, 4}, 5);
+  runtime::GreedyOptions options;
+  options.maxLen = 12;
+  auto expected = runtime::greedyDecode(*onCpu, src.ref(), options);
+  auto actual = runtime::greedyDecode(*onGpu, src.ref(), options);
+  ASSERT_TRUE(bool(expected)) << expected.error();
+  ASSERT_TRUE(bool(actual)) << actual.error();
+  EXPECT_EQ(*actual, *expected);
+}
+
+} // namespace

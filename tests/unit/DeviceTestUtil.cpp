@@ -1,0 +1,128 @@
+//===- DeviceTestUtil.cpp - Helpers for tests of devices ------------------===//
+
+#include "DeviceTestUtil.h"
+
+#include "runtime/Executable.h"
+#include "runtime/Program.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+
+namespace loom::test {
+
+runtime::Tensor hostTensor(DType dtype, std::vector<int64_t> shape) {
+  ErrorOr<runtime::Tensor> t = runtime::Tensor::host(dtype, std::move(shape));
+  if (!t) {
+    std::fprintf(stderr, "test: %s\n", t.error().c_str());
+    std::abort();
+  }
+  return std::move(*t);
+}
+
+runtime::Tensor idsOf(const std::vector<std::vector<int32_t>> &rows) {
+  size_t width = 0;
+  for (const auto &r : rows)
+    width = std::max(width, r.size());
+  runtime::Tensor t =
+      hostTensor(DType::I32, {int64_t(rows.size()), int64_t(width)});
+  for (size_t i = 0; i < rows.size(); ++i)
+    std::copy(rows[i].begin(), rows[i].end(),
+              static_cast<int32_t *>(t.data()) + i * width);
+  return t;
+}
+
+std::unique_ptr<runtime::Session> cpuSession(runtime::Executable exe,
+                                             int threads) {
+  auto program = runtime::Program::create(std::move(exe));
+  if (!program) {
+    ADD_FAILURE() << program.error();
+    return nullptr;
+  }
+  auto device = runtime::openDevice("cpu", threads);
+  if (!device) {
+    ADD_FAILURE() << device.error();
+    return nullptr;
+  }
+  auto session = runtime::Session::create(*program, *device);
+  if (!session) {
+    ADD_FAILURE() << session.error();
+    return nullptr;
+  }
+  return std::move(*session);
+}
+
+std::vector<std::string> deviceKindsUnderTest() {
+  std::vector<std::string> kinds = runtime::deviceKinds();
+  if (std::find(kinds.begin(), kinds.end(), "cuda") == kinds.end())
+    kinds.push_back("cuda");
+  return kinds;
+}
+
+std::string deviceKindName(const testing::TestParamInfo<std::string> &info) {
+  std::string name = info.param;
+  for (char &c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)))
+      c = '_';
+  return name;
+}
+
+std::shared_ptr<runtime::Device>
+openTestDevice(const std::string &kind, int threads, std::string &absent) {
+  ErrorOr<std::shared_ptr<runtime::Device>> device =
+      runtime::openDevice(kind, threads);
+  if (device)
+    return std::move(*device);
+  if (device.code() == ErrorCode::Unsupported ||
+      device.code() == ErrorCode::NotFound)
+    absent = "no " + kind + " device here: " + device.error();
+  else
+    ADD_FAILURE() << "opening a " << kind << " device: " << device.error();
+  return nullptr;
+}
+
+std::string deviceLabel(const runtime::Device &device, int threads) {
+  std::string label = device.name();
+  if (threads > 0)
+    label +=
+        ", " + std::to_string(threads) + " thread" + (threads == 1 ? "" : "s");
+  return label;
+}
+
+ErrorOr<runtime::LibraryCallArgs>
+zeroedOnDevice(runtime::Device &device, const runtime::LibraryCallArgs &call,
+               std::vector<runtime::Tensor> &owned) {
+  runtime::LibraryCallArgs placed;
+  placed.attrs = call.attrs;
+  for (const runtime::TensorRef &t : call.tensors) {
+    ErrorOr<runtime::Tensor> onDevice =
+        runtime::Tensor::onDevice(device, t.dtype, t.shape);
+    if (!onDevice) {
+      ADD_FAILURE() << onDevice.error();
+      return onDevice.status();
+    }
+    placed.tensors.push_back(onDevice->ref());
+    owned.push_back(std::move(*onDevice));
+  }
+  return placed;
+}
+
+void retargetToCuda(runtime::Executable &exe) {
+  exe.set_target(runtime::Executable::CUDA);
+  exe.clear_cpu_target();
+  runtime::CudaTarget &target = *exe.mutable_cuda_target();
+  target.set_arch("sm_90");
+  target.set_ptx(".version 8.0\n.target sm_90\n.address_size 64\n");
+  target.set_alignment(64);
+  for (runtime::Kernel &kernel : *exe.mutable_kernels())
+    if (kernel.kind() == runtime::Kernel::GENERATED) {
+      kernel.mutable_cuda_launch()->set_shape(runtime::CudaLaunch::ELEMENTS);
+      kernel.mutable_cuda_launch()->set_block_threads(256);
+    }
+  exe.set_code(std::string("\x7f"
+                           "ELF stand-in cubin"));
+  exe.set_code_checksum(fnv1a64(exe.code()));
+}
+
+} // namespace loom::test

@@ -1,0 +1,65 @@
+//===- DeviceTestUtil.h - Helpers for tests of devices ----------*- C++ -*-===//
+//
+// What the tests of devices share, with nothing of the compiler: a test
+// built on these alone (the device conformance suite) links only the
+// runtime, so it runs on a GPU machine that has no LLVM or MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_TESTS_UNIT_DEVICETESTUTIL_H
+#define LOOM_TESTS_UNIT_DEVICETESTUTIL_H
+
+#include "runtime/Device.h"
+#include "runtime/Session.h"
+#include "runtime/Tensor.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace loom::test {
+
+/// A zeroed host tensor; an allocation failure ends the test program.
+runtime::Tensor hostTensor(DType dtype, std::vector<int64_t> shape);
+
+/// A [rows, longest] i32 host tensor of `rows`, padded with 0.
+runtime::Tensor idsOf(const std::vector<std::vector<int32_t>> &rows);
+
+/// A session of `exe` on a CPU device with `threads` threads; fails the
+/// current test (and returns null) when the runtime refuses it.
+std::unique_ptr<runtime::Session> cpuSession(runtime::Executable exe,
+                                             int threads);
+
+/// The device kinds this runtime was built with, and "cuda" in any case: a
+/// build or machine without it shows the CUDA cases of the conformance
+/// suite as skipped rather than not at all.
+std::vector<std::string> deviceKindsUnderTest();
+/// A device of `kind` with `threads` threads, or null when this build or
+/// machine has none (`absent` then says why, for GTEST_SKIP); any other
+/// failure to open it fails the current test.
+std::shared_ptr<runtime::Device>
+openTestDevice(const std::string &kind, int threads, std::string &absent);
+/// "cpu, 3 threads" ("cuda" when `threads` is 0), for traces.
+std::string deviceLabel(const runtime::Device &device, int threads);
+
+/// `call` with each tensor replaced by a zeroed tensor of its dtype and
+/// shape on `device`, kept alive in `owned`; fails the current test (and
+/// returns the failure) when one cannot be allocated.
+ErrorOr<runtime::LibraryCallArgs>
+zeroedOnDevice(runtime::Device &device, const runtime::LibraryCallArgs &call,
+               std::vector<runtime::Tensor> &owned);
+
+/// Makes a well-formed CPU executable a well-formed CUDA one in form only:
+/// launch records for its generated kernels, a cuda_target, and stand-in
+/// bytes for the cubin and PTX. For tests of what is done with an
+/// executable of another target; no GPU can run it.
+void retargetToCuda(runtime::Executable &exe);
+
+/// A device kind as a test-name suffix ("cpu").
+std::string deviceKindName(const testing::TestParamInfo<std::string> &info);
+
+} // namespace loom::test
+
+#endif // LOOM_TESTS_UNIT_DEVICETESTUTIL_H
