@@ -59,35 +59,13 @@ Status loom::cpu::linearKernel(const KernelCall &call) {
     return attrs.status().withContext("linear");
   bool hasBias = attrs->hasBias, hasResidual = attrs->hasResidual;
   Activation activation = attrs->activation;
-  size_t count = 3 + hasBias + hasResidual;
-  LOOM_RETURN_IF_ERROR(checkArgCount(call, count, "linear"));
+  kernels::LinearDims dims;
+  LOOM_RETURN_IF_ERROR(
+      kernels::checkLinear(call.args, hasBias, hasResidual, dims));
   const TensorRef &x = call.args[0], &w = call.args[1], &out = call.args.back();
   const TensorRef *bias = hasBias ? &call.args[2] : nullptr;
   const TensorRef *residual = hasResidual ? &call.args[2 + hasBias] : nullptr;
-  for (const TensorRef *t : {&x, &w, bias, residual, &out})
-    if (t && t->dtype != DType::F32)
-      return Status::failure(
-          std::string("linear: only f32 is supported, got ") +
-          dtypeName(t->dtype));
-
-  if (x.rank() < 1 || w.rank() != 2 || w.shape[1] != x.shape.back())
-    return Status::failure(
-        "linear: needs input [..., K] and weight [N, K], got " +
-        shapeString(x.shape) + " and " + shapeString(w.shape));
-  int64_t k = w.shape[1], n = w.shape[0];
-  std::vector<int64_t> outShape(x.shape.begin(), x.shape.end() - 1);
-  outShape.push_back(n);
-  if (out.shape != outShape)
-    return Status::failure("linear: result is " + shapeString(out.shape) +
-                           ", expected " + shapeString(outShape));
-  if (bias && bias->shape != std::vector<int64_t>{n})
-    return Status::failure("linear: bias must be " + std::to_string(n) +
-                           ", got " + shapeString(bias->shape));
-  if (residual && residual->shape != outShape)
-    return Status::failure("linear: residual must be " + shapeString(outShape) +
-                           ", got " + shapeString(residual->shape));
-
-  int64_t m = product(x.shape, 0, x.shape.size() - 1);
+  int64_t m = dims.m, n = dims.n, k = dims.k;
   sgemm(false, true, m, n, k, 1.0f, x.f32(), k, w.f32(), k, 0.0f, out.f32(), n);
   if (!bias && !residual && activation == Activation::None)
     return Status::success();
@@ -113,52 +91,13 @@ Status loom::cpu::matmulKernel(const KernelCall &call) {
   if (!attrs)
     return attrs.status().withContext("matmul");
   bool ta = attrs->transposeLhs, tb = attrs->transposeRhs;
+  kernels::MatmulDims dims;
+  LOOM_RETURN_IF_ERROR(kernels::checkMatmul(call.args, ta, tb, dims));
   const TensorRef &a = call.args[0], &b = call.args[1], &out = call.args[2];
-  for (const TensorRef *t : {&a, &b, &out})
-    if (t->dtype != DType::F32)
-      return Status::failure(
-          std::string("matmul: only f32 is supported, got ") +
-          dtypeName(t->dtype));
-  int64_t ra = a.rank(), rb = b.rank();
-  if (ra < 2 || rb < 2)
-    return Status::failure("matmul: needs operands of rank 2 or more, got " +
-                           shapeString(a.shape) + " and " +
-                           shapeString(b.shape));
-  int64_t m = a.shape[ta ? ra - 1 : ra - 2], k = a.shape[ta ? ra - 2 : ra - 1];
-  int64_t kb = b.shape[tb ? rb - 1 : rb - 2], n = b.shape[tb ? rb - 2 : rb - 1];
-  if (k != kb)
-    return Status::failure(
-        "matmul: contraction sizes differ: lhs " + shapeString(a.shape) +
-        " has K=" + std::to_string(k) + " but rhs " + shapeString(b.shape) +
-        " has K=" + std::to_string(kb));
-
-  // The broadcast batch shape, with per-operand matrix strides (0 where an
-  // operand's batch dim is 1 or missing).
-  size_t rank = std::max(ra, rb) - 2;
-  std::vector<int64_t> batch(rank), strideA(rank, 0), strideB(rank, 0);
-  int64_t sa = m * k, sb = k * n;
-  for (size_t i = rank; i-- > 0;) {
-    size_t fromEnd = rank - i;
-    int64_t da = fromEnd <= size_t(ra - 2) ? a.shape[ra - 2 - fromEnd] : 1;
-    int64_t db = fromEnd <= size_t(rb - 2) ? b.shape[rb - 2 - fromEnd] : 1;
-    if (da != db && da != 1 && db != 1)
-      return Status::failure(
-          "matmul: batch dims do not broadcast: " + shapeString(a.shape) +
-          " and " + shapeString(b.shape));
-    batch[i] = std::max(da, db);
-    if (da == 0 || db == 0)
-      batch[i] = 0;
-    strideA[i] = da == 1 ? 0 : sa;
-    strideB[i] = db == 1 ? 0 : sb;
-    sa *= da;
-    sb *= db;
-  }
-  std::vector<int64_t> outShape = batch;
-  outShape.push_back(m);
-  outShape.push_back(n);
-  if (out.shape != outShape)
-    return Status::failure("matmul: result is " + shapeString(out.shape) +
-                           ", expected " + shapeString(outShape));
+  int64_t rb = b.rank(), m = dims.m, n = dims.n, k = dims.k;
+  const std::vector<int64_t> &batch = dims.batch, &strideA = dims.strideA,
+                             &strideB = dims.strideB;
+  size_t rank = batch.size();
   int64_t batches = product(batch, 0, rank);
   if (batches == 0 || m == 0 || n == 0)
     return Status::success();

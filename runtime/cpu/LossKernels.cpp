@@ -48,25 +48,8 @@ Status checkLoss(const KernelCall &call, const char *kernel,
   if (!attrs)
     return attrs.status().withContext(kernel);
   const TensorRef &logits = call.args[0], &targets = call.args[1];
-  for (const TensorRef *t : {&logits, grad, &out})
-    if (t)
-      LOOM_RETURN_IF_ERROR(checkDType(*t, DType::F32, kernel));
-  LOOM_RETURN_IF_ERROR(checkIdType(targets, kernel));
-  std::vector<int64_t> lead = logits.shape;
-  if (!lead.empty())
-    lead.pop_back();
-  if (logits.shape.empty() || lead != targets.shape)
-    return Status::failure(
-        std::string(kernel) + ": logits " + shapeString(logits.shape) +
-        " do not match targets " + shapeString(targets.shape));
-  if (grad && grad->shape != targets.shape)
-    return Status::failure(
-        std::string(kernel) + ": grad " + shapeString(grad->shape) +
-        " does not match targets " + shapeString(targets.shape));
-  if (out.shape != outShape)
-    return Status::failure(std::string(kernel) + ": result is " +
-                           shapeString(out.shape) + ", expected " +
-                           shapeString(outShape));
+  LOOM_RETURN_IF_ERROR(loom::kernels::checkCrossEntropy(logits, targets, grad,
+                                                        out, outShape, kernel));
   s.classes = logits.shape.back();
   s.rows = targets.numel();
   s.ignoreIndex = attrs->ignoreIndex;
@@ -74,9 +57,7 @@ Status checkLoss(const KernelCall &call, const char *kernel,
   for (int64_t r = 0; r < s.rows; ++r) {
     int64_t t = idAt(targets, r);
     if (t != s.ignoreIndex && (t < 0 || t >= s.classes))
-      return Status::failure(std::string(kernel) + ": target id " +
-                             std::to_string(t) + " is outside [0, " +
-                             std::to_string(s.classes) + ")");
+      return loom::kernels::targetOutsideClasses(kernel, t, s.classes);
   }
   return Status::success();
 }

@@ -126,27 +126,6 @@ void parallelCopy(void *dst, const void *src, int64_t bytes, ThreadPool *pool) {
   });
 }
 
-/// Resolves [start, end) of `slice` against the run-time `shape` as
-/// loom.slice defines them.
-Status sliceRange(const char *kernel, const loom::abi::SliceCall &slice,
-                  const std::vector<int64_t> &shape, int64_t &start,
-                  int64_t &end) {
-  int64_t dim = slice.dim;
-  if (dim < 0 || dim >= static_cast<int64_t>(shape.size()))
-    return Status::failure(std::string(kernel) + ": dim " +
-                           std::to_string(dim) + " is out of range for " +
-                           shapeString(shape));
-  int64_t size = shape[dim];
-  start = slice.start < 0 ? slice.start + size : slice.start;
-  end = slice.end <= 0 ? slice.end + size : slice.end;
-  if (start < 0 || end > size || start > end)
-    return Status::failure(std::string(kernel) + ": range [" +
-                           std::to_string(slice.start) + ", " +
-                           std::to_string(slice.end) + ") is outside dim " +
-                           std::to_string(dim) + " of " + shapeString(shape));
-  return Status::success();
-}
-
 } // namespace
 
 Status loom::cpu::copyKernel(const KernelCall &call) {
@@ -167,42 +146,22 @@ Status loom::cpu::copyKernel(const KernelCall &call) {
 }
 
 Status loom::cpu::transposeKernel(const KernelCall &call) {
-  LOOM_RETURN_IF_ERROR(checkArgCount(call, 2, "transpose"));
+  std::vector<int64_t> shape, strides;
+  LOOM_RETURN_IF_ERROR(
+      kernels::checkTransposeCall(call.args, call.attrs, shape, strides));
   const TensorRef &in = call.args[0], &out = call.args[1];
-  LOOM_RETURN_IF_ERROR(checkSameDType(in, out, "transpose"));
-  ErrorOr<abi::TransposeCall> attrs = abi::TransposeCall::decode(call.attrs);
-  if (!attrs)
-    return attrs.status().withContext("transpose");
-  // decode checked that perm permutes [0, its size); only the tensor says
-  // whether that size is the rank.
-  const std::vector<int64_t> &perm = attrs->perm;
-  if (static_cast<int64_t>(perm.size()) != in.rank())
-    return Status::failure(
-        "transpose: perm is not a permutation of the dims of " +
-        shapeString(in.shape));
-  std::vector<int64_t> inStrides = stridesOf(in.shape), shape, strides;
-  for (int64_t p : perm) {
-    shape.push_back(in.shape[p]);
-    strides.push_back(inStrides[p]);
-  }
-  LOOM_RETURN_IF_ERROR(checkShape(out, shape, "transpose"));
   stridedGather(out.data, in.data, shape, strides, dtypeSize(in.dtype),
                 call.pool);
   return Status::success();
 }
 
 Status loom::cpu::sliceKernel(const KernelCall &call) {
-  LOOM_RETURN_IF_ERROR(checkArgCount(call, 2, "slice"));
+  int64_t dim, start, end;
+  LOOM_RETURN_IF_ERROR(
+      kernels::checkSliceCall(call.args, call.attrs, dim, start, end));
   const TensorRef &in = call.args[0], &out = call.args[1];
-  LOOM_RETURN_IF_ERROR(checkSameDType(in, out, "slice"));
-  ErrorOr<abi::SliceCall> attrs = abi::SliceCall::decode(call.attrs);
-  if (!attrs)
-    return attrs.status().withContext("slice");
-  int64_t dim = attrs->dim, start, end;
-  LOOM_RETURN_IF_ERROR(sliceRange("slice", *attrs, in.shape, start, end));
   std::vector<int64_t> shape = in.shape, strides = stridesOf(in.shape);
   shape[dim] = end - start;
-  LOOM_RETURN_IF_ERROR(checkShape(out, shape, "slice"));
   int64_t esize = dtypeSize(in.dtype);
   const char *src =
       static_cast<const char *>(in.data) + start * strides[dim] * esize;
@@ -214,24 +173,10 @@ Status loom::cpu::sliceKernel(const KernelCall &call) {
 }
 
 Status loom::cpu::sliceGradKernel(const KernelCall &call) {
-  LOOM_RETURN_IF_ERROR(checkArgCount(call, 3, "slice_grad"));
-  const TensorRef &in = call.args[0], &like = call.args[1], &out = call.args[2];
-  LOOM_RETURN_IF_ERROR(checkSameDType(in, out, "slice_grad"));
-  ErrorOr<abi::SliceCall> attrs = abi::SliceCall::decode(call.attrs);
-  if (!attrs)
-    return attrs.status().withContext("slice_grad");
-  int64_t dim = attrs->dim, start, end;
+  int64_t dim, start, end;
   LOOM_RETURN_IF_ERROR(
-      sliceRange("slice_grad", *attrs, like.shape, start, end));
-  std::vector<int64_t> expected = like.shape;
-  expected[dim] = end - start;
-  if (in.shape != expected)
-    return Status::failure(
-        "slice_grad: input " + shapeString(in.shape) + " does not fit slice [" +
-        std::to_string(attrs->start) + ", " + std::to_string(attrs->end) +
-        ") of dim " + std::to_string(dim) + " of " + shapeString(like.shape) +
-        ", which is " + shapeString(expected));
-  LOOM_RETURN_IF_ERROR(checkShape(out, like.shape, "slice_grad"));
+      kernels::checkSliceGradCall(call.args, call.attrs, dim, start, end));
+  const TensorRef &in = call.args[0], &like = call.args[1], &out = call.args[2];
   int64_t esize = dtypeSize(out.dtype);
   int64_t outer = product(like.shape, 0, dim);
   int64_t inner = product(like.shape, dim + 1, like.shape.size()) * esize;
@@ -254,34 +199,11 @@ Status loom::cpu::sliceGradKernel(const KernelCall &call) {
 }
 
 Status loom::cpu::concatKernel(const KernelCall &call) {
-  if (call.args.size() < 2)
-    return Status::failure("concat: expected inputs and a result, got " +
-                           std::to_string(call.args.size()) +
-                           " tensor arguments");
-  ErrorOr<abi::ConcatCall> attrs = abi::ConcatCall::decode(call.attrs);
-  if (!attrs)
-    return attrs.status().withContext("concat");
+  int64_t dim;
+  LOOM_RETURN_IF_ERROR(kernels::checkConcatCall(call.args, call.attrs, dim));
   size_t numInputs = call.args.size() - 1;
-  const TensorRef &first = call.args[0], &out = call.args.back();
-  int64_t rank = first.rank(), dim = attrs->dim;
-  if (dim < 0 || dim >= rank)
-    return Status::failure("concat: dim " + std::to_string(dim) +
-                           " is out of range for " + shapeString(first.shape));
-  std::vector<int64_t> shape = first.shape;
-  shape[dim] = 0;
-  for (size_t i = 0; i < numInputs; ++i) {
-    const TensorRef &t = call.args[i];
-    LOOM_RETURN_IF_ERROR(checkSameDType(t, out, "concat"));
-    bool fits = t.rank() == rank;
-    for (int64_t d = 0; fits && d < rank; ++d)
-      fits = d == dim || t.shape[d] == first.shape[d];
-    if (!fits)
-      return Status::failure("concat: inputs " + shapeString(first.shape) +
-                             " and " + shapeString(t.shape) +
-                             " differ outside dim " + std::to_string(dim));
-    shape[dim] += t.shape[dim];
-  }
-  LOOM_RETURN_IF_ERROR(checkShape(out, shape, "concat"));
+  const TensorRef &out = call.args.back();
+  const std::vector<int64_t> &shape = out.shape;
   int64_t esize = dtypeSize(out.dtype);
   int64_t outer = product(shape, 0, dim);
   int64_t inner = product(shape, dim + 1, shape.size()) * esize;
@@ -304,24 +226,11 @@ Status loom::cpu::concatKernel(const KernelCall &call) {
 }
 
 Status loom::cpu::broadcastAsKernel(const KernelCall &call) {
-  LOOM_RETURN_IF_ERROR(checkArgCount(call, 3, "broadcast_as"));
-  LOOM_RETURN_IF_ERROR(abi::decodeNoAttrs("broadcast_as", call.attrs));
-  const TensorRef &in = call.args[0], &like = call.args[1], &out = call.args[2];
-  LOOM_RETURN_IF_ERROR(checkSameDType(in, out, "broadcast_as"));
-  const std::vector<int64_t> &shape = like.shape;
-  size_t rank = shape.size(), inRank = in.shape.size();
-  bool fits = inRank <= rank;
-  size_t lead = fits ? rank - inRank : 0;
-  for (size_t i = 0; fits && i < inRank; ++i)
-    fits = in.shape[i] == 1 || in.shape[i] == shape[lead + i];
-  if (!fits)
-    return Status::failure("broadcast_as: cannot broadcast " +
-                           shapeString(in.shape) + " to " + shapeString(shape));
-  LOOM_RETURN_IF_ERROR(checkShape(out, shape, "broadcast_as"));
-  std::vector<int64_t> inStrides = stridesOf(in.shape), strides(rank, 0);
-  for (size_t i = 0; i < inRank; ++i)
-    strides[lead + i] = in.shape[i] == 1 ? 0 : inStrides[i];
-  stridedGather(out.data, in.data, shape, strides, dtypeSize(in.dtype),
+  std::vector<int64_t> strides;
+  LOOM_RETURN_IF_ERROR(
+      kernels::checkBroadcastAsCall(call.args, call.attrs, strides));
+  const TensorRef &in = call.args[0], &out = call.args[2];
+  stridedGather(out.data, in.data, out.shape, strides, dtypeSize(in.dtype),
                 call.pool);
   return Status::success();
 }
@@ -341,21 +250,10 @@ void sumColumns(const float *in, int64_t begin, int64_t end, int64_t cols,
 } // namespace
 
 Status loom::cpu::sumToKernel(const KernelCall &call) {
-  LOOM_RETURN_IF_ERROR(checkArgCount(call, 3, "sum_to"));
-  LOOM_RETURN_IF_ERROR(abi::decodeNoAttrs("sum_to", call.attrs));
-  const TensorRef &in = call.args[0], &like = call.args[1], &out = call.args[2];
-  for (const TensorRef *t : {&in, &out})
-    LOOM_RETURN_IF_ERROR(checkDType(*t, DType::F32, "sum_to"));
-  const std::vector<int64_t> &shape = like.shape;
-  size_t rank = in.shape.size();
-  bool fits = shape.size() <= rank;
-  size_t lead = fits ? rank - shape.size() : 0;
-  for (size_t i = 0; fits && i < shape.size(); ++i)
-    fits = shape[i] == 1 || shape[i] == in.shape[lead + i];
-  if (!fits)
-    return Status::failure("sum_to: cannot sum " + shapeString(in.shape) +
-                           " down to " + shapeString(shape));
-  LOOM_RETURN_IF_ERROR(checkShape(out, shape, "sum_to"));
+  LOOM_RETURN_IF_ERROR(kernels::checkSumToCall(call.args, call.attrs));
+  const TensorRef &in = call.args[0], &out = call.args[2];
+  const std::vector<int64_t> &shape = out.shape;
+  size_t rank = in.shape.size(), lead = rank - shape.size();
 
   // Each input dim is kept (a step of `steps` in the result) or summed (step
   // 0); unit dims drop out and neighbours of one kind merge.

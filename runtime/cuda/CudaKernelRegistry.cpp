@@ -40,7 +40,23 @@ const std::map<std::string, CudaLibraryKernel> &registry() {
   static const std::map<std::string, CudaLibraryKernel> kernels = {
       {"copy", copyKernel},
       // Shapes, indices and masks (ShapeKernels.cu, IndexKernels.cu).
+      {"broadcast_as", loom::cuda::broadcastAsKernel},
+      {"causal_mask", loom::cuda::causalMaskKernel},
+      {"concat", loom::cuda::concatKernel},
+      {"gather", loom::cuda::gatherKernel},
+      {"iota", loom::cuda::iotaKernel},
+      {"one_hot", loom::cuda::oneHotKernel},
+      {"padding_mask", loom::cuda::paddingMaskKernel},
+      {"scatter_add", loom::cuda::scatterAddKernel},
+      {"slice", loom::cuda::sliceKernel},
+      {"slice_grad", loom::cuda::sliceGradKernel},
+      {"sum_to", loom::cuda::sumToKernel},
+      {"transpose", loom::cuda::transposeKernel},
       // Losses and GEMMs (LossKernels.cu, LinearKernels.cpp).
+      {"cross_entropy", loom::cuda::crossEntropyKernel},
+      {"cross_entropy_grad", loom::cuda::crossEntropyGradKernel},
+      {"linear", loom::cuda::linearKernel},
+      {"matmul", loom::cuda::matmulKernel},
   };
   return kernels;
 }

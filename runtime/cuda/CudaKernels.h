@@ -47,6 +47,39 @@ Status argmaxOnDevice(const float *scores, int64_t rows, int64_t n,
 Status topKOnDevice(const float *scores, int64_t rows, int64_t n, int64_t k,
                     float *values, int32_t *indices, void *stream);
 
+// Shapes, indices and masks. transpose, slice and broadcast_as are one
+// strided gather; slice_grad, concat and sum_to have kernels of their own
+// (ShapeKernels.cu). gather and scatter_add check their ids on the device
+// and wait for the stream to refuse a bad one (IndexKernels.cu).
+Status transposeKernel(const CudaKernelCall &call);
+Status sliceKernel(const CudaKernelCall &call);
+Status sliceGradKernel(const CudaKernelCall &call);
+Status concatKernel(const CudaKernelCall &call);
+Status broadcastAsKernel(const CudaKernelCall &call);
+Status sumToKernel(const CudaKernelCall &call);
+Status gatherKernel(const CudaKernelCall &call);
+Status scatterAddKernel(const CudaKernelCall &call);
+Status oneHotKernel(const CudaKernelCall &call);
+Status paddingMaskKernel(const CudaKernelCall &call);
+Status causalMaskKernel(const CudaKernelCall &call);
+Status iotaKernel(const CudaKernelCall &call);
+
+// Losses and GEMMs. cross_entropy and cross_entropy_grad are one block per
+// row of logits (LossKernels.cu); linear and matmul are cuBLASLt GEMMs
+// (LinearKernels.cpp), with linear's exact GELU, and a residual that cannot
+// ride on the GEMM, applied by linearEpilogueOnDevice (LinearEpilogue.cu).
+Status crossEntropyKernel(const CudaKernelCall &call);
+Status crossEntropyGradKernel(const CudaKernelCall &call);
+Status linearKernel(const CudaKernelCall &call);
+Status matmulKernel(const CudaKernelCall &call);
+/// out[i, j] = act(in[i, j] + bias[j]) + residual[i, j] over [rows, n], on
+/// `stream`; in == nullptr reads as zeros, a null bias or residual is left
+/// out, and `in` may be `out` (each element is read before it is written).
+Status linearEpilogueOnDevice(const float *in, const float *bias,
+                              const float *residual, float *out, int64_t rows,
+                              int64_t n, abi::Activation activation,
+                              void *stream);
+
 } // namespace loom::cuda
 
 #endif // LOOM_RUNTIME_CUDA_CUDAKERNELS_H

@@ -1,0 +1,54 @@
+//===- CublasLt.cpp - cuBLASLt, opened when the first GEMM runs -----------===//
+
+#include "runtime/cuda/CublasLt.h"
+
+#include <dlfcn.h>
+
+#include <string>
+
+namespace loom::cuda {
+
+namespace {
+
+/// The library this build was compiled against: its major version's
+/// soname, then the unversioned name a toolkit's lib folder has.
+ErrorOr<CublasLt> load() {
+  std::string soname = "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
+  void *library = nullptr;
+  std::string why;
+  for (const std::string &name : {soname, std::string("libcublasLt.so")}) {
+    library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (library)
+      break;
+    if (why.empty())
+      why = dlerror();
+  }
+  if (!library)
+    return Status::failure("cuBLASLt cannot be loaded (" + why +
+                               "); GEMMs on a GPU need CUDA's libraries on "
+                               "the library path",
+                           ErrorCode::Unsupported);
+  CublasLt table;
+#define LOOM_CUBLASLT_RESOLVE(name)                                            \
+  table.name = reinterpret_cast<decltype(table.name)>(dlsym(library, #name));  \
+  if (!table.name)                                                             \
+    return Status::failure(soname + " has no " #name                           \
+                                    "; it is not the cuBLASLt this runtime "   \
+                                    "was built for",                           \
+                           ErrorCode::Unsupported);
+  LOOM_CUBLASLT_FUNCTIONS(LOOM_CUBLASLT_RESOLVE)
+#undef LOOM_CUBLASLT_RESOLVE
+  // Never closed: handles made from it live as long as the process.
+  return table;
+}
+
+} // namespace
+
+ErrorOr<const CublasLt *> cublasLt() {
+  static const ErrorOr<CublasLt> loaded = load();
+  if (!loaded)
+    return loaded.status();
+  return &*loaded;
+}
+
+} // namespace loom::cuda
