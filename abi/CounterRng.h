@@ -14,10 +14,19 @@
 
 #include <cstdint>
 
+// CUDA kernels evaluate the same functions on the device
+// (runtime/cuda/AttentionKernels.cu), so that their dropout decisions are
+// the CPU's bit for bit.
+#ifdef __CUDACC__
+#define LOOM_HOST_DEVICE __host__ __device__
+#else
+#define LOOM_HOST_DEVICE
+#endif
+
 namespace loom {
 
 /// The SplitMix64 finalizer: a bijective mix with full avalanche.
-inline uint64_t mix64(uint64_t x) {
+LOOM_HOST_DEVICE inline uint64_t mix64(uint64_t x) {
   x ^= x >> 30;
   x *= 0xbf58476d1ce4e5b9ULL;
   x ^= x >> 27;
@@ -27,19 +36,20 @@ inline uint64_t mix64(uint64_t x) {
 }
 
 /// The key of one dropout site in one step.
-inline uint64_t dropoutKey(uint64_t seed, uint64_t offset) {
+LOOM_HOST_DEVICE inline uint64_t dropoutKey(uint64_t seed, uint64_t offset) {
   return mix64(mix64(seed + 0x9e3779b97f4a7c15ULL) ^
                (offset * 0xd6e8feb86659fd93ULL));
 }
 
 /// A uniform number in [0, 1) for element `index` of the site `key`.
-inline double dropoutUniform(uint64_t key, uint64_t index) {
+LOOM_HOST_DEVICE inline double dropoutUniform(uint64_t key, uint64_t index) {
   return static_cast<double>(mix64(key + index * 0x9e3779b97f4a7c15ULL) >> 11) *
          0x1.0p-53;
 }
 
 /// Whether element `index` survives dropout with probability `1 - rate`.
-inline bool dropoutKeep(uint64_t key, uint64_t index, double rate) {
+LOOM_HOST_DEVICE inline bool dropoutKeep(uint64_t key, uint64_t index,
+                                         double rate) {
   return dropoutUniform(key, index) >= rate;
 }
 

@@ -1,8 +1,10 @@
 //===- AttentionKernels.cpp - Fused attention on the CPU ------------------===//
 //
-// "attention" (loom.attention) and the checks that "attention_grad"
-// (AttentionBackward.cpp) shares. The tensors and attributes of both are
-// those of abi::AttentionCall (abi/LibraryCalls.h has the layout).
+// "attention" (loom.attention) and the preparation of a call that
+// "attention_grad" (AttentionBackward.cpp) shares; the checks themselves are
+// runtime/AttentionChecks.cpp's, which the CUDA kernels make too. The
+// tensors and attributes of both are those of abi::AttentionCall
+// (abi/LibraryCalls.h has the layout).
 //
 // Every tensor is f32 except the seed (one i64). The values are those of the
 // reference interpreter (ir/InterpreterAttention.cpp): the mask broadcasts
@@ -22,6 +24,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/AttentionKernels.h"
+#include "runtime/AttentionChecks.h"
 #include "runtime/cpu/AttentionTiles.h"
 #include "runtime/cpu/ThreadPool.h"
 
@@ -31,9 +34,6 @@ using namespace loom::cpu;
 using namespace loom::cpu::attention;
 using loom::ErrorOr;
 using loom::Status;
-// "[2, 3]": attention names shapes as the runtime does, not as the
-// interpreter-style messages of KernelUtil.h ("2x3").
-using loom::runtime::shapeString;
 
 namespace {
 
@@ -46,156 +46,44 @@ constexpr int64_t kTransposeMinRows = 4;
 /// small for the tiny problems of a decode step.
 constexpr int64_t kMinTaskWork = 1 << 16;
 
-/// Checks that `t` can be the tensor `name` of element type `dtype`.
-Status checkTensor(const TensorRef &t, const char *name, loom::DType dtype) {
-  if (t.dtype != dtype)
-    return Status::failure(std::string(name) + " must be " +
-                           loom::dtypeName(dtype));
-  for (int64_t d : t.shape)
-    if (d < 0)
-      return Status::failure(std::string(name) +
-                             " has a negative dim: " + shapeString(t.shape));
-  if (!t.data && t.numel() > 0)
-    return Status::failure(std::string(name) + " has no data");
-  return Status::success();
-}
-
-Status expectShape(const TensorRef &t, const char *name,
-                   const std::vector<int64_t> &shape) {
-  if (t.shape == shape)
-    return Status::success();
-  return Status::failure(std::string(name) + " is " + shapeString(t.shape) +
-                         ", expected " + shapeString(shape));
-}
-
 } // namespace
 
 Status attention::prepareAttention(const KernelCall &call, bool backward,
                                    Problem &p,
                                    std::vector<const TensorRef *> &rest) {
-  const char *kernel = backward ? "attention_grad" : "attention";
-  auto fail = [&](const std::string &why) {
-    return Status::failure(std::string(kernel) + ": " + why);
-  };
-  ErrorOr<abi::AttentionCall> attrs = abi::AttentionCall::decode(call.attrs);
-  if (!attrs)
-    return attrs.status().withContext(kernel);
-  size_t fixed = backward ? 6 : 3, results = backward ? 3 : 2;
-  size_t expected = fixed + attrs->hasMask + attrs->hasSeed + results;
-  if (call.args.size() != expected)
-    return fail("expects " + std::to_string(expected) + " tensors, got " +
-                std::to_string(call.args.size()));
-
-  static const char *const kForwardNames[] = {"q", "k", "v"};
-  static const char *const kBackwardNames[] = {"q",   "k",   "v",
-                                               "out", "lse", "dout"};
-  const char *const *names = backward ? kBackwardNames : kForwardNames;
-  for (size_t i = 0; i < fixed; ++i)
-    LOOM_RETURN_IF_ERROR(checkTensor(call.args[i], names[i], loom::DType::F32)
-                             .withContext(kernel));
-  const TensorRef &q = call.args[0], &k = call.args[1], &v = call.args[2];
-  size_t next = fixed;
-  const TensorRef *mask = attrs->hasMask ? &call.args[next++] : nullptr;
-  const TensorRef *seed = attrs->hasSeed ? &call.args[next++] : nullptr;
-  if (mask)
-    LOOM_RETURN_IF_ERROR(
-        checkTensor(*mask, "mask", loom::DType::F32).withContext(kernel));
-  if (seed)
-    LOOM_RETURN_IF_ERROR(
-        checkTensor(*seed, "seed", loom::DType::I64).withContext(kernel));
-  static const char *const kResultNames[] = {"out", "lse", "dq", "dk", "dv"};
-  for (size_t i = 0; i < results; ++i)
-    LOOM_RETURN_IF_ERROR(checkTensor(call.args[next + i],
-                                     kResultNames[i + (backward ? 2 : 0)],
-                                     loom::DType::F32)
-                             .withContext(kernel));
-
-  // q [lead..., Sq, D], k [lead..., Sk, D], v [lead..., Sk, Dv].
-  int64_t r = q.rank();
-  if (r < 2 || k.rank() != r || v.rank() != r ||
-      !std::equal(q.shape.begin(), q.shape.end() - 2, k.shape.begin()) ||
-      !std::equal(q.shape.begin(), q.shape.end() - 2, v.shape.begin()))
-    return fail("needs q, k and v of one rank (2 or more) with equal leading "
-                "dims, got " +
-                shapeString(q.shape) + ", " + shapeString(k.shape) + " and " +
-                shapeString(v.shape));
-  if (q.shape[r - 1] != k.shape[r - 1] || k.shape[r - 2] != v.shape[r - 2])
-    return fail("q " + shapeString(q.shape) + ", k " + shapeString(k.shape) +
-                " and v " + shapeString(v.shape) +
-                " do not fit [..., Sq, D], [..., Sk, D], [..., Sk, Dv]");
+  // The checks are shared with the CUDA kernels (runtime/AttentionChecks.h);
+  // only the seed's value is read here.
+  ErrorOr<loom::kernels::AttentionShape> shape =
+      loom::kernels::checkAttentionCall(call.args, call.attrs, backward);
+  if (!shape)
+    return shape.status();
   p = Problem();
-  p.q = q.f32();
-  p.k = k.f32();
-  p.v = v.f32();
-  p.lead.assign(q.shape.begin(), q.shape.end() - 2);
-  p.batch = loom::runtime::numelOf(p.lead);
-  p.sq = q.shape[r - 2];
-  p.d = q.shape[r - 1];
-  p.sk = k.shape[r - 2];
-  p.dv = v.shape[r - 1];
-
-  std::vector<int64_t> rows = p.lead, scores = p.lead, out = p.lead;
-  rows.push_back(p.sq);
-  scores.push_back(p.sq);
-  scores.push_back(p.sk);
-  out.push_back(p.sq);
-  out.push_back(p.dv);
-  if (mask) {
-    // Right-aligned: each mask dim is 1 or the scores' dim.
-    int64_t mr = mask->rank();
-    bool fits = mr <= r;
-    for (int64_t i = 0; fits && i < mr; ++i) {
-      int64_t md = mask->shape[i], sd = scores[r - mr + i];
-      fits = md == 1 || md == sd;
-    }
-    if (!fits)
-      return fail("mask " + shapeString(mask->shape) +
-                  " does not broadcast to the scores " + shapeString(scores));
-    p.mask = mask->f32();
-    p.maskStrides.assign(r, 0);
-    int64_t stride = 1;
-    for (int64_t i = mr - 1; i >= 0; --i) {
-      if (mask->shape[i] != 1)
-        p.maskStrides[r - mr + i] = stride;
-      stride *= mask->shape[i];
-    }
+  p.q = shape->q->f32();
+  p.k = shape->k->f32();
+  p.v = shape->v->f32();
+  p.lead = shape->lead;
+  p.batch = shape->batch;
+  p.sq = shape->sq;
+  p.d = shape->d;
+  p.sk = shape->sk;
+  p.dv = shape->dv;
+  if (shape->mask) {
+    p.mask = shape->mask->f32();
+    p.maskStrides = shape->maskStrides;
   }
 
-  p.scale = static_cast<float>(attrs->scale);
-  p.causal = attrs->causal;
-  // In [0, 1): AttentionCall::decode checked it.
-  p.rate = attrs->dropoutRate;
+  const loom::abi::AttentionCall &attrs = shape->attrs;
+  p.scale = static_cast<float>(attrs.scale);
+  p.causal = attrs.causal;
+  // In [0, 1): AttentionCall::decode checked it; the checks saw the seed.
+  p.rate = attrs.dropoutRate;
   if (p.rate > 0.0) {
-    if (!seed || seed->numel() != 1)
-      return fail("dropout needs a seed holding one value");
-    p.key =
-        dropoutKey(static_cast<uint64_t>(seed->i64()[0]), attrs->dropoutOffset);
+    p.key = dropoutKey(static_cast<uint64_t>(shape->seed->i64()[0]),
+                       attrs.dropoutOffset);
     p.keepScale = static_cast<float>(1.0 / (1.0 - p.rate));
     p.keepThreshold = static_cast<uint64_t>(std::ceil(std::ldexp(p.rate, 53)));
   }
-
-  if (backward) {
-    const TensorRef &o = call.args[3], &lse = call.args[4],
-                    &dout = call.args[5];
-    for (const Status &e :
-         {expectShape(o, "out", out), expectShape(lse, "lse", rows),
-          expectShape(dout, "dout", out),
-          expectShape(call.args[next], "dq", q.shape),
-          expectShape(call.args[next + 1], "dk", k.shape),
-          expectShape(call.args[next + 2], "dv", v.shape)})
-      LOOM_RETURN_IF_ERROR(e.withContext(kernel));
-    rest = {&o,
-            &lse,
-            &dout,
-            &call.args[next],
-            &call.args[next + 1],
-            &call.args[next + 2]};
-  } else {
-    for (const Status &e : {expectShape(call.args[next], "out", out),
-                            expectShape(call.args[next + 1], "lse", rows)})
-      LOOM_RETURN_IF_ERROR(e.withContext(kernel));
-    rest = {&call.args[next], &call.args[next + 1]};
-  }
+  rest = shape->rest;
   return Status::success();
 }
 

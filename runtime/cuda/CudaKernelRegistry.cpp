@@ -57,6 +57,9 @@ const std::map<std::string, CudaLibraryKernel> &registry() {
       {"cross_entropy_grad", loom::cuda::crossEntropyGradKernel},
       {"linear", loom::cuda::linearKernel},
       {"matmul", loom::cuda::matmulKernel},
+      // Fused attention (AttentionKernels.cu).
+      {"attention", loom::cuda::attentionKernel},
+      {"attention_grad", loom::cuda::attentionGradKernel},
   };
   return kernels;
 }

@@ -80,6 +80,12 @@ Status linearEpilogueOnDevice(const float *in, const float *bias,
                               int64_t n, abi::Activation activation,
                               void *stream);
 
+// Fused attention and its gradient (AttentionKernels.cu): a warp per query
+// row with an online softmax over blocks of keys; the gradient recomputes
+// the probabilities from the forward's lse.
+Status attentionKernel(const CudaKernelCall &call);
+Status attentionGradKernel(const CudaKernelCall &call);
+
 } // namespace loom::cuda
 
 #endif // LOOM_RUNTIME_CUDA_CUDAKERNELS_H

@@ -1,0 +1,156 @@
+//===- AttentionChecks.cpp - What both devices check of attention ---------===//
+
+#include "runtime/AttentionChecks.h"
+
+#include <algorithm>
+#include <string>
+
+using loom::ErrorOr;
+using loom::Status;
+using loom::runtime::TensorRef;
+// "[2, 3]": attention names shapes as the runtime does, not as the
+// interpreter-style messages of KernelChecks.h ("2x3").
+using loom::runtime::shapeString;
+
+namespace {
+
+/// Checks that `t` can be the tensor `name` of element type `dtype`.
+Status checkTensor(const TensorRef &t, const char *name, loom::DType dtype) {
+  if (t.dtype != dtype)
+    return Status::failure(std::string(name) + " must be " +
+                           loom::dtypeName(dtype));
+  for (int64_t d : t.shape)
+    if (d < 0)
+      return Status::failure(std::string(name) +
+                             " has a negative dim: " + shapeString(t.shape));
+  if (!t.data && t.numel() > 0)
+    return Status::failure(std::string(name) + " has no data");
+  return Status::success();
+}
+
+Status expectShape(const TensorRef &t, const char *name,
+                   const std::vector<int64_t> &shape) {
+  if (t.shape == shape)
+    return Status::success();
+  return Status::failure(std::string(name) + " is " + shapeString(t.shape) +
+                         ", expected " + shapeString(shape));
+}
+
+} // namespace
+
+ErrorOr<loom::kernels::AttentionShape>
+loom::kernels::checkAttentionCall(const std::vector<TensorRef> &args,
+                                  const abi::CallAttrs &callAttrs,
+                                  bool backward) {
+  const char *kernel = backward ? "attention_grad" : "attention";
+  auto fail = [&](const std::string &why) {
+    return Status::failure(std::string(kernel) + ": " + why);
+  };
+  ErrorOr<abi::AttentionCall> attrs = abi::AttentionCall::decode(callAttrs);
+  if (!attrs)
+    return attrs.status().withContext(kernel);
+  size_t fixed = backward ? 6 : 3, results = backward ? 3 : 2;
+  size_t expected = fixed + attrs->hasMask + attrs->hasSeed + results;
+  if (args.size() != expected)
+    return fail("expects " + std::to_string(expected) + " tensors, got " +
+                std::to_string(args.size()));
+
+  static const char *const kForwardNames[] = {"q", "k", "v"};
+  static const char *const kBackwardNames[] = {"q",   "k",   "v",
+                                               "out", "lse", "dout"};
+  const char *const *names = backward ? kBackwardNames : kForwardNames;
+  for (size_t i = 0; i < fixed; ++i)
+    LOOM_RETURN_IF_ERROR(
+        checkTensor(args[i], names[i], DType::F32).withContext(kernel));
+  const TensorRef &q = args[0], &k = args[1], &v = args[2];
+  size_t next = fixed;
+  const TensorRef *mask = attrs->hasMask ? &args[next++] : nullptr;
+  const TensorRef *seed = attrs->hasSeed ? &args[next++] : nullptr;
+  if (mask)
+    LOOM_RETURN_IF_ERROR(
+        checkTensor(*mask, "mask", DType::F32).withContext(kernel));
+  if (seed)
+    LOOM_RETURN_IF_ERROR(
+        checkTensor(*seed, "seed", DType::I64).withContext(kernel));
+  static const char *const kResultNames[] = {"out", "lse", "dq", "dk", "dv"};
+  for (size_t i = 0; i < results; ++i)
+    LOOM_RETURN_IF_ERROR(checkTensor(args[next + i],
+                                     kResultNames[i + (backward ? 2 : 0)],
+                                     DType::F32)
+                             .withContext(kernel));
+
+  // q [lead..., Sq, D], k [lead..., Sk, D], v [lead..., Sk, Dv].
+  int64_t r = q.rank();
+  if (r < 2 || k.rank() != r || v.rank() != r ||
+      !std::equal(q.shape.begin(), q.shape.end() - 2, k.shape.begin()) ||
+      !std::equal(q.shape.begin(), q.shape.end() - 2, v.shape.begin()))
+    return fail("needs q, k and v of one rank (2 or more) with equal leading "
+                "dims, got " +
+                shapeString(q.shape) + ", " + shapeString(k.shape) + " and " +
+                shapeString(v.shape));
+  if (q.shape[r - 1] != k.shape[r - 1] || k.shape[r - 2] != v.shape[r - 2])
+    return fail("q " + shapeString(q.shape) + ", k " + shapeString(k.shape) +
+                " and v " + shapeString(v.shape) +
+                " do not fit [..., Sq, D], [..., Sk, D], [..., Sk, Dv]");
+  AttentionShape s;
+  s.attrs = *attrs;
+  s.q = &q;
+  s.k = &k;
+  s.v = &v;
+  s.mask = mask;
+  s.seed = seed;
+  s.lead.assign(q.shape.begin(), q.shape.end() - 2);
+  s.batch = runtime::numelOf(s.lead);
+  s.sq = q.shape[r - 2];
+  s.d = q.shape[r - 1];
+  s.sk = k.shape[r - 2];
+  s.dv = v.shape[r - 1];
+
+  std::vector<int64_t> rows = s.lead, scores = s.lead, out = s.lead;
+  rows.push_back(s.sq);
+  scores.push_back(s.sq);
+  scores.push_back(s.sk);
+  out.push_back(s.sq);
+  out.push_back(s.dv);
+  if (mask) {
+    // Right-aligned: each mask dim is 1 or the scores' dim.
+    int64_t mr = mask->rank();
+    bool fits = mr <= r;
+    for (int64_t i = 0; fits && i < mr; ++i) {
+      int64_t md = mask->shape[i], sd = scores[r - mr + i];
+      fits = md == 1 || md == sd;
+    }
+    if (!fits)
+      return fail("mask " + shapeString(mask->shape) +
+                  " does not broadcast to the scores " + shapeString(scores));
+    s.maskStrides.assign(r, 0);
+    int64_t stride = 1;
+    for (int64_t i = mr - 1; i >= 0; --i) {
+      if (mask->shape[i] != 1)
+        s.maskStrides[r - mr + i] = stride;
+      stride *= mask->shape[i];
+    }
+  }
+
+  // The rate is in [0, 1): AttentionCall::decode checked it.
+  if (attrs->dropoutRate > 0.0 && (!seed || seed->numel() != 1))
+    return fail("dropout needs a seed holding one value");
+
+  if (backward) {
+    const TensorRef &o = args[3], &lse = args[4], &dout = args[5];
+    for (const Status &e :
+         {expectShape(o, "out", out), expectShape(lse, "lse", rows),
+          expectShape(dout, "dout", out),
+          expectShape(args[next], "dq", q.shape),
+          expectShape(args[next + 1], "dk", k.shape),
+          expectShape(args[next + 2], "dv", v.shape)})
+      LOOM_RETURN_IF_ERROR(e.withContext(kernel));
+    s.rest = {&o, &lse, &dout, &args[next], &args[next + 1], &args[next + 2]};
+  } else {
+    for (const Status &e : {expectShape(args[next], "out", out),
+                            expectShape(args[next + 1], "lse", rows)})
+      LOOM_RETURN_IF_ERROR(e.withContext(kernel));
+    s.rest = {&args[next], &args[next + 1]};
+  }
+  return s;
+}
