@@ -61,6 +61,10 @@ public:
   /// Whether device memory is host memory (the CPU): host tensors may be
   /// passed to kernels as they are and device tensors read in place.
   virtual bool sharesHostMemory() const = 0;
+  /// The architecture code is compiled for to run here natively: "sm_90"
+  /// for an H100; "" where the executable's own record decides (the CPU's
+  /// features are checked against the machine at load).
+  virtual std::string codeTarget() const { return ""; }
 
   //===--------------------------------------------------------------------===//
   // Memory

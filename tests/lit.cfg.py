@@ -21,3 +21,7 @@ ptxas = getattr(config, "ptxas", "")
 if ptxas and not ptxas.endswith("NOTFOUND") and os.path.exists(ptxas):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+# A machine with an NVIDIA GPU (its driver's control device): tests of what
+# happens without one do not apply there.
+if os.path.exists("/dev/nvidiactl"):
+    config.available_features.add("gpu")

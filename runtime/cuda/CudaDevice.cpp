@@ -133,6 +133,10 @@ std::string CudaDevice::name() const {
   return "cuda:" + std::to_string(state->ordinal);
 }
 
+std::string CudaDevice::codeTarget() const {
+  return "sm_" + std::to_string(state->arch);
+}
+
 std::string CudaDevice::description() const {
   return state->gpuName + " (sm_" + std::to_string(state->arch) + ", " +
          std::to_string(state->multiprocessors) + " SMs, " +

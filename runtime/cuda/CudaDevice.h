@@ -40,6 +40,7 @@ public:
   }
   std::string description() const override;
   bool sharesHostMemory() const override { return false; }
+  std::string codeTarget() const override;
 
   ErrorOr<void *> allocate(size_t bytes) override;
   void deallocate(void *memory, size_t bytes) override;

@@ -45,6 +45,7 @@ struct BenchOptions {
   ModelOptions model;
   int64_t batch = 32, srcLen = 30, tgtLen = 30;
   int steps = 10, warmup = 2, threads = 0;
+  std::string device = "cpu";
   bool profile = false;
 };
 
@@ -164,15 +165,18 @@ llvm::Error bench(const BenchOptions &o) {
                                "--warmup at most {1}",
                                kMaxBenchBatch, kMaxBenchSteps));
   int64_t len = std::max(o.srcLen, o.tgtLen + 1);
+  auto device = openCommandDevice(o.device, o.threads);
+  if (!device)
+    return device.takeError();
   auto compileStart = std::chrono::steady_clock::now();
-  auto exe = compileCpuExecutable(
-      *config, pipelineFor(*config, o.batch * len, len, o.batch));
+  auto exe = compileExecutableFor(
+      **device, *config, pipelineFor(*config, o.batch * len, len, o.batch));
   if (!exe)
     return exe.takeError();
   double compileSeconds = std::chrono::duration<double>(
                               std::chrono::steady_clock::now() - compileStart)
                               .count();
-  auto model = loadCpuSession(std::move(*exe), o.threads);
+  auto model = loadSession(std::move(*exe), *device);
   if (!model)
     return model.takeError();
   if (llvm::Error err = initParameters(**model, /*seed=*/1))
@@ -211,6 +215,7 @@ llvm::Error bench(const BenchOptions &o) {
   line["batch"] = o.batch;
   line["src_len"] = o.srcLen;
   line["tgt_len"] = o.tgtLen;
+  line["device"] = (*model)->device().description();
   line["threads"] = cpuThreads(**model);
   line["blas"] = cpu::blasName();
   line["steps"] = o.steps;
@@ -260,6 +265,9 @@ void addBenchCommand(CLI::App &app, int &exitCode) {
       ->capture_default_str();
   cmd->add_option("--threads", o->threads,
                   "CPU threads (0: one per hardware thread)")
+      ->capture_default_str();
+  cmd->add_option("--device", o->device,
+                  "Where the model runs: cpu, or cuda (cuda:N for GPU N)")
       ->capture_default_str();
   cmd->add_flag("--profile", o->profile, "Print the time per kernel to stderr");
   cmd->callback([o, &exitCode] {

@@ -4,6 +4,7 @@
 #include "tools/loom/Common.h"
 
 #include "codegen/cpu/ExecutableWriter.h"
+#include "codegen/cuda/CudaExecutableWriter.h"
 #include "frontend/Transformer.h"
 #include "runtime/Weights.h"
 #include "runtime/cpu/CpuDevice.h"
@@ -99,7 +100,53 @@ loadCpuSession(runtime::Executable exe, int threads) {
 }
 
 int cpuThreads(runtime::Session &session) {
+  if (session.device().target() != runtime::Executable::CPU)
+    return 0;
   return static_cast<cpu::CpuDevice &>(session.device()).threads();
+}
+
+llvm::Expected<std::shared_ptr<runtime::Device>>
+openCommandDevice(const std::string &kind, int threads) {
+  auto device = runtime::openDevice(kind, threads);
+  if (!device)
+    return error("--device " + kind + ": " + device.error());
+  return std::move(*device);
+}
+
+llvm::Expected<runtime::Executable>
+compileExecutableFor(const runtime::Device &device,
+                     const TransformerConfig &config,
+                     const CompilePipelineOptions &pipeline) {
+  if (device.target() == runtime::Executable::CPU)
+    return compileCpuExecutable(config, pipeline);
+  mlir::MLIRContext ctx;
+  auto printer = printDiagnostics(ctx);
+  auto module = buildModelModule(ctx, config);
+  if (!module)
+    return error("could not build the model module");
+  if (mlir::failed(runCompilePipeline(*module, pipeline)))
+    return error("the compile pipeline failed");
+  CudaExecutableOptions options;
+  options.bounds = {pipeline.maxTokens, pipeline.maxLen, pipeline.maxBatch};
+  options.arch = device.codeTarget();
+  // A GPU newer than the architectures the compiler knows runs the PTX of
+  // the newest one.
+  if (!isCudaArch(options.arch))
+    options.arch = "sm_90";
+  google::protobuf::TextFormat::PrintToString(config, &options.configText);
+  mlir::FailureOr<runtime::Executable> exe =
+      writeCudaExecutable(*module, options);
+  if (mlir::failed(exe))
+    return error("CUDA code generation failed");
+  return std::move(*exe);
+}
+
+llvm::Expected<std::unique_ptr<runtime::Session>>
+loadSession(runtime::Executable exe, std::shared_ptr<runtime::Device> device) {
+  auto program = runtime::Program::create(std::move(exe));
+  if (!program)
+    return toError(program.status());
+  return toExpected(runtime::Session::create(*program, std::move(device)));
 }
 
 llvm::Error initParameters(runtime::Session &session, uint64_t seed) {

@@ -45,7 +45,24 @@ llvm::Expected<runtime::Executable> compileCpuExecutable(
 llvm::Expected<std::unique_ptr<runtime::Session>>
 loadCpuSession(runtime::Executable exe, int threads);
 
-/// The threads of the CPU device `session` runs on.
+/// The device a command's `--device` names ("cpu", "cuda", "cuda:N"), with
+/// `threads` host threads for the CPU; opened before anything is compiled
+/// for it, so that a machine without it says so at once.
+llvm::Expected<std::shared_ptr<runtime::Device>>
+openCommandDevice(const std::string &kind, int threads);
+
+/// Builds `config`'s model and compiles the executable `device` runs: for
+/// this CPU, or for the GPU's architecture.
+llvm::Expected<runtime::Executable>
+compileExecutableFor(const runtime::Device &device,
+                     const TransformerConfig &config,
+                     const CompilePipelineOptions &pipeline);
+
+/// A session of `exe` on `device`.
+llvm::Expected<std::unique_ptr<runtime::Session>>
+loadSession(runtime::Executable exe, std::shared_ptr<runtime::Device> device);
+
+/// The threads of the CPU device `session` runs on; 0 on another device.
 int cpuThreads(runtime::Session &session);
 
 /// Reads the session's parameters from the safetensors file at `path`:

@@ -61,6 +61,7 @@ struct TrainOptions {
   int64_t steps = 0, epochs = 0;
   uint64_t seed = 1;
   int threads = 0;
+  std::string device = "cpu";
   int64_t warmup = 4000;
   double lrScale = 1.0;
   double clipNorm = 0.0;
@@ -319,11 +320,14 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
   pipeline.training.warmup = o.warmup;
   pipeline.training.lrScale = o.lrScale;
   pipeline.training.clipNorm = o.clipNorm;
+  auto device = openCommandDevice(o.device, o.threads);
+  if (!device)
+    return fail(device.takeError());
   auto compileStart = std::chrono::steady_clock::now();
-  auto exe = compileCpuExecutable(config, pipeline);
+  auto exe = compileExecutableFor(**device, config, pipeline);
   if (!exe)
     return fail(exe.takeError());
-  auto model = loadCpuSession(std::move(*exe), o.threads);
+  auto model = loadSession(std::move(*exe), *device);
   if (!model)
     return fail(model.takeError());
   int64_t parameters = (*model)->program().parameterCount();
@@ -345,15 +349,23 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
   // directory translates without compiling (and is rebuilt if stale).
   if (llvm::Error err = writeTranslateExecutable(dir, config))
     return fail(std::move(err));
+  double compileSeconds = std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - compileStart)
+                              .count();
+  std::string where =
+      cpuThreads(**model) > 0
+          ? llvm::formatv("this CPU in {0:f1}s; {1} threads", compileSeconds,
+                          cpuThreads(**model))
+                .str()
+          : llvm::formatv("{0} in {1:f1}s", (*model)->device().description(),
+                          compileSeconds)
+                .str();
   std::printf("model: d_model %lld, %lld heads, %lld+%lld layers, %lld "
-              "parameters; compiled for this CPU in %.1fs; %d threads\n",
+              "parameters; compiled for %s\n",
               (long long)config.d_model(), (long long)config.heads(),
               (long long)config.encoder_layers(),
               (long long)config.decoder_layers(), (long long)parameters,
-              std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                            compileStart)
-                  .count(),
-              cpuThreads(**model));
+              where.c_str());
 
   // What every checkpoint of this run records beside its position.
   std::string configText;
@@ -452,6 +464,9 @@ void addTrainCommand(CLI::App &app, int &exitCode) {
       ->capture_default_str();
   cmd->add_option("--threads", o->threads,
                   "CPU threads (0: one per hardware thread)")
+      ->capture_default_str();
+  cmd->add_option("--device", o->device,
+                  "Where training runs: cpu, or cuda (cuda:N for GPU N)")
       ->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "Warm-up steps of the schedule")
       ->capture_default_str();
