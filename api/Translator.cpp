@@ -101,25 +101,53 @@ Translator::open(const std::string &dir, const TranslatorOptions &options) {
       text::Tokenizer::loadFile(dir + "/" + kVocabulary);
   if (!tokenizer)
     return tokenizer.status();
+  ErrorOr<std::shared_ptr<runtime::Device>> device =
+      openDeviceFor(**program, options);
+  if (!device)
+    return device.status();
   return create(std::move(*program), std::move(*tokenizer),
                 options.weights.empty() ? dir + "/" + kModelWeights
                                         : options.weights,
-                options.threads);
+                std::move(*device));
+}
+
+ErrorOr<std::shared_ptr<runtime::Device>>
+Translator::openDeviceFor(const runtime::Program &program,
+                          const TranslatorOptions &options) {
+  // By default, the device the executable was compiled for.
+  bool cpu = program.executable().target() == runtime::Executable::CPU;
+  std::string kind =
+      options.device.empty() ? (cpu ? "cpu" : "cuda") : options.device;
+  ErrorOr<std::shared_ptr<runtime::Device>> device =
+      runtime::openDevice(kind, options.threads);
+  // A device this machine lacks is named; a bad thread count speaks for
+  // itself.
+  if (!device && device.code() != ErrorCode::InvalidArgument)
+    return device.status().withContext("device '" + kind + "'");
+  return device;
 }
 
 ErrorOr<std::unique_ptr<Translator>>
 Translator::create(std::shared_ptr<const runtime::Program> program,
                    text::Tokenizer tokenizer, const std::string &weights,
                    int threads) {
-  LOOM_RETURN_IF_ERROR(checkTranslatorFiles(*program, tokenizer, weights));
-  // The device the executable was compiled for.
-  bool cpu = program->executable().target() == runtime::Executable::CPU;
+  TranslatorOptions options;
+  options.threads = threads;
   ErrorOr<std::shared_ptr<runtime::Device>> device =
-      runtime::openDevice(cpu ? "cpu" : "cuda", threads);
+      openDeviceFor(*program, options);
   if (!device)
     return device.status();
+  return create(std::move(program), std::move(tokenizer), weights,
+                std::move(*device));
+}
+
+ErrorOr<std::unique_ptr<Translator>>
+Translator::create(std::shared_ptr<const runtime::Program> program,
+                   text::Tokenizer tokenizer, const std::string &weights,
+                   std::shared_ptr<runtime::Device> device) {
+  LOOM_RETURN_IF_ERROR(checkTranslatorFiles(*program, tokenizer, weights));
   ErrorOr<std::unique_ptr<runtime::Session>> session =
-      runtime::Session::create(std::move(program), *device);
+      runtime::Session::create(std::move(program), std::move(device));
   if (!session)
     return session.status();
   LOOM_RETURN_IF_ERROR(runtime::loadParametersFile(**session, weights));

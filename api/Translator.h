@@ -60,6 +60,9 @@ Status checkTranslatorFiles(const runtime::Program &program,
 struct TranslatorOptions {
   /// CPU threads; 0 uses one per hardware thread (at most 1024).
   int threads = 0;
+  /// The device ("cpu", "cuda", "cuda:N"); empty: the one the executable
+  /// was compiled for (GPU 0 for a CUDA executable).
+  std::string device;
   /// Files to use instead of the folder's own (empty: the folder's).
   std::string executable;
   std::string weights;
@@ -89,6 +92,15 @@ public:
   static ErrorOr<std::unique_ptr<Translator>>
   create(std::shared_ptr<const runtime::Program> program,
          text::Tokenizer tokenizer, const std::string &weights, int threads);
+  /// The same on `device`, which must run the executable's target.
+  static ErrorOr<std::unique_ptr<Translator>>
+  create(std::shared_ptr<const runtime::Program> program,
+         text::Tokenizer tokenizer, const std::string &weights,
+         std::shared_ptr<runtime::Device> device);
+  /// The device `options` names for `program` (openDevice's errors).
+  static ErrorOr<std::shared_ptr<runtime::Device>>
+  openDeviceFor(const runtime::Program &program,
+                const TranslatorOptions &options);
 
   /// Per sentence, its n-best translations, best first. `warn`, when given,
   /// receives one message per sentence that had to be cut.

@@ -17,7 +17,7 @@
 namespace loom {
 
 /// Adds --input, --weights, --beam, --alpha, --max-len-ratio, --nbest,
-/// --batch and --threads to `cmd`.
+/// --batch, --threads and --device to `cmd`.
 inline void addTranslateFlags(CLI::App *cmd, std::string &input,
                               TranslatorOptions &opening,
                               TranslationOptions &options) {
@@ -40,6 +40,9 @@ inline void addTranslateFlags(CLI::App *cmd, std::string &input,
   cmd->add_option("--threads", opening.threads,
                   "CPU threads (0: one per hardware thread)")
       ->capture_default_str();
+  cmd->add_option("--device", opening.device,
+                  "Where to translate: cpu, or cuda (cuda:N for GPU N); by "
+                  "default the device the compiled decoder is for");
 }
 
 } // namespace loom

@@ -169,8 +169,9 @@ llvm::Error bench(const BenchOptions &o) {
   if (!device)
     return device.takeError();
   auto compileStart = std::chrono::steady_clock::now();
-  auto exe = compileExecutableFor(
-      **device, *config, pipelineFor(*config, o.batch * len, len, o.batch));
+  auto exe = compileExecutable(
+      *config, pipelineFor(*config, o.batch * len, len, o.batch),
+      codeTargetOf(**device));
   if (!exe)
     return exe.takeError();
   double compileSeconds = std::chrono::duration<double>(

@@ -113,12 +113,22 @@ openCommandDevice(const std::string &kind, int threads) {
   return std::move(*device);
 }
 
+CodeTarget codeTargetOf(const runtime::Device &device) {
+  CodeTarget target;
+  if (device.target() == runtime::Executable::CUDA) {
+    target.cudaArch = device.codeTarget();
+    if (!isCudaArch(target.cudaArch))
+      target.cudaArch = CudaExecutableOptions().arch;
+  }
+  return target;
+}
+
 llvm::Expected<runtime::Executable>
-compileExecutableFor(const runtime::Device &device,
-                     const TransformerConfig &config,
-                     const CompilePipelineOptions &pipeline) {
-  if (device.target() == runtime::Executable::CPU)
-    return compileCpuExecutable(config, pipeline);
+compileExecutable(const TransformerConfig &config,
+                  const CompilePipelineOptions &pipeline,
+                  const CodeTarget &target) {
+  if (!target.cuda())
+    return compileCpuExecutable(config, pipeline, /*dumpDir=*/"", target.cpu);
   mlir::MLIRContext ctx;
   auto printer = printDiagnostics(ctx);
   auto module = buildModelModule(ctx, config);
@@ -128,11 +138,7 @@ compileExecutableFor(const runtime::Device &device,
     return error("the compile pipeline failed");
   CudaExecutableOptions options;
   options.bounds = {pipeline.maxTokens, pipeline.maxLen, pipeline.maxBatch};
-  options.arch = device.codeTarget();
-  // A GPU newer than the architectures the compiler knows runs the PTX of
-  // the newest one.
-  if (!isCudaArch(options.arch))
-    options.arch = "sm_90";
+  options.arch = target.cudaArch;
   google::protobuf::TextFormat::PrintToString(config, &options.configText);
   mlir::FailureOr<runtime::Executable> exe =
       writeCudaExecutable(*module, options);

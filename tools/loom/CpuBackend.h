@@ -51,12 +51,27 @@ loadCpuSession(runtime::Executable exe, int threads);
 llvm::Expected<std::shared_ptr<runtime::Device>>
 openCommandDevice(const std::string &kind, int threads);
 
-/// Builds `config`'s model and compiles the executable `device` runs: for
-/// this CPU, or for the GPU's architecture.
+/// What an executable's code is for: a CPU (a level of abi/CpuFeatures.h,
+/// "native" for this machine) or, with `cudaArch` set, a GPU architecture.
+struct CodeTarget {
+  std::string cpu = "native";
+  std::string cudaArch; // "sm_90"
+  bool cuda() const { return !cudaArch.empty(); }
+  /// "native", "x86-64-v3", "sm_90".
+  std::string name() const { return cuda() ? cudaArch : cpu; }
+};
+
+/// The target whose code runs natively on `device`: this CPU, or the GPU's
+/// architecture (the newest the compiler knows, whose PTX the driver
+/// compiles, for a GPU newer than all of them).
+CodeTarget codeTargetOf(const runtime::Device &device);
+
+/// Builds `config`'s model, compiles it and writes the executable for
+/// `target`.
 llvm::Expected<runtime::Executable>
-compileExecutableFor(const runtime::Device &device,
-                     const TransformerConfig &config,
-                     const CompilePipelineOptions &pipeline);
+compileExecutable(const TransformerConfig &config,
+                  const CompilePipelineOptions &pipeline,
+                  const CodeTarget &target);
 
 /// A session of `exe` on `device`.
 llvm::Expected<std::unique_ptr<runtime::Session>>

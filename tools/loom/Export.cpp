@@ -24,6 +24,7 @@
 
 #include "abi/CpuFeatures.h"
 #include "api/Translator.h"
+#include "codegen/cuda/CudaExecutableWriter.h"
 #include "runtime/AtomicFile.h"
 #include "runtime/Weights.h"
 
@@ -44,6 +45,8 @@ struct ExportOptions {
   std::string out;
   std::string weights;
   std::string cpu = "native";
+  std::string device = "cpu";
+  std::string cudaArch = "sm_90";
 };
 
 llvm::Error error(const llvm::Twine &message) {
@@ -92,6 +95,24 @@ llvm::Error exportModel(const ExportOptions &o) {
   if (!abi::isCpuLevel(o.cpu))
     return error("unknown --cpu '" + o.cpu + "'; the choices are " +
                  abi::cpuLevelList());
+  if (o.device != "cpu" && o.device != "cuda")
+    return error("unknown --device '" + o.device +
+                 "'; a translator is exported for 'cpu' or 'cuda'");
+  if (!isCudaArch(o.cudaArch))
+    return error("unknown --cuda-arch '" + o.cudaArch + "'; the choices are " +
+                 cudaArchList());
+  // The decoder's code: for the CPU --cpu names, or for a GPU (which this
+  // machine need not have) of --cuda-arch.
+  CodeTarget target;
+  if (o.device == "cuda") {
+    if (o.cpu != abi::kNativeCpuLevel)
+      return error("--cpu applies to --device cpu only");
+    target.cudaArch = o.cudaArch;
+  } else {
+    if (o.cudaArch != CudaExecutableOptions().arch)
+      return error("--cuda-arch applies to --device cuda only");
+    target.cpu = o.cpu;
+  }
   std::error_code ec;
   if (llvm::Error err = checkOutputDir(o.out, "--out"))
     return err;
@@ -118,15 +139,16 @@ llvm::Error exportModel(const ExportOptions &o) {
     return shim.takeError();
 
   // The executable: the directory's own when it is current for the native
-  // CPU, else compiled for --cpu here.
+  // CPU or the GPU architecture, else compiled for --cpu here.
   std::shared_ptr<const runtime::Program> program;
-  if (o.cpu == abi::kNativeCpuLevel) {
-    auto cached = cachedTranslateProgram(o.model, *config, "loom export");
+  if (target.cuda() || o.cpu == abi::kNativeCpuLevel) {
+    auto cached =
+        cachedTranslateProgram(o.model, *config, "loom export", target);
     if (!cached)
       return cached.takeError();
     program = std::move(*cached);
   } else {
-    auto exe = compileTranslateExecutable(*config, o.cpu);
+    auto exe = compileTranslateExecutable(*config, target);
     if (!exe)
       return exe.takeError();
     auto created = toExpected(runtime::Program::create(std::move(*exe)));
@@ -183,11 +205,14 @@ llvm::Error exportModel(const ExportOptions &o) {
        std::filesystem::recursive_directory_iterator(o.out, ec))
     if (entry.is_regular_file(ec))
       total += entry.file_size(ec);
-  const runtime::CpuTarget &target = program->executable().cpu_target();
-  std::printf("exported %s to %s: %.1f MiB (translate.loomx for %s, %s)\n"
+  const runtime::Executable &exe = program->executable();
+  std::string what =
+      target.cuda() ? exe.cuda_target().arch() + ", CUDA"
+                    : exe.cpu_target().level() + ", " + exe.cpu_target().cpu();
+  std::printf("exported %s to %s: %.1f MiB (translate.loomx for %s)\n"
               "translate with: %s/loom-translate < input > output\n",
               o.model.c_str(), o.out.c_str(), double(total) / (1 << 20),
-              target.level().c_str(), target.cpu().c_str(), o.out.c_str());
+              what.c_str(), o.out.c_str());
   return llvm::Error::success();
 }
 
@@ -207,6 +232,14 @@ void addExportCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("--cpu", o->cpu,
                   "The CPUs it must run on: native (this one) or "
                   "x86-64-v2, x86-64-v3, x86-64-v4")
+      ->capture_default_str();
+  cmd->add_option("--device", o->device,
+                  "What it translates on: cpu, or cuda (a GPU of "
+                  "--cuda-arch, which this machine need not have)")
+      ->capture_default_str();
+  cmd->add_option("--cuda-arch", o->cudaArch,
+                  "With --device cuda: sm_80, sm_86, sm_89 or sm_90 (later "
+                  "GPUs run its PTX)")
       ->capture_default_str();
   cmd->callback([o, &exitCode] {
     if (llvm::Error err = exportModel(*o))

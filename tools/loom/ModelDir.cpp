@@ -16,16 +16,22 @@ namespace loom::cli {
 
 llvm::Expected<runtime::Executable>
 compileTranslateExecutable(const TransformerConfig &config,
-                           llvm::StringRef cpu) {
+                           const CodeTarget &target) {
   int64_t limit = config.max_len();
   int64_t rows = kTranslateBatch * kTranslateBeam;
-  return compileCpuExecutable(config,
-                              pipelineFor(config, rows * limit, limit, rows),
-                              /*dumpDir=*/"", cpu);
+  return compileExecutable(
+      config, pipelineFor(config, rows * limit, limit, rows), target);
+}
+
+std::string translateExecutableName(const CodeTarget &target) {
+  if (!target.cuda())
+    return kTranslateExecutable;
+  return "translate." + target.cudaArch + ".loomx";
 }
 
 std::string staleReason(const runtime::Executable &exe,
-                        const TransformerConfig &config, llvm::StringRef cpu) {
+                        const TransformerConfig &config,
+                        const CodeTarget &target) {
   std::string configText;
   google::protobuf::TextFormat::PrintToString(config, &configText);
   if (exe.loom_version() != kLoomVersion)
@@ -43,11 +49,19 @@ std::string staleReason(const runtime::Executable &exe,
            std::to_string(exe.max_tokens()) + ", max-len " +
            std::to_string(exe.max_len()) + ", max-batch " +
            std::to_string(exe.max_batch()) + ")";
-  if (exe.cpu_target().level() != cpu)
-    return "it was compiled for --cpu " + exe.cpu_target().level() + ", not " +
-           cpu.str();
-  if (Status status = cpu::checkCpuTarget(exe.cpu_target()); !status.ok())
-    return status.message();
+  if (target.cuda()) {
+    if (exe.target() != runtime::Executable::CUDA ||
+        exe.cuda_target().arch() != target.cudaArch)
+      return "it was not compiled for " + target.cudaArch;
+  } else {
+    if (exe.target() != runtime::Executable::CPU)
+      return "it was not compiled for a CPU";
+    if (exe.cpu_target().level() != target.cpu)
+      return "it was compiled for --cpu " + exe.cpu_target().level() +
+             ", not " + target.cpu;
+    if (Status status = cpu::checkCpuTarget(exe.cpu_target()); !status.ok())
+      return status.message();
+  }
   for (const char *entry : {"encode", "decode_step"}) {
     bool found = false;
     for (const runtime::EntryPoint &e : exe.entry_points())
@@ -60,7 +74,7 @@ std::string staleReason(const runtime::Executable &exe,
 
 llvm::Error writeTranslateExecutable(const std::string &dir,
                                      const TransformerConfig &config) {
-  auto exe = compileTranslateExecutable(config, "native");
+  auto exe = compileTranslateExecutable(config, CodeTarget());
   if (!exe)
     return exe.takeError();
   return toError(saveExecutable(dir + "/" + kTranslateExecutable, *exe));
@@ -68,11 +82,11 @@ llvm::Error writeTranslateExecutable(const std::string &dir,
 
 llvm::Expected<std::shared_ptr<const runtime::Program>>
 cachedTranslateProgram(const std::string &dir, const TransformerConfig &config,
-                       llvm::StringRef command) {
-  std::string path = dir + "/" + kTranslateExecutable;
+                       llvm::StringRef command, const CodeTarget &target) {
+  std::string path = dir + "/" + translateExecutableName(target);
   std::string why;
   if (auto cached = runtime::Program::load(path)) {
-    why = staleReason((*cached)->executable(), config, "native");
+    why = staleReason((*cached)->executable(), config, target);
     if (why.empty())
       return std::move(*cached);
   } else if (cached.code() == ErrorCode::NotFound) {
@@ -82,7 +96,7 @@ cachedTranslateProgram(const std::string &dir, const TransformerConfig &config,
   }
   std::fprintf(stderr, "%s: note: compiling %s (%s)\n", command.str().c_str(),
                path.c_str(), why.c_str());
-  auto exe = compileTranslateExecutable(config, "native");
+  auto exe = compileTranslateExecutable(config, target);
   if (!exe)
     return exe.takeError();
   if (Status saved = saveExecutable(path, *exe); !saved.ok())

@@ -2,15 +2,18 @@
 //
 // A model directory (what `loom train` writes) keeps the executable that
 // translates with it, DIR/translate.loomx, so that translating does not
-// compile. The file is reused when its key matches: the config it was
-// compiled from, the Loom release that compiled it, and a target this CPU
-// runs. A stale or damaged file is rebuilt, with a notice saying why, and
-// written back when the directory allows it.
+// compile; one for a GPU architecture is DIR/translate.sm_90.loomx. A file
+// is reused when its key matches: the config it was compiled from, the Loom
+// release that compiled it, and its target (a CPU level this CPU runs, or
+// the GPU architecture asked for). A stale or damaged file is rebuilt, with
+// a notice saying why, and written back when the directory allows it.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef LOOM_TOOLS_LOOM_MODELDIR_H
 #define LOOM_TOOLS_LOOM_MODELDIR_H
+
+#include "tools/loom/CpuBackend.h"
 
 #include "frontend/Config.h"
 #include "runtime/Program.h"
@@ -28,22 +31,28 @@ constexpr int64_t kTranslateBatch = 32;
 constexpr int64_t kTranslateBeam = 4;
 
 /// Compiles @encode and @decode_step (and the rest of the model) for
-/// translating with `config` on `cpu` ("native" or a portable level).
+/// translating with `config` on `target`.
 llvm::Expected<runtime::Executable>
 compileTranslateExecutable(const TransformerConfig &config,
-                           llvm::StringRef cpu);
+                           const CodeTarget &target);
 
-/// Why `exe` cannot serve as the translate executable of `config` on this
-/// machine for `cpu`, or an empty string when it can.
+/// Why `exe` cannot serve as the translate executable of `config` for
+/// `target` (on this machine, for a CPU), or an empty string when it can.
 std::string staleReason(const runtime::Executable &exe,
-                        const TransformerConfig &config, llvm::StringRef cpu);
+                        const TransformerConfig &config,
+                        const CodeTarget &target);
 
-/// DIR/translate.loomx when it is current for `config` and the native CPU;
-/// otherwise a new one, saved there when possible. Notices go to stderr,
-/// prefixed with `command` ("loom translate").
+/// The file of a model directory that keeps the translate executable for
+/// `target`: translate.loomx for the native CPU, translate.<arch>.loomx.
+std::string translateExecutableName(const CodeTarget &target);
+
+/// The directory's translate executable for `target` when it is current
+/// for `config`; otherwise a new one, saved there when possible. Notices go
+/// to stderr, prefixed with `command` ("loom translate").
 llvm::Expected<std::shared_ptr<const runtime::Program>>
 cachedTranslateProgram(const std::string &dir, const TransformerConfig &config,
-                       llvm::StringRef command);
+                       llvm::StringRef command,
+                       const CodeTarget &target = CodeTarget());
 
 /// Compiles the translate executable of `config` and writes it to
 /// DIR/translate.loomx.

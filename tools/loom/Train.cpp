@@ -324,7 +324,7 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
   if (!device)
     return fail(device.takeError());
   auto compileStart = std::chrono::steady_clock::now();
-  auto exe = compileExecutableFor(**device, config, pipeline);
+  auto exe = compileExecutable(config, pipeline, codeTargetOf(**device));
   if (!exe)
     return fail(exe.takeError());
   auto model = loadSession(std::move(*exe), *device);

@@ -11,6 +11,7 @@
 
 #include "tools/loom/Commands.h"
 #include "tools/loom/Common.h"
+#include "tools/loom/CpuBackend.h"
 #include "tools/loom/ModelDir.h"
 
 #include "api/TranslateStream.h"
@@ -36,6 +37,17 @@ llvm::Error translate(const TranslateOptions &o) {
     return toError(Status::failure(
         "--beam, --batch and --max-len-ratio must be positive and --nbest "
         "between 1 and --beam"));
+  // A device asked for is opened first: one this machine lacks is said
+  // before anything is compiled. The decoder is compiled for it.
+  std::shared_ptr<runtime::Device> device;
+  CodeTarget target;
+  if (!o.opening.device.empty()) {
+    auto opened = openCommandDevice(o.opening.device, o.opening.threads);
+    if (!opened)
+      return opened.takeError();
+    device = std::move(*opened);
+    target = codeTargetOf(*device);
+  }
   auto config = loadConfig(o.model + "/" + kModelConfig);
   if (!config)
     return config.takeError();
@@ -43,14 +55,21 @@ llvm::Error translate(const TranslateOptions &o) {
       toExpected(text::Tokenizer::loadFile(o.model + "/" + kVocabulary));
   if (!tokenizer)
     return tokenizer.takeError();
-  auto program = cachedTranslateProgram(o.model, *config, "loom translate");
+  auto program =
+      cachedTranslateProgram(o.model, *config, "loom translate", target);
   if (!program)
     return program.takeError();
   std::string weights = o.opening.weights.empty()
                             ? o.model + "/" + kModelWeights
                             : o.opening.weights;
+  if (!device) {
+    auto opened = toExpected(Translator::openDeviceFor(**program, o.opening));
+    if (!opened)
+      return opened.takeError();
+    device = std::move(*opened);
+  }
   auto translator = toExpected(Translator::create(
-      std::move(*program), std::move(*tokenizer), weights, o.opening.threads));
+      std::move(*program), std::move(*tokenizer), weights, device));
   if (!translator)
     return translator.takeError();
   return toError(translateStream(
