@@ -41,6 +41,7 @@ struct RunOptions {
   ModelOptions model;
   std::string weights, srcIds, tgtIds;
   std::string backend = "cpu";
+  std::string device = "cpu";
   int threads = 0;
   std::string out; // grad only
 };
@@ -54,6 +55,9 @@ struct Batch {
 llvm::Expected<Batch> loadBatch(const RunOptions &options) {
   if (llvm::Error err = checkBackend(options.backend))
     return std::move(err);
+  if (options.backend == "interpreter" && options.device != "cpu")
+    return error("--device applies to --backend cpu (the compiled model); "
+                 "the interpreter runs on the CPU");
   Batch batch;
   auto config = options.model.load();
   if (!config)
@@ -114,31 +118,45 @@ withModel(const RunOptions &options, const Batch &batch, bool withGrad,
 
 using CpuTensors = std::map<std::string, runtime::Tensor>;
 
-/// Compiles the model for the CPU with bounds that fit `batch`, binds the
-/// weights and runs `entry` on the named inputs.
-llvm::Expected<CpuTensors> runOnCpu(const RunOptions &options,
-                                    const Batch &batch,
-                                    const std::string &entry,
-                                    const CpuTensors &inputs) {
+/// Compiles the model for --device with bounds that fit `batch`, binds
+/// the weights and runs `entry` on the named inputs (host tensors, copied
+/// to the device); the outputs come back to the host.
+llvm::Expected<CpuTensors> runCompiled(const RunOptions &options,
+                                       const Batch &batch,
+                                       const std::string &entry,
+                                       const CpuTensors &inputs) {
+  auto device = openCommandDevice(options.device, options.threads);
+  if (!device)
+    return device.takeError();
   int64_t rows = static_cast<int64_t>(batch.src.size());
   int64_t len =
       static_cast<int64_t>(std::max(longest(batch.src), longest(batch.tgt)));
-  auto exe = compileCpuExecutable(
-      batch.config, pipelineFor(batch.config, rows * len, len, rows));
+  auto exe = compileExecutable(batch.config,
+                               pipelineFor(batch.config, rows * len, len, rows),
+                               codeTargetOf(**device));
   if (!exe)
     return exe.takeError();
-  auto model = loadCpuSession(std::move(*exe), options.threads);
+  auto model = loadSession(std::move(*exe), *device);
   if (!model)
     return model.takeError();
   if (llvm::Error err = loadParameters(**model, options.weights))
     return std::move(err);
+  std::vector<runtime::Tensor> placed;
   std::vector<runtime::TensorRef> refs;
   for (const std::string &name : (*model)->inputNames(entry)) {
     auto it = inputs.find(name);
     if (it == inputs.end())
       return error("@" + entry + " takes an input '" + name +
                    "' that this command does not provide");
-    refs.push_back(it->second.ref());
+    if ((*device)->sharesHostMemory()) {
+      refs.push_back(it->second.ref());
+      continue;
+    }
+    auto onDevice = toExpected(runtime::toDevice(**device, it->second.ref()));
+    if (!onDevice)
+      return onDevice.takeError();
+    refs.push_back(onDevice->ref());
+    placed.push_back(std::move(*onDevice));
   }
   auto outputs = (*model)->run(entry, refs);
   if (!outputs)
@@ -192,7 +210,7 @@ llvm::Error forward(const RunOptions &options) {
       auto inputs = idsInputs(*batch);
       if (!inputs)
         return inputs.takeError();
-      auto out = runOnCpu(options, *batch, "token_log_probs", *inputs);
+      auto out = runCompiled(options, *batch, "token_log_probs", *inputs);
       if (!out)
         return out.takeError();
       const runtime::Tensor &logProbs = (*out)["log_probs"];
@@ -234,7 +252,7 @@ llvm::Error grad(const RunOptions &options) {
     if (!seed)
       return seed.takeError();
     (*inputs)["seed"] = std::move(*seed);
-    auto out = runOnCpu(options, *batch, "loss_grad", *inputs);
+    auto out = runCompiled(options, *batch, "loss_grad", *inputs);
     if (!out)
       return out.takeError();
     NamedTensors grads;
@@ -289,6 +307,10 @@ void addRunOptions(CLI::App *cmd, RunOptions &options) {
       ->required();
   cmd->add_option("--backend", options.backend,
                   "What runs the model: cpu (compiled) or interpreter")
+      ->capture_default_str();
+  cmd->add_option("--device", options.device,
+                  "Where the compiled model runs: cpu, or cuda (cuda:N for "
+                  "GPU N)")
       ->capture_default_str();
   cmd->add_option("--threads", options.threads,
                   "CPU threads (0: one per hardware thread)")
