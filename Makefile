@@ -34,8 +34,16 @@ test: build
 
 # The runtime-only binaries and their libraries, for a GPU machine without
 # Debian's packages (scripts/device-bundle.sh says how to run them there).
+# DeviceAgreementTest runs `tiny` (the build compiles it) and `base`.
+DEVICE_DATA = $(BUILD)/device-data
 device-bundle: build
-	@DEVICE_BUNDLE_DATA="$$(ls $(BUILD)/tests/unit/device-data/*.loomx 2>/dev/null)" \
+	@mkdir -p $(DEVICE_DATA)
+	@cp $(BUILD)/tests/unit/device-data/*.loomx $(DEVICE_DATA)/
+	@$(BUILD)/bin/loom compile --preset base --target cpu --cpu x86-64-v3 \
+	  --max-tokens 256 --max-len 32 --max-batch 16 -o $(DEVICE_DATA)/base-cpu.loomx
+	@$(BUILD)/bin/loom compile --preset base --target cuda \
+	  --max-tokens 256 --max-len 32 --max-batch 16 -o $(DEVICE_DATA)/base-cuda.loomx
+	@DEVICE_BUNDLE_DATA="$$(ls $(DEVICE_DATA)/*.loomx)" \
 	  ./scripts/device-bundle.sh $(BUILD) device-bundle.tar.xz \
 	  DeviceConformanceTest DeviceAgreementTest loom-translate
 

@@ -578,6 +578,18 @@ int32_t cuda::blockThreads(const RegionGraph &graph, StringRef launch) {
 
 LogicalResult cuda::canEmitGpuKernel(const RegionGraph &graph,
                                      std::string &why) {
+  // Every address and dim is a kernel parameter (8 bytes each), and a
+  // launch carries at most kMaxParameterBytes of them.
+  int64_t words = graph.operandTypes.size() + graph.resultTypes.size();
+  for (auto types : {ArrayRef(graph.operandTypes), ArrayRef(graph.resultTypes)})
+    for (RankedTensorType type : types)
+      words += type.getRank();
+  if (8 * words > kMaxParameterBytes) {
+    why = "its " + std::to_string(words) + " addresses and dims take " +
+          std::to_string(8 * words) + " bytes of kernel parameters, more than "
+          "the " + std::to_string(kMaxParameterBytes) + " a launch carries";
+    return failure();
+  }
   for (bool guarded : graph.guardedResults)
     if (guarded) {
       why = "a result broadcast over rows, which may share storage with an "

@@ -50,6 +50,9 @@ constexpr llvm::StringLiteral kLaunchBlock = "block";
 /// compiled for (gpu.func's known_block_size, PTX's .maxntid).
 int32_t blockThreads(const cpu::RegionGraph &graph, llvm::StringRef launch);
 
+/// The most bytes of parameters a kernel launch carries (PTX ISA 8.1).
+constexpr int64_t kMaxParameterBytes = 32764;
+
 /// Whether `graph` can be a GPU kernel yet; otherwise why not.
 mlir::LogicalResult canEmitGpuKernel(const cpu::RegionGraph &graph,
                                      std::string &why);

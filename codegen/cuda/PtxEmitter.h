@@ -27,9 +27,11 @@ namespace loom::cuda {
 struct PtxOptions {
   /// The architecture: sm_80 (A100), sm_90 (H100), ...
   std::string chip = "sm_90";
-  /// The PTX ISA version the code is written in: 8.0, which CUDA 12.0 and
-  /// later assemble and which covers sm_90.
-  std::string features = "+ptx80";
+  /// The PTX ISA version the code is written in: 8.1 (CUDA 12.1 and later),
+  /// the first to let a kernel take more than 4 KiB of parameters (up to
+  /// 32764 bytes): the optimizer's region of a `base` model passes some 400
+  /// tensors, 10 KiB of addresses and dims.
+  std::string features = "+ptx81";
 };
 
 /// The libdevice bitcode this build links, or "" when the build found no

@@ -1,11 +1,14 @@
 //===- DeviceAgreementTest.cpp - A model on the GPU against the CPU -------===//
 //
-// The `tiny` model compiled twice by `loom compile`, for the CPU and for
-// CUDA (the build writes both; LOOM_DEVICE_DATA names another folder that
-// holds them, as the device bundle does), runs on each device from the same
-// parameters and inputs:
+// A model compiled twice by `loom compile`, for the CPU and for CUDA, as
+// <model>-cpu.loomx and <model>-cuda.loomx (the build writes `tiny`'s; the
+// device bundle may add `base`'s; LOOM_DEVICE_DATA names the folder), runs
+// on each device from the same parameters and inputs:
 //
 //   ScoresAgree     @token_log_probs of a batch: every log-probability
+//   GradientsAgree  @loss_grad of a batch: the loss and every parameter's
+//                   gradient, each checked on its own, so a wrong kernel
+//                   shows by the parameters it feeds
 //   TrainingAgrees  three @train_step calls: each loss, then every
 //                   parameter and Adam moment
 //   DecodingAgrees  greedy decoding: the same tokens
@@ -36,9 +39,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 
 using namespace loom;
@@ -110,7 +116,28 @@ std::vector<double> valuesOf(const Tensor &tensor) {
   return ::testing::AssertionSuccess();
 }
 
-class DeviceAgreement : public ::testing::Test {
+/// The models with both executables in the data folder; `tiny` when there
+/// are none, so that the suite shows (skipped) rather than not at all.
+std::vector<std::string> modelsInData() {
+  std::vector<std::string> models;
+  std::error_code ec;
+  for (const auto &entry : std::filesystem::directory_iterator(dataDir(), ec)) {
+    std::string name = entry.path().filename().string();
+    const std::string suffix = "-cpu.loomx";
+    if (name.size() <= suffix.size() ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    std::string model = name.substr(0, name.size() - suffix.size());
+    if (std::filesystem::exists(dataDir() + "/" + model + "-cuda.loomx", ec))
+      models.push_back(model);
+  }
+  std::sort(models.begin(), models.end());
+  if (models.empty())
+    models.push_back("tiny");
+  return models;
+}
+
+class DeviceAgreement : public ::testing::TestWithParam<std::string> {
 protected:
   void SetUp() override {
     std::string absent;
@@ -123,9 +150,9 @@ protected:
     cpu = test::openTestDevice("cpu", 0, absent);
     ASSERT_TRUE(cpu) << absent;
     std::string dir = dataDir();
-    onCpu = sessionOf(dir + "/tiny-cpu.loomx", cpu);
-    onGpu = sessionOf(dir + (cpuOnly ? "/tiny-cpu.loomx" : "/tiny-cuda.loomx"),
-                      gpu);
+    std::string model = dir + "/" + GetParam();
+    onCpu = sessionOf(model + "-cpu.loomx", cpu);
+    onGpu = sessionOf(model + (cpuOnly ? "-cpu.loomx" : "-cuda.loomx"), gpu);
     ASSERT_TRUE(onCpu && onGpu);
     ASSERT_EQ(onCpu->parameterNames(), onGpu->parameterNames());
     // The same parameters on both: N(0, 0.1), drawn in name order.
@@ -141,6 +168,31 @@ protected:
       Status placed = onGpu->setState(name, host.ref());
       ASSERT_TRUE(placed.ok()) << placed.message();
     }
+  }
+
+  /// Runs `entry` on host `inputs` (in inputNames order) on `session`;
+  /// every output, by name, as doubles.
+  static std::map<std::string, std::vector<double>>
+  runOn(runtime::Session &session, const std::string &entry,
+        const std::vector<const Tensor *> &inputs) {
+    std::map<std::string, std::vector<double>> named;
+    std::vector<Tensor> placed;
+    std::vector<runtime::TensorRef> refs;
+    for (const Tensor *t : inputs) {
+      ErrorOr<Tensor> onDevice = runtime::toDevice(session.device(), t->ref());
+      EXPECT_TRUE(bool(onDevice)) << onDevice.error();
+      if (!onDevice)
+        return named;
+      refs.push_back(onDevice->ref());
+      placed.push_back(std::move(*onDevice));
+    }
+    auto results = session.run(entry, refs);
+    EXPECT_TRUE(bool(results))
+        << session.device().name() << " @" << entry << ": " << results.error();
+    if (results)
+      for (const runtime::NamedTensor &output : *results)
+        named[output.name] = valuesOf(output.tensor);
+    return named;
   }
 
   /// A [rows, width] batch of ids in [4, 32), row b `lengths[b]` long.
@@ -161,31 +213,34 @@ protected:
   std::unique_ptr<runtime::Session> onCpu, onGpu;
 };
 
-TEST_F(DeviceAgreement, ScoresAgree) {
+TEST_P(DeviceAgreement, ScoresAgree) {
   std::mt19937_64 rng(1);
   Tensor src = batch(rng, {5, 3, 4}, 5), tgt = batch(rng, {6, 4, 2}, 6);
   ASSERT_EQ(onCpu->inputNames("token_log_probs"),
             (std::vector<std::string>{"src", "tgt"}));
-  std::vector<std::vector<double>> outputs;
-  for (runtime::Session *session : {onCpu.get(), onGpu.get()}) {
-    std::vector<Tensor> placed;
-    std::vector<runtime::TensorRef> inputs;
-    for (const Tensor *t : {&src, &tgt}) {
-      ErrorOr<Tensor> onDevice = runtime::toDevice(session->device(), t->ref());
-      ASSERT_TRUE(bool(onDevice)) << onDevice.error();
-      inputs.push_back(onDevice->ref());
-      placed.push_back(std::move(*onDevice));
-    }
-    auto results = session->run("token_log_probs", inputs);
-    ASSERT_TRUE(bool(results))
-        << session->device().name() << ": " << results.error();
-    ASSERT_FALSE(results->empty());
-    outputs.push_back(valuesOf(results->front().tensor));
-  }
-  EXPECT_TRUE(agree(outputs[1], outputs[0], 1e-4));
+  auto expected = runOn(*onCpu, "token_log_probs", {&src, &tgt});
+  auto actual = runOn(*onGpu, "token_log_probs", {&src, &tgt});
+  ASSERT_FALSE(expected.empty());
+  for (const auto &[name, values] : expected)
+    EXPECT_TRUE(agree(actual[name], values, 1e-4)) << name;
 }
 
-TEST_F(DeviceAgreement, TrainingAgrees) {
+TEST_P(DeviceAgreement, GradientsAgree) {
+  std::mt19937_64 rng(4);
+  Tensor src = batch(rng, {5, 3, 4}, 5), tgt = batch(rng, {6, 4, 2}, 6);
+  // Dropout's seed: both devices draw the same masks from it.
+  ErrorOr<Tensor> seed = runtime::scalarTensor(DType::I64, 5);
+  ASSERT_TRUE(bool(seed)) << seed.error();
+  ASSERT_EQ(onCpu->inputNames("loss_grad"),
+            (std::vector<std::string>{"src", "tgt", "seed"}));
+  auto expected = runOn(*onCpu, "loss_grad", {&src, &tgt, &*seed});
+  auto actual = runOn(*onGpu, "loss_grad", {&src, &tgt, &*seed});
+  ASSERT_GT(expected.size(), 1u) << "the loss and the gradients";
+  for (const auto &[name, values] : expected)
+    EXPECT_TRUE(agree(actual[name], values, 1e-4)) << name;
+}
+
+TEST_P(DeviceAgreement, TrainingAgrees) {
   std::mt19937_64 rng(2);
   for (int64_t step = 1; step <= 3; ++step) {
     Tensor src = batch(rng, {5, 4, 3, 5}, 5), tgt = batch(rng, {6, 3, 5, 2}, 6);
@@ -206,7 +261,7 @@ TEST_F(DeviceAgreement, TrainingAgrees) {
   }
 }
 
-TEST_F(DeviceAgreement, DecodingAgrees) {
+TEST_P(DeviceAgreement, DecodingAgrees) {
   std::mt19937_64 rng(3);
   Tensor src = batch(rng, {5, 2, 4}, 5);
   runtime::GreedyOptions options;
@@ -217,5 +272,11 @@ TEST_F(DeviceAgreement, DecodingAgrees) {
   ASSERT_TRUE(bool(actual)) << actual.error();
   EXPECT_EQ(*actual, *expected);
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, DeviceAgreement,
+                         ::testing::ValuesIn(modelsInData()),
+                         [](const ::testing::TestParamInfo<std::string> &info) {
+                           return info.param;
+                         });
 
 } // namespace
