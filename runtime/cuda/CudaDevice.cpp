@@ -41,6 +41,9 @@ int archNumber(const std::string &arch) {
 
 /// An executable's kernels resolved on this GPU.
 struct CudaCode final : runtime::DeviceCode {
+  // The image the library was loaded from, kept while it is loaded: with
+  // lazy loading (CUDA's default) a kernel may be read from it on first use.
+  std::string image;
   cudaLibrary_t library = nullptr;
   std::vector<cudaKernel_t> generated; // by kernel index; null for library
   std::vector<CudaLibraryKernel> libraryKernels; // by kernel index
@@ -226,12 +229,11 @@ CudaDevice::loadCode(const Executable &exe) {
                                  std::to_string(state->arch),
                              ErrorCode::Unsupported);
     bool sass = compiled / 10 == state->arch / 10;
-    // PTX is text: the driver wants it NUL-terminated.
-    std::string ptx = exe.cuda_target().ptx();
-    const void *image = sass ? static_cast<const void *>(exe.code().data())
-                             : static_cast<const void *>(ptx.c_str());
-    cudaError_t error = cudaLibraryLoadData(&code->library, image, nullptr,
-                                            nullptr, 0, nullptr, nullptr, 0);
+    // PTX is text, which the driver reads up to its NUL (c_str's).
+    code->image = sass ? exe.code() : exe.cuda_target().ptx();
+    cudaError_t error =
+        cudaLibraryLoadData(&code->library, code->image.c_str(), nullptr,
+                            nullptr, 0, nullptr, nullptr, 0);
     if (error != cudaSuccess)
       return Status::failure(std::string("cannot load the executable's ") +
                                  (sass ? "cubin" : "PTX") + " on " +
@@ -274,6 +276,7 @@ Status CudaDevice::launch(runtime::DeviceCode &deviceCode, int kernel,
   auto [rows, cols] = runtime::kernelDomain(args);
   if (rows <= 0 || cols <= 0)
     return Status::success();
+  LOOM_RETURN_IF_ERROR(state->activate());
   // The kernel's parameters: every tensor's address, then every tensor's
   // dims, each passed by value (GpuRegionLowering.h).
   thread_local std::vector<void *> pointers;
@@ -316,6 +319,7 @@ Status CudaDevice::launch(runtime::DeviceCode &deviceCode, int kernel,
 Status CudaDevice::call(runtime::DeviceCode &deviceCode, int kernel,
                         const runtime::LibraryCallArgs &args) {
   auto &code = static_cast<CudaCode &>(deviceCode);
+  LOOM_RETURN_IF_ERROR(state->activate());
   CudaKernelCall call;
   call.args = args.tensors;
   call.attrs = args.attrs;
