@@ -2,6 +2,8 @@
 
 #include "runtime/KernelChecks.h"
 
+#include <algorithm>
+
 namespace loom::kernels {
 
 std::string shapeString(const std::vector<int64_t> &shape) {
@@ -69,6 +71,42 @@ Status checkShape(const TensorRef &out, const std::vector<int64_t> &shape,
   return Status::failure(std::string(kernel) + ": result is " +
                          shapeString(out.shape) + ", expected " +
                          shapeString(shape));
+}
+
+//===-- Decoding primitives (Device::gatherRows, argmax, topK) -------===//
+
+// These speak of shapes as the runtime does ("[2, 3]").
+Status checkGatherRows(const TensorRef &src, const std::vector<int64_t> &rows,
+                       const TensorRef &dst) {
+  if (src.rank() < 1 || dst.rank() != src.rank() || dst.dtype != src.dtype ||
+      dst.shape[0] != static_cast<int64_t>(rows.size()) ||
+      !std::equal(src.shape.begin() + 1, src.shape.end(),
+                  dst.shape.begin() + 1))
+    return Status::failure("gatherRows: " + runtime::shapeString(dst.shape) +
+                           " cannot hold " + std::to_string(rows.size()) +
+                           " rows of " + runtime::shapeString(src.shape));
+  for (int64_t row : rows)
+    if (row < 0 || row >= src.shape[0])
+      return Status::failure("gatherRows: row " + std::to_string(row) + " of " +
+                             std::to_string(src.shape[0]));
+  return Status::success();
+}
+
+Status checkScores(const TensorRef &scores, const char *what) {
+  if (scores.dtype != DType::F32 || scores.rank() != 2 || scores.shape[1] < 1)
+    return Status::failure(
+        std::string(what) + " takes f32 scores [rows, n] with n >= 1, got " +
+        dtypeName(scores.dtype) + " " + runtime::shapeString(scores.shape));
+  return Status::success();
+}
+
+Status checkTopK(const TensorRef &scores, int64_t k) {
+  LOOM_RETURN_IF_ERROR(checkScores(scores, "topK"));
+  int64_t n = scores.shape[1];
+  if (k < 1 || k > n)
+    return Status::failure("topK: k " + std::to_string(k) + " is outside [1, " +
+                           std::to_string(n) + "]");
+  return Status::success();
 }
 
 //===-- Shape, index and mask kernels ---------------------------------===//

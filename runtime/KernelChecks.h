@@ -46,6 +46,17 @@ Status checkSameDType(const TensorRef &a, const TensorRef &b,
 Status checkShape(const TensorRef &out, const std::vector<int64_t> &shape,
                   const char *kernel);
 
+//===-- Decoding primitives (Device::gatherRows, argmax, topK) -------===//
+
+/// Success when `dst` holds rows.size() rows of `src` and every row lies
+/// in `src`.
+Status checkGatherRows(const TensorRef &src, const std::vector<int64_t> &rows,
+                       const TensorRef &dst);
+/// Success when `scores` are f32 [rows, n] with n >= 1.
+Status checkScores(const TensorRef &scores, const char *what);
+/// checkScores, and k in [1, n].
+Status checkTopK(const TensorRef &scores, int64_t k);
+
 //===-- Shape, index and mask kernels ---------------------------------===//
 //
 // Each check*Call below makes one kernel's checks of its call, tensors and

@@ -2,6 +2,7 @@
 
 #include "runtime/cpu/CpuDevice.h"
 
+#include "runtime/KernelChecks.h"
 #include "runtime/cpu/CpuFeatures.h"
 #include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/Kernels.h"
@@ -90,14 +91,6 @@ bool ranksAbove(float a, float b) {
   if (std::isnan(a))
     return false;
   return std::isnan(b) || a > b;
-}
-
-Status checkScores(const TensorRef &scores, const char *what) {
-  if (scores.dtype != DType::F32 || scores.rank() != 2 || scores.shape[1] < 1)
-    return Status::failure(
-        std::string(what) + " takes f32 scores [rows, n] with n >= 1, got " +
-        dtypeName(scores.dtype) + " " + runtime::shapeString(scores.shape));
-  return Status::success();
 }
 
 } // namespace
@@ -238,18 +231,8 @@ Status CpuDevice::callLibrary(const std::string &name,
 Status CpuDevice::gatherRows(const TensorRef &src,
                              const std::vector<int64_t> &rows,
                              const TensorRef &dst) {
-  if (src.rank() < 1 || dst.rank() != src.rank() || dst.dtype != src.dtype ||
-      dst.shape[0] != static_cast<int64_t>(rows.size()) ||
-      !std::equal(src.shape.begin() + 1, src.shape.end(),
-                  dst.shape.begin() + 1))
-    return Status::failure("gatherRows: " + runtime::shapeString(dst.shape) +
-                           " cannot hold " + std::to_string(rows.size()) +
-                           " rows of " + runtime::shapeString(src.shape));
+  LOOM_RETURN_IF_ERROR(kernels::checkGatherRows(src, rows, dst));
   int64_t rowBytes = src.shape[0] ? src.bytes() / src.shape[0] : 0;
-  for (int64_t row : rows)
-    if (row < 0 || row >= src.shape[0])
-      return Status::failure("gatherRows: row " + std::to_string(row) + " of " +
-                             std::to_string(src.shape[0]));
   for (size_t i = 0; i < rows.size(); ++i)
     std::memcpy(static_cast<char *>(dst.data) + i * rowBytes,
                 static_cast<const char *>(src.data) + rows[i] * rowBytes,
@@ -258,7 +241,7 @@ Status CpuDevice::gatherRows(const TensorRef &src,
 }
 
 ErrorOr<std::vector<int32_t>> CpuDevice::argmax(const TensorRef &scores) {
-  LOOM_RETURN_IF_ERROR(checkScores(scores, "argmax"));
+  LOOM_RETURN_IF_ERROR(kernels::checkScores(scores, "argmax"));
   int64_t rows = scores.shape[0], n = scores.shape[1];
   std::vector<int32_t> out(rows);
   for (int64_t r = 0; r < rows; ++r) {
@@ -274,11 +257,8 @@ ErrorOr<std::vector<int32_t>> CpuDevice::argmax(const TensorRef &scores) {
 
 ErrorOr<runtime::Device::TopK> CpuDevice::topK(const TensorRef &scores,
                                                int64_t k) {
-  LOOM_RETURN_IF_ERROR(checkScores(scores, "topK"));
+  LOOM_RETURN_IF_ERROR(kernels::checkTopK(scores, k));
   int64_t rows = scores.shape[0], n = scores.shape[1];
-  if (k < 1 || k > n)
-    return Status::failure("topK: k " + std::to_string(k) + " is outside [1, " +
-                           std::to_string(n) + "]");
   TopK out;
   out.values.resize(rows * k);
   out.indices.resize(rows * k);

@@ -56,6 +56,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/AttentionChecks.h"
+#include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaKernels.h"
 
 #include "abi/CounterRng.h"
@@ -71,6 +72,8 @@ using loom::ErrorCode;
 using loom::ErrorOr;
 using loom::Status;
 using loom::cuda::CudaKernelCall;
+using loom::cuda::launched;
+using loom::cuda::StreamScratch;
 using loom::kernels::AttentionShape;
 
 namespace {
@@ -419,19 +422,6 @@ __global__ void __launch_bounds__(kThreads)
 
 //===-- Host side ---------------------------------------------------------===//
 
-Status cudaFailure(cudaError_t error, const std::string &what) {
-  ErrorCode code = error == cudaErrorMemoryAllocation ? ErrorCode::OutOfMemory
-                                                      : ErrorCode::Internal;
-  return Status::failure(what + ": " + cudaGetErrorString(error), code);
-}
-
-Status launched(const char *kernel) {
-  cudaError_t error = cudaGetLastError();
-  if (error == cudaSuccess)
-    return Status::success();
-  return cudaFailure(error, kernel);
-}
-
 unsigned blocksFor(int64_t items) {
   return static_cast<unsigned>(
       std::min((items + kWarps - 1) / kWarps, kMaxBlocks));
@@ -522,42 +512,24 @@ Status loom::cuda::attentionGradKernel(const CudaKernelCall &call) {
 
   // Each query row's shift (double) and delta (float), from the dQ kernel
   // to the dK/dV kernel, in stream-ordered scratch freed behind them.
-  void *scratch = nullptr;
+  StreamScratch scratch(stream);
   if (rows > 0) {
-    size_t bytes = size_t(rows) * (sizeof(double) + sizeof(float));
-    cudaError_t error = cudaMallocAsync(&scratch, bytes, stream);
-    if (error != cudaSuccess) {
-      cudaGetLastError();
-      return cudaFailure(error, "attention_grad: scratch memory");
-    }
-    g.shift = static_cast<double *>(scratch);
+    LOOM_RETURN_IF_ERROR(scratch.allocate(
+        size_t(rows) * (sizeof(double) + sizeof(float)), "attention_grad"));
+    g.shift = scratch.as<double>();
     g.delta = reinterpret_cast<float *>(g.shift + rows);
 
     int64_t colBlocks = colBlocksFor(p.d);
     int64_t items = rows * colBlocks;
     attentionGradQueries<<<blocksFor(items), kThreads, 0, stream>>>(
         p, colBlocks, g);
-    Status status = launched("attention_grad");
-    if (!status.ok()) {
-      cudaFreeAsync(scratch, stream);
-      return status;
-    }
+    LOOM_RETURN_IF_ERROR(launched("attention_grad"));
   }
   // With no queries every key's dK and dV row is written as zeros.
-  auto launchKeys = [&]() -> Status {
-    if (keys == 0)
-      return Status::success();
-    int64_t colBlocks = colBlocksFor(std::max(p.d, p.dv));
-    int64_t items = keys * colBlocks;
-    attentionGradKeys<<<blocksFor(items), kThreads, 0, stream>>>(p, colBlocks,
-                                                                 g);
-    return launched("attention_grad");
-  };
-  Status status = launchKeys();
-  if (scratch) {
-    cudaError_t error = cudaFreeAsync(scratch, stream);
-    if (status.ok() && error != cudaSuccess)
-      return cudaFailure(error, "attention_grad: scratch memory");
-  }
-  return status;
+  if (keys == 0)
+    return Status::success();
+  int64_t colBlocks = colBlocksFor(std::max(p.d, p.dv));
+  int64_t items = keys * colBlocks;
+  attentionGradKeys<<<blocksFor(items), kThreads, 0, stream>>>(p, colBlocks, g);
+  return launched("attention_grad");
 }

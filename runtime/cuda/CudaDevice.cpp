@@ -1,6 +1,8 @@
 //===- CudaDevice.cpp - An NVIDIA GPU as a Device -------------------------===//
 
 #include "runtime/cuda/CudaDevice.h"
+#include "runtime/KernelChecks.h"
+#include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaKernels.h"
 
 #include <cuda_runtime.h>
@@ -16,21 +18,6 @@ using runtime::Kernel;
 using runtime::TensorRef;
 
 namespace {
-
-/// A failed CUDA call as a Status: out of memory as such, anything else
-/// with CUDA's own words.
-Status cudaFailure(cudaError_t error, const std::string &what) {
-  ErrorCode code = error == cudaErrorMemoryAllocation ? ErrorCode::OutOfMemory
-                                                      : ErrorCode::Internal;
-  return Status::failure(what + ": " + cudaGetErrorString(error), code);
-}
-
-#define LOOM_CUDA_RETURN_IF_ERROR(call, what)                                  \
-  do {                                                                         \
-    cudaError_t loomCudaError = (call);                                        \
-    if (loomCudaError != cudaSuccess)                                          \
-      return cudaFailure(loomCudaError, what);                                 \
-  } while (0)
 
 /// sm_90 -> 90; -1 for anything else (the loader checked the form).
 int archNumber(const std::string &arch) {
@@ -346,89 +333,44 @@ Status CudaDevice::callLibrary(const std::string &kernelName,
 // Primitives for decoding
 //===----------------------------------------------------------------------===//
 
-namespace {
-
-Status checkScores(const TensorRef &scores, const char *what) {
-  if (scores.dtype != DType::F32 || scores.rank() != 2 || scores.shape[1] < 1)
-    return Status::failure(
-        std::string(what) + " takes f32 scores [rows, n] with n >= 1, got " +
-        dtypeName(scores.dtype) + " " + runtime::shapeString(scores.shape));
-  return Status::success();
-}
-
-/// Stream-ordered scratch memory for one primitive's call.
-class Scratch {
-public:
-  explicit Scratch(cudaStream_t stream) : stream(stream) {}
-  ~Scratch() {
-    if (memory)
-      cudaFreeAsync(memory, stream);
-  }
-  Status allocate(size_t bytes) {
-    cudaError_t error =
-        cudaMallocAsync(&memory, std::max<size_t>(bytes, 1), stream);
-    if (error != cudaSuccess) {
-      cudaGetLastError();
-      return cudaFailure(error, "scratch memory for decoding");
-    }
-    return Status::success();
-  }
-  void *get() const { return memory; }
-
-private:
-  cudaStream_t stream;
-  void *memory = nullptr;
-};
-
-} // namespace
-
 Status CudaDevice::gatherRows(const TensorRef &src,
                               const std::vector<int64_t> &rows,
                               const TensorRef &dst) {
-  if (src.rank() < 1 || dst.rank() != src.rank() || dst.dtype != src.dtype ||
-      dst.shape[0] != static_cast<int64_t>(rows.size()) ||
-      !std::equal(src.shape.begin() + 1, src.shape.end(),
-                  dst.shape.begin() + 1))
-    return Status::failure("gatherRows: " + runtime::shapeString(dst.shape) +
-                           " cannot hold " + std::to_string(rows.size()) +
-                           " rows of " + runtime::shapeString(src.shape));
-  for (int64_t row : rows)
-    if (row < 0 || row >= src.shape[0])
-      return Status::failure("gatherRows: row " + std::to_string(row) + " of " +
-                             std::to_string(src.shape[0]));
+  LOOM_RETURN_IF_ERROR(kernels::checkGatherRows(src, rows, dst));
   if (rows.empty() || src.bytes() == 0)
     return Status::success();
   LOOM_RETURN_IF_ERROR(state->activate());
   int64_t rowBytes = src.bytes() / src.shape[0];
-  Scratch indices(state->stream);
-  LOOM_RETURN_IF_ERROR(indices.allocate(rows.size() * sizeof(int64_t)));
+  StreamScratch indices(state->stream);
+  LOOM_RETURN_IF_ERROR(
+      indices.allocate(rows.size() * sizeof(int64_t), "gatherRows"));
   LOOM_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(indices.get(), rows.data(), rows.size() * sizeof(int64_t),
+      cudaMemcpyAsync(indices.as(), rows.data(), rows.size() * sizeof(int64_t),
                       cudaMemcpyHostToDevice, state->stream),
       "gatherRows");
   // The row list lives on the host stack of the caller: wait for it to be
   // read before returning.
   LOOM_RETURN_IF_ERROR(gatherRowsOnDevice(
-      src.data, rowBytes, static_cast<const int64_t *>(indices.get()),
+      src.data, rowBytes, indices.as<const int64_t>(),
       static_cast<int64_t>(rows.size()), dst.data, state->stream));
   LOOM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(state->stream), "gatherRows");
   return Status::success();
 }
 
 ErrorOr<std::vector<int32_t>> CudaDevice::argmax(const TensorRef &scores) {
-  LOOM_RETURN_IF_ERROR(checkScores(scores, "argmax"));
+  LOOM_RETURN_IF_ERROR(kernels::checkScores(scores, "argmax"));
   LOOM_RETURN_IF_ERROR(state->activate());
   int64_t rows = scores.shape[0], n = scores.shape[1];
   std::vector<int32_t> out(rows);
   if (rows == 0)
     return out;
-  Scratch result(state->stream);
-  LOOM_RETURN_IF_ERROR(result.allocate(rows * sizeof(int32_t)));
-  LOOM_RETURN_IF_ERROR(
-      argmaxOnDevice(static_cast<const float *>(scores.data), rows, n,
-                     static_cast<int32_t *>(result.get()), state->stream));
+  StreamScratch result(state->stream);
+  LOOM_RETURN_IF_ERROR(result.allocate(rows * sizeof(int32_t), "argmax"));
+  LOOM_RETURN_IF_ERROR(argmaxOnDevice(static_cast<const float *>(scores.data),
+                                      rows, n, result.as<int32_t>(),
+                                      state->stream));
   LOOM_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(out.data(), result.get(), rows * sizeof(int32_t),
+      cudaMemcpyAsync(out.data(), result.as(), rows * sizeof(int32_t),
                       cudaMemcpyDeviceToHost, state->stream),
       "argmax");
   LOOM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(state->stream), "argmax");
@@ -437,11 +379,8 @@ ErrorOr<std::vector<int32_t>> CudaDevice::argmax(const TensorRef &scores) {
 
 ErrorOr<runtime::Device::TopK> CudaDevice::topK(const TensorRef &scores,
                                                 int64_t k) {
-  LOOM_RETURN_IF_ERROR(checkScores(scores, "topK"));
+  LOOM_RETURN_IF_ERROR(kernels::checkTopK(scores, k));
   int64_t rows = scores.shape[0], n = scores.shape[1];
-  if (k < 1 || k > n)
-    return Status::failure("topK: k " + std::to_string(k) + " is outside [1, " +
-                           std::to_string(n) + "]");
   LOOM_RETURN_IF_ERROR(state->activate());
   TopK out;
   out.values.resize(rows * k);
@@ -449,12 +388,11 @@ ErrorOr<runtime::Device::TopK> CudaDevice::topK(const TensorRef &scores,
   if (rows == 0)
     return out;
   size_t valueBytes = rows * k * sizeof(float);
-  Scratch result(state->stream);
+  StreamScratch result(state->stream);
   LOOM_RETURN_IF_ERROR(
-      result.allocate(valueBytes + rows * k * sizeof(int32_t)));
-  auto *values = static_cast<float *>(result.get());
-  auto *indices = reinterpret_cast<int32_t *>(
-      static_cast<char *>(result.get()) + valueBytes);
+      result.allocate(valueBytes + rows * k * sizeof(int32_t), "topK"));
+  auto *values = result.as<float>();
+  auto *indices = reinterpret_cast<int32_t *>(result.as<char>() + valueBytes);
   LOOM_RETURN_IF_ERROR(topKOnDevice(static_cast<const float *>(scores.data),
                                     rows, n, k, values, indices,
                                     state->stream));

@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaKernels.h"
 
 #include <cuda_runtime.h>
@@ -23,6 +24,8 @@
 #include <string>
 
 namespace {
+
+using loom::cuda::launched;
 
 constexpr int kThreads = 256;
 
@@ -122,15 +125,6 @@ __global__ void gatherRowsKernel(const char *src, int64_t rowBytes,
   }
   for (int64_t i = threadIdx.x; i < rowBytes; i += blockDim.x)
     to[i] = from[i];
-}
-
-loom::Status launched(const char *what) {
-  cudaError_t error = cudaGetLastError();
-  if (error == cudaSuccess)
-    return loom::Status::success();
-  return loom::Status::failure(std::string(what) + ": " +
-                                   cudaGetErrorString(error),
-                               loom::ErrorCode::Internal);
 }
 
 /// Grid sizes past this are refused rather than launched (CUDA's limit on

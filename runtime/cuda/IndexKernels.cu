@@ -31,6 +31,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/KernelChecks.h"
+#include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaKernels.h"
 
 #include <cub/device/device_radix_sort.cuh>
@@ -44,7 +45,14 @@
 using loom::DType;
 using loom::ErrorCode;
 using loom::Status;
+using loom::cuda::cudaCheck;
 using loom::cuda::CudaKernelCall;
+using loom::cuda::firstIndex;
+using loom::cuda::gridStride;
+using loom::cuda::launched;
+using loom::cuda::StreamScratch;
+using loom::cuda::widestUnit;
+using loom::cuda::withUnit;
 using loom::runtime::TensorRef;
 
 namespace {
@@ -59,13 +67,6 @@ constexpr unsigned long long kNoBadId = ~0ull;
 unsigned blocksFor(int64_t work) {
   return static_cast<unsigned>(
       std::min<int64_t>(kMaxBlocks, (work + kThreads - 1) / kThreads));
-}
-
-__device__ int64_t firstIndex() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ int64_t gridStride() {
-  return static_cast<int64_t>(gridDim.x) * blockDim.x;
 }
 
 //===----------------------------------------------------------------------===//
@@ -181,49 +182,12 @@ __global__ void __launch_bounds__(kThreads) iotaFill(T *out, int64_t n) {
 // Host helpers
 //===----------------------------------------------------------------------===//
 
-Status cudaFailure(cudaError_t error, const char *kernel) {
-  cudaGetLastError(); // the error is reported here; clear it
-  return Status::failure(std::string(kernel) + ": " + cudaGetErrorString(error),
-                         ErrorCode::Internal);
-}
-
-Status cudaCheck(cudaError_t error, const char *kernel) {
-  return error == cudaSuccess ? Status::success() : cudaFailure(error, kernel);
-}
-
-Status launched(const char *kernel) {
-  return cudaCheck(cudaGetLastError(), kernel);
-}
-
 /// Calls launch(Id{}) with the C++ type of an i32 or i64 id tensor.
 template <typename Launch> void withIdType(DType dtype, Launch &&launch) {
   if (dtype == DType::I32)
     return launch(int32_t{});
   return launch(int64_t{});
 }
-
-/// Stream-ordered device memory for one call: freed on the stream once the
-/// work queued before the free is done with it.
-class Scratch {
-public:
-  explicit Scratch(cudaStream_t stream) : stream(stream) {}
-  ~Scratch() {
-    if (memory)
-      cudaFreeAsync(memory, stream);
-  }
-  Scratch(const Scratch &) = delete;
-  Scratch &operator=(const Scratch &) = delete;
-
-  Status allocate(size_t bytes, const char *kernel) {
-    return cudaCheck(
-        cudaMallocAsync(&memory, std::max<size_t>(bytes, 1), stream), kernel);
-  }
-  char *get() const { return static_cast<char *>(memory); }
-
-private:
-  cudaStream_t stream;
-  void *memory = nullptr;
-};
 
 /// Places pieces of scratch memory one after another, each 256-byte
 /// aligned.
@@ -274,33 +238,6 @@ Status reportBadId(const char *kernel, const unsigned long long *firstBad,
   return refused;
 }
 
-/// The widest unit of 16, 8, 4, 2 or 1 bytes that divides `bytes` and
-/// aligns `a` and `b`.
-int64_t widestUnit(int64_t bytes, const void *a, const void *b) {
-  for (int64_t unit = 16; unit > 1; unit /= 2)
-    if (bytes % unit == 0 && reinterpret_cast<uintptr_t>(a) % unit == 0 &&
-        reinterpret_cast<uintptr_t>(b) % unit == 0)
-      return unit;
-  return 1;
-}
-
-/// Calls launch(Unit{}) with the unsigned type of `unit` bytes (uint4 for
-/// 16), whose alignment is its size.
-template <typename Launch> void withUnit(int64_t unit, Launch &&launch) {
-  switch (unit) {
-  case 16:
-    return launch(uint4{});
-  case 8:
-    return launch(static_cast<unsigned long long>(0));
-  case 4:
-    return launch(static_cast<uint32_t>(0));
-  case 2:
-    return launch(static_cast<uint16_t>(0));
-  default:
-    return launch(static_cast<uint8_t>(0));
-  }
-}
-
 /// Bits that hold every value in [0, n].
 int bitsFor(int64_t n) {
   int bits = 1;
@@ -322,9 +259,9 @@ Status loom::cuda::gatherKernel(const CudaKernelCall &call) {
   int64_t rows = table.shape[0];
   int64_t rowBytes = kernels::product(table.shape, 1, table.shape.size()) *
                      dtypeSize(table.dtype);
-  Scratch flag(stream);
+  StreamScratch flag(stream);
   LOOM_RETURN_IF_ERROR(flag.allocate(sizeof(unsigned long long), "gather"));
-  auto *firstBad = reinterpret_cast<unsigned long long *>(flag.get());
+  auto *firstBad = flag.as<unsigned long long>();
   LOOM_RETURN_IF_ERROR(cudaCheck(
       cudaMemsetAsync(firstBad, 0xff, sizeof(*firstBad), stream), "gather"));
   withIdType(ids.dtype, [&](auto idTag) {
@@ -334,7 +271,7 @@ Status loom::cuda::gatherKernel(const CudaKernelCall &call) {
   });
   LOOM_RETURN_IF_ERROR(launched("gather"));
   if (rowBytes > 0) {
-    int64_t unit = widestUnit(rowBytes, table.data, out.data);
+    int64_t unit = widestUnit({rowBytes}, {table.data, out.data});
     int64_t units = count * (rowBytes / unit);
     withUnit(unit, [&](auto unitTag) {
       using Unit = decltype(unitTag);
@@ -395,9 +332,9 @@ Status loom::cuda::scatterAddKernel(const CudaKernelCall &call) {
     runsAt = carver.add<int64_t>(2 * rows); // begin, then end
     sortAt = carver.add<char>(static_cast<int64_t>(sortBytes));
   }
-  Scratch scratch(stream);
+  StreamScratch scratch(stream);
   LOOM_RETURN_IF_ERROR(scratch.allocate(carver.size(), "scatter_add"));
-  char *base = scratch.get();
+  char *base = scratch.as<char>();
   auto *firstBad = reinterpret_cast<unsigned long long *>(base + flagAt);
   LOOM_RETURN_IF_ERROR(
       cudaCheck(cudaMemsetAsync(firstBad, 0xff, sizeof(*firstBad), stream),

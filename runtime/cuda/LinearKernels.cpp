@@ -55,6 +55,7 @@
 
 #include "runtime/KernelChecks.h"
 #include "runtime/cuda/CublasLt.h"
+#include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaKernels.h"
 
 #include <cublasLt.h>
@@ -76,7 +77,9 @@ using loom::Status;
 using loom::abi::Activation;
 using loom::cuda::CublasLt;
 using loom::cuda::cublasLt;
+using loom::cuda::cudaFailure;
 using loom::cuda::CudaKernelCall;
+using loom::cuda::StreamScratch;
 using loom::runtime::TensorRef;
 
 namespace {
@@ -92,25 +95,12 @@ constexpr int64_t kMaxBatch = INT32_MAX;
 /// any call through here.
 const CublasLt &lt() { return **cublasLt(); }
 
-Status cudaFailure(cudaError_t error, const std::string &what) {
-  ErrorCode code = error == cudaErrorMemoryAllocation ? ErrorCode::OutOfMemory
-                                                      : ErrorCode::Internal;
-  return Status::failure(what + ": " + cudaGetErrorString(error), code);
-}
-
 Status cublasFailure(cublasStatus_t status, const std::string &what) {
   ErrorCode code = status == CUBLAS_STATUS_ALLOC_FAILED ? ErrorCode::OutOfMemory
                                                         : ErrorCode::Internal;
   return Status::failure(what + ": " + lt().cublasLtGetStatusString(status),
                          code);
 }
-
-#define LOOM_CUDA_RETURN_IF_ERROR(call, what)                                  \
-  do {                                                                         \
-    cudaError_t loomCudaError = (call);                                        \
-    if (loomCudaError != cudaSuccess)                                          \
-      return cudaFailure(loomCudaError, what);                                 \
-  } while (0)
 
 #define LOOM_CUBLAS_RETURN_IF_ERROR(call, what)                                \
   do {                                                                         \
@@ -387,30 +377,6 @@ Status runGemm(const Gemm &g, cudaStream_t stream, const char *kernel) {
   return Status::success();
 }
 
-/// Stream-ordered scratch memory, freed (in stream order) with it.
-class Scratch {
-public:
-  explicit Scratch(cudaStream_t stream) : stream(stream) {}
-  ~Scratch() {
-    if (memory)
-      cudaFreeAsync(memory, stream);
-  }
-  Status allocate(size_t bytes, const char *kernel) {
-    cudaError_t error = cudaMallocAsync(&memory, bytes, stream);
-    if (error != cudaSuccess) {
-      memory = nullptr;
-      cudaGetLastError();
-      return cudaFailure(error, std::string(kernel) + ": scratch memory");
-    }
-    return Status::success();
-  }
-  float *get() const { return static_cast<float *>(memory); }
-
-private:
-  cudaStream_t stream;
-  void *memory = nullptr;
-};
-
 /// A group of matmul's batch dims: `size` matrices, and how far apart they
 /// lie in lhs, rhs and the result, in elements.
 struct BatchDim {
@@ -469,12 +435,12 @@ Status loom::cuda::linearKernel(const CudaKernelCall &call) {
   else
     g.epilogue = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
 
-  Scratch scratch(stream);
+  StreamScratch scratch(stream);
   g.d = out.f32();
   if (pass && passResidual && residualInOut) {
     // The GEMM would overwrite the residual before the pass reads it.
     LOOM_RETURN_IF_ERROR(scratch.allocate(out.bytes(), "linear"));
-    g.d = scratch.get();
+    g.d = scratch.as<float>();
   }
   const float *passBias = nullptr;
   Status gemm = runGemm(g, stream, "linear");

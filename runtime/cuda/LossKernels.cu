@@ -32,6 +32,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/KernelChecks.h"
+#include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaKernels.h"
 
 #include <cuda_runtime.h>
@@ -45,6 +46,8 @@ using loom::ErrorCode;
 using loom::ErrorOr;
 using loom::Status;
 using loom::cuda::CudaKernelCall;
+using loom::cuda::launched;
+using loom::cuda::StreamScratch;
 using loom::runtime::TensorRef;
 
 namespace {
@@ -173,54 +176,9 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-Status cudaFailure(cudaError_t error, const std::string &what) {
-  ErrorCode code = error == cudaErrorMemoryAllocation ? ErrorCode::OutOfMemory
-                                                      : ErrorCode::Internal;
-  return Status::failure(what + ": " + cudaGetErrorString(error), code);
-}
-
-#define LOOM_CUDA_RETURN_IF_ERROR(call, what)                                  \
-  do {                                                                         \
-    cudaError_t loomCudaError = (call);                                        \
-    if (loomCudaError != cudaSuccess)                                          \
-      return cudaFailure(loomCudaError, what);                                 \
-  } while (0)
-
-Status launched(const char *kernel) {
-  cudaError_t error = cudaGetLastError();
-  if (error == cudaSuccess)
-    return Status::success();
-  return cudaFailure(error, kernel);
-}
-
 unsigned blocksFor(int64_t rows) {
   return static_cast<unsigned>(std::min(rows, kMaxBlocks));
 }
-
-/// One word of stream-ordered scratch, freed (in stream order) with it.
-class ScratchWord {
-public:
-  explicit ScratchWord(cudaStream_t stream) : stream(stream) {}
-  ~ScratchWord() {
-    if (word)
-      cudaFreeAsync(word, stream);
-  }
-  Status allocate(const char *kernel) {
-    cudaError_t error = cudaMallocAsync(reinterpret_cast<void **>(&word),
-                                        sizeof(*word), stream);
-    if (error != cudaSuccess) {
-      word = nullptr;
-      cudaGetLastError();
-      return cudaFailure(error, std::string(kernel) + ": scratch memory");
-    }
-    return Status::success();
-  }
-  unsigned long long *get() const { return word; }
-
-private:
-  cudaStream_t stream;
-  unsigned long long *word = nullptr;
-};
 
 struct LossShape {
   int64_t rows = 0, classes = 0, ignoreIndex = 0;
@@ -233,26 +191,28 @@ Status checkTargets(const TensorRef &targets, const LossShape &s,
                     const char *kernel, cudaStream_t stream) {
   if (s.rows == 0)
     return Status::success();
-  ScratchWord first(stream);
-  LOOM_RETURN_IF_ERROR(first.allocate(kernel));
-  LOOM_CUDA_RETURN_IF_ERROR(
-      cudaMemsetAsync(first.get(), 0xff, sizeof(unsigned long long), stream),
-      kernel);
+  StreamScratch first(stream);
+  LOOM_RETURN_IF_ERROR(first.allocate(sizeof(unsigned long long), kernel));
+  LOOM_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(first.as<unsigned long long>(),
+                                            0xff, sizeof(unsigned long long),
+                                            stream),
+                            kernel);
   unsigned blocks = static_cast<unsigned>(
       std::min<int64_t>((s.rows + kThreads - 1) / kThreads, 1024));
   if (targets.dtype == DType::I32)
     findBadTarget<<<blocks, kThreads, 0, stream>>>(
         static_cast<const int32_t *>(targets.data), s.rows, s.classes,
-        s.ignoreIndex, first.get());
+        s.ignoreIndex, first.as<unsigned long long>());
   else
     findBadTarget<<<blocks, kThreads, 0, stream>>>(
         static_cast<const int64_t *>(targets.data), s.rows, s.classes,
-        s.ignoreIndex, first.get());
+        s.ignoreIndex, first.as<unsigned long long>());
   LOOM_RETURN_IF_ERROR(launched(kernel));
   unsigned long long bad = kNoBadRow;
-  LOOM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(&bad, first.get(), sizeof(bad),
-                                            cudaMemcpyDeviceToHost, stream),
-                            kernel);
+  LOOM_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(&bad, first.as<unsigned long long>(), sizeof(bad),
+                      cudaMemcpyDeviceToHost, stream),
+      kernel);
   LOOM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), kernel);
   if (bad == kNoBadRow)
     return Status::success();

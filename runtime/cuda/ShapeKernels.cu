@@ -39,6 +39,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/KernelChecks.h"
+#include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaKernels.h"
 
 #include <cuda_runtime.h>
@@ -52,7 +53,13 @@
 using loom::DType;
 using loom::ErrorCode;
 using loom::Status;
+using loom::cuda::cudaFailure;
 using loom::cuda::CudaKernelCall;
+using loom::cuda::firstIndex;
+using loom::cuda::gridStride;
+using loom::cuda::launched;
+using loom::cuda::widestUnit;
+using loom::cuda::withUnit;
 using loom::runtime::TensorRef;
 
 namespace {
@@ -69,13 +76,6 @@ constexpr int kMaxDims = 10;
 unsigned blocksFor(int64_t work) {
   return static_cast<unsigned>(
       std::min<int64_t>(kMaxBlocks, (work + kThreads - 1) / kThreads));
-}
-
-__device__ int64_t firstIndex() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ int64_t gridStride() {
-  return static_cast<int64_t>(gridDim.x) * blockDim.x;
 }
 
 /// Dims walked in row-major order: index i of the walk lies `steps` apart
@@ -132,50 +132,6 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t i = firstIndex(); i < count; i += gridStride()) {
     int64_t row = i / rowUnits;
     dst[row * dstPitch + i - row * rowUnits] = src[i];
-  }
-}
-
-Status cudaFailure(cudaError_t error, const char *kernel) {
-  cudaGetLastError(); // the error is reported here; clear it
-  return Status::failure(std::string(kernel) + ": " + cudaGetErrorString(error),
-                         ErrorCode::Internal);
-}
-
-Status launched(const char *kernel) {
-  cudaError_t error = cudaGetLastError();
-  return error == cudaSuccess ? Status::success() : cudaFailure(error, kernel);
-}
-
-/// The widest unit of 16, 8, 4, 2 or 1 bytes that divides every one of
-/// `bytes` and aligns every one of `addresses`.
-int64_t widestUnit(std::initializer_list<int64_t> bytes,
-                   std::initializer_list<const void *> addresses) {
-  for (int64_t unit = 16; unit > 1; unit /= 2) {
-    bool fits = true;
-    for (int64_t b : bytes)
-      fits = fits && b % unit == 0;
-    for (const void *a : addresses)
-      fits = fits && reinterpret_cast<uintptr_t>(a) % unit == 0;
-    if (fits)
-      return unit;
-  }
-  return 1;
-}
-
-/// Calls launch(Unit{}) with the unsigned type of `unit` bytes (uint4 for
-/// 16), whose alignment is its size.
-template <typename Launch> void withUnit(int64_t unit, Launch &&launch) {
-  switch (unit) {
-  case 16:
-    return launch(uint4{});
-  case 8:
-    return launch(static_cast<unsigned long long>(0));
-  case 4:
-    return launch(static_cast<uint32_t>(0));
-  case 2:
-    return launch(static_cast<uint16_t>(0));
-  default:
-    return launch(static_cast<uint8_t>(0));
   }
 }
 
