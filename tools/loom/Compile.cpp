@@ -164,28 +164,17 @@ llvm::Error compile(const CompileOptions &options) {
       return err;
   }
 
-  if (options.target == "cpu") {
-    CpuExecutableOptions cpuOptions;
-    cpuOptions.bounds = {options.maxTokens, options.maxLen, options.maxBatch};
-    cpuOptions.cpu = options.cpu;
-    google::protobuf::TextFormat::PrintToString(*config,
-                                                &cpuOptions.configText);
-    mlir::FailureOr<runtime::Executable> exe =
-        writeCpuExecutable(*module, cpuOptions);
-    if (mlir::failed(exe))
-      return error("CPU code generation failed");
-    return toError(saveExecutable(options.output, *exe));
-  }
-  if (options.target == "cuda") {
-    CudaExecutableOptions cudaOptions;
-    cudaOptions.bounds = {options.maxTokens, options.maxLen, options.maxBatch};
-    cudaOptions.arch = options.cudaArch;
-    google::protobuf::TextFormat::PrintToString(*config,
-                                                &cudaOptions.configText);
-    mlir::FailureOr<runtime::Executable> exe =
-        writeCudaExecutable(*module, cudaOptions);
-    if (mlir::failed(exe))
-      return error("CUDA code generation failed");
+  if (options.target != "ir") {
+    CodeTarget target;
+    if (options.target == "cuda")
+      target.cudaArch = options.cudaArch;
+    else
+      target.cpu = options.cpu;
+    auto exe = writeExecutable(
+        *module, *config, {options.maxTokens, options.maxLen, options.maxBatch},
+        target);
+    if (!exe)
+      return exe.takeError();
     return toError(saveExecutable(options.output, *exe));
   }
 

@@ -68,24 +68,9 @@ llvm::Expected<runtime::Executable>
 compileCpuExecutable(const TransformerConfig &config,
                      const CompilePipelineOptions &pipeline,
                      llvm::StringRef dumpDir, llvm::StringRef cpu) {
-  mlir::MLIRContext ctx;
-  auto printer = printDiagnostics(ctx);
-  auto module = buildModelModule(ctx, config);
-  if (!module)
-    return error("could not build the model module");
-  if (mlir::failed(runCompilePipeline(*module, pipeline, dumpDir)))
-    return error("the compile pipeline failed");
-  if (mlir::failed(mlir::verify(*module)))
-    return error("the compiled module does not verify");
-  CpuExecutableOptions options;
-  options.bounds = {pipeline.maxTokens, pipeline.maxLen, pipeline.maxBatch};
-  options.cpu = cpu.str();
-  google::protobuf::TextFormat::PrintToString(config, &options.configText);
-  mlir::FailureOr<runtime::Executable> exe =
-      writeCpuExecutable(*module, options);
-  if (mlir::failed(exe))
-    return error("CPU code generation failed");
-  return std::move(*exe);
+  CodeTarget target;
+  target.cpu = cpu.str();
+  return compileExecutable(config, pipeline, target, dumpDir);
 }
 
 llvm::Expected<std::unique_ptr<runtime::Session>>
@@ -124,27 +109,47 @@ CodeTarget codeTargetOf(const runtime::Device &device) {
 }
 
 llvm::Expected<runtime::Executable>
+writeExecutable(mlir::ModuleOp planned, const TransformerConfig &config,
+                const SizeBounds &bounds, const CodeTarget &target) {
+  std::string configText;
+  google::protobuf::TextFormat::PrintToString(config, &configText);
+  mlir::FailureOr<runtime::Executable> exe;
+  if (target.cuda()) {
+    CudaExecutableOptions options;
+    options.bounds = bounds;
+    options.configText = configText;
+    options.arch = target.cudaArch;
+    exe = writeCudaExecutable(planned, options);
+    if (mlir::failed(exe))
+      return error("CUDA code generation failed");
+  } else {
+    CpuExecutableOptions options;
+    options.bounds = bounds;
+    options.configText = configText;
+    options.cpu = target.cpu;
+    exe = writeCpuExecutable(planned, options);
+    if (mlir::failed(exe))
+      return error("CPU code generation failed");
+  }
+  return std::move(*exe);
+}
+
+llvm::Expected<runtime::Executable>
 compileExecutable(const TransformerConfig &config,
                   const CompilePipelineOptions &pipeline,
-                  const CodeTarget &target) {
-  if (!target.cuda())
-    return compileCpuExecutable(config, pipeline, /*dumpDir=*/"", target.cpu);
+                  const CodeTarget &target, llvm::StringRef dumpDir) {
   mlir::MLIRContext ctx;
   auto printer = printDiagnostics(ctx);
   auto module = buildModelModule(ctx, config);
   if (!module)
     return error("could not build the model module");
-  if (mlir::failed(runCompilePipeline(*module, pipeline)))
+  if (mlir::failed(runCompilePipeline(*module, pipeline, dumpDir)))
     return error("the compile pipeline failed");
-  CudaExecutableOptions options;
-  options.bounds = {pipeline.maxTokens, pipeline.maxLen, pipeline.maxBatch};
-  options.arch = target.cudaArch;
-  google::protobuf::TextFormat::PrintToString(config, &options.configText);
-  mlir::FailureOr<runtime::Executable> exe =
-      writeCudaExecutable(*module, options);
-  if (mlir::failed(exe))
-    return error("CUDA code generation failed");
-  return std::move(*exe);
+  if (mlir::failed(mlir::verify(*module)))
+    return error("the compiled module does not verify");
+  return writeExecutable(
+      *module, config, {pipeline.maxTokens, pipeline.maxLen, pipeline.maxBatch},
+      target);
 }
 
 llvm::Expected<std::unique_ptr<runtime::Session>>

@@ -14,6 +14,7 @@
 #include "frontend/Config.h"
 #include "frontend/InterpretedModel.h"
 #include "passes/Pipeline.h"
+#include "passes/SymbolicShapes.h"
 #include "runtime/Session.h"
 #include "runtime/TrainStep.h"
 
@@ -66,12 +67,18 @@ struct CodeTarget {
 /// compiles, for a GPU newer than all of them).
 CodeTarget codeTargetOf(const runtime::Device &device);
 
-/// Builds `config`'s model, compiles it and writes the executable for
-/// `target`.
+/// The executable of `planned` (a module the compile pipeline ran on,
+/// planned for `bounds`) for `target`; `config` is what it was built from.
+llvm::Expected<runtime::Executable>
+writeExecutable(mlir::ModuleOp planned, const TransformerConfig &config,
+                const SizeBounds &bounds, const CodeTarget &target);
+
+/// Builds `config`'s model, compiles it (keeping the module after every
+/// pass in `dumpDir` when given) and writes the executable for `target`.
 llvm::Expected<runtime::Executable>
 compileExecutable(const TransformerConfig &config,
                   const CompilePipelineOptions &pipeline,
-                  const CodeTarget &target);
+                  const CodeTarget &target, llvm::StringRef dumpDir = "");
 
 /// A session of `exe` on `device`.
 llvm::Expected<std::unique_ptr<runtime::Session>>
