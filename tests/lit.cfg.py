@@ -15,12 +15,16 @@ config.substitutions.append(("%loom_src", config.loom_src_root))
 # address space cannot run there, since ASan reserves terabytes of shadow.
 if getattr(config, "loom_sanitize", "OFF").upper() in ("ON", "TRUE", "1", "YES"):
     config.available_features.add("sanitizer")
-# CUDA's assembler, where the build found the toolkit: generated PTX must
-# assemble for the GPUs Loom targets.
+# CUDA code generation, where the build found a CUDA toolkit's ptxas (12.1
+# or later): generated PTX must assemble for the GPUs Loom targets.
 ptxas = getattr(config, "ptxas", "")
-if ptxas and not ptxas.endswith("NOTFOUND") and os.path.exists(ptxas):
-    config.available_features.add("ptxas")
+if getattr(config, "cuda_codegen", "OFF").upper() in ("ON", "TRUE", "1", "YES"):
+    config.available_features.add("cuda-codegen")
     config.substitutions.append(("%ptxas", ptxas))
+# The toolkit's libdevice, which f64 math functions in GPU kernels link.
+libdevice = getattr(config, "libdevice", "")
+if libdevice and not libdevice.endswith("NOTFOUND") and os.path.exists(libdevice):
+    config.available_features.add("libdevice")
 # A machine with an NVIDIA GPU (its driver's control device): tests of what
 # happens without one do not apply there.
 if os.path.exists("/dev/nvidiactl"):

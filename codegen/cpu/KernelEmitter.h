@@ -63,9 +63,9 @@ struct ColumnCtx {
 class KernelEmitter {
 public:
   KernelEmitter(const RegionGraph &g, mlir::ModuleOp module,
-                llvm::StringRef symbol, unsigned lanes)
+                llvm::StringRef symbol, unsigned lanes, bool libm)
       : g(g), module(module), symbol(symbol), lanes(lanes),
-        b(module.getContext()), loc(module.getLoc()), m(b, loc, module) {}
+        b(module.getContext()), loc(module.getLoc()), m(b, loc, module, libm) {}
 
   void emit();
 

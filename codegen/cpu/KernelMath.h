@@ -25,7 +25,7 @@ class KernelMath {
 public:
   /// `libm`: sin, cos, pow (and f64 erf, tanh) call the C library, whose
   /// range reduction positional encodings need on the CPU; without it (GPU
-  /// kernels) they stay math ops, which NVVM lowers to libdevice.
+  /// kernels) they stay math ops, which codegen/MathExpansion.h expands.
   KernelMath(mlir::OpBuilder &b, mlir::Location loc, mlir::ModuleOp module,
              bool libm = true)
       : b(b), loc(loc), module(module), libm(libm) {}

@@ -44,6 +44,10 @@ struct CodegenTarget {
   /// The widest vector registers the target has (128, 256 or 512): the
   /// vector width of the generated kernels.
   unsigned vectorBits = 128;
+  /// Kernels call the C library for sin, cos and pow. Tests turn it off to
+  /// check, on the CPU, the arithmetic GPU kernels compute them with
+  /// (codegen/MathExpansion.h).
+  bool libm = true;
 };
 
 /// The target for `level` ("native" or a portable level of

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/cpu/RegionCodegen.h"
+#include "codegen/MathExpansion.h"
 #include "codegen/cpu/ObjectEmitter.h"
 #include "codegen/cpu/RegionGraph.h"
 #include "codegen/cpu/RegionLowering.h"
@@ -104,7 +105,7 @@ FailureOr<RegionKernel> CpuRegionCodegen::addRegion(FusionOp fusion) {
   RegionKernel kernel;
   kernel.symbol = "loom_region_" + std::to_string(impl->kernels.size());
   kernel.parallel = graph->parallel;
-  cpu::KernelOptions options{impl->lanes};
+  cpu::KernelOptions options{impl->lanes, impl->target.libm};
   if (offsets.empty()) {
     cpu::emitKernel(*graph, *impl->module, kernel.symbol, options);
   } else {
@@ -125,9 +126,10 @@ FailureOr<RegionKernel> CpuRegionCodegen::addRegion(FusionOp fusion) {
 /// scf/arith/math/vector/func to the LLVM dialect.
 static LogicalResult lowerKernels(ModuleOp module) {
   MLIRContext *ctx = module.getContext();
+  if (failed(expandMathFunctions(module)))
+    return failure();
   {
     RewritePatternSet patterns(ctx);
-    populateMathPolynomialApproximationPatterns(patterns);
     // Broadcasts of scalars become splats, which lower to LLVM directly.
     vector::populateVectorBroadcastLoweringPatterns(patterns);
     if (failed(applyPatternsAndFoldGreedily(module, std::move(patterns))))

@@ -439,7 +439,9 @@ void KernelEmitter::emit() {
 
 void cpu::emitKernel(const RegionGraph &graph, ModuleOp module,
                      StringRef symbol, const KernelOptions &options) {
-  KernelEmitter(graph, module, symbol, std::max(1u, options.lanes)).emit();
+  KernelEmitter(graph, module, symbol, std::max(1u, options.lanes),
+                options.libm)
+      .emit();
 }
 
 void cpu::emitDropoutWrapper(ModuleOp module, StringRef symbol, StringRef impl,

@@ -31,6 +31,9 @@ namespace loom::cpu {
 struct KernelOptions {
   /// Columns per vector iteration (1: scalar loops only).
   unsigned lanes = 8;
+  /// sin, cos and pow through the C library (KernelMath); false: as GPU
+  /// kernels compute them (codegen/MathExpansion.h).
+  bool libm = true;
 };
 
 /// Adds the kernel of `graph` to `module` as `symbol`. With dropout sites

@@ -3,14 +3,18 @@
 // A gpu.module of kernels in the gpu, scf, arith, math and llvm dialects
 // becomes PTX for one NVIDIA architecture:
 //
-//   scf -> cf; gpu -> nvvm (math ops become libdevice calls: __nv_expf, ...);
-//   gpu-module-to-binary with #nvvm.target<chip, link = [libdevice]>, which
-//   links libdevice and runs LLVM's NVPTX backend at -O3.
+//   f32 math functions -> arith (codegen/MathExpansion.h: the polynomial
+//   approximations the CPU's kernels use; pow as exp(y log x)); scf -> cf;
+//   gpu -> nvvm; gpu-module-to-binary with #nvvm.target<chip>, LLVM's NVPTX
+//   backend at -O3.
 //
-// libdevice comes with the CUDA toolkit; CMake finds it next to nvcc
-// (LOOM_CUDA_LIBDEVICE). Without it no PTX can be made, and emitPtx says so.
-// assemblePtx runs the toolkit's ptxas (LOOM_PTXAS) on PTX: the cubin a
-// CUDA executable carries beside its PTX.
+// f32 kernels call no function, so making their PTX needs no CUDA toolkit.
+// f64 math functions stay libdevice calls (__nv_exp, ...): libdevice is
+// linked where it is found (LOOM_CUDA_LIBDEVICE, where CMake found it
+// beside nvcc; at run time also under $CUDA_HOME, $CUDA_PATH and
+// /usr/local/cuda), and emitPtx names the function where it is not.
+// assemblePtx runs the toolkit's ptxas (LOOM_PTXAS, looked for the same way
+// and on PATH) on PTX: the cubin a CUDA executable carries beside its PTX.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,10 +38,6 @@ struct PtxOptions {
   std::string features = "+ptx81";
 };
 
-/// The libdevice bitcode this build links, or "" when the build found no
-/// CUDA toolkit.
-std::string libdevicePath();
-
 /// The PTX of gpu.module `kernels` of `module` for `options.chip`; `module`
 /// itself is left as it is. On failure `error` says why.
 mlir::FailureOr<std::string> emitPtx(mlir::ModuleOp module,
@@ -45,7 +45,11 @@ mlir::FailureOr<std::string> emitPtx(mlir::ModuleOp module,
                                      const PtxOptions &options,
                                      std::string &error);
 
-/// The ptxas this build found beside nvcc, or "" without a CUDA toolkit.
+/// The libdevice bitcode f64 math functions link, or "" where there is
+/// none.
+std::string libdevicePath();
+
+/// The ptxas that assembles generated PTX, or "" where there is none.
 std::string ptxasPath();
 
 /// The cubin ptxas assembles from `ptx` for `chip` at -O3. On failure

@@ -36,8 +36,8 @@ func.func @f(%x: tensor<?x?xf32>, %b: tensor<?xf32>) -> (tensor<?x?xf32>, tensor
 class CudaCodegen : public ::testing::Test {
 protected:
   void SetUp() override {
-    if (cuda::libdevicePath().empty() || cuda::ptxasPath().empty())
-      GTEST_SKIP() << "this build found no CUDA toolkit (libdevice, ptxas)";
+    if (cuda::ptxasPath().empty())
+      GTEST_SKIP() << "no CUDA toolkit's ptxas here";
     ctx = test::makeContext();
     module = test::parse(*ctx, kRegions);
     ASSERT_TRUE(module);

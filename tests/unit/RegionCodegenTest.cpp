@@ -227,6 +227,54 @@ TEST(RegionCodegen, MathMatchesTheInterpreter) {
       {{x, pos}});
 }
 
+TEST(RegionCodegen, GpuMathMatchesTheInterpreterOnTheCpu) {
+  // GPU kernels link nothing: sin, cos and pow are arithmetic there
+  // (codegen/MathExpansion.h), which the CPU computes too when its kernels
+  // do not call the C library. Sinusoidal positions reach arguments of a
+  // thousand and more, where a reduction by one float's 2*pi would be off
+  // by 3e-5.
+  std::mt19937_64 rng(7);
+  HostTensor x = randomTensor(rng, {16, 33}, DType::F32, 4.0);
+  HostTensor wide = x;
+  for (size_t i = 0; i < wide.data.size(); ++i)
+    wide.data[i] = float((double(i) - 200.0) * 7.77); // -1554 .. 2548
+  HostTensor pos = x;
+  for (double &v : pos.data)
+    v = std::fabs(v) * 3 + 1e-3;
+  pos.data[0] = 0;
+  pos.data[1] = 10000; // the positional encoding's base
+  std::string body, results, types;
+  auto add = [&](const std::string &line, const std::string &name) {
+    body += line + "\n";
+    results += std::string(results.empty() ? "" : ", ") + "%" + name;
+    types += std::string(types.empty() ? "" : ", ") + "tensor<16x33xf32>";
+  };
+  const std::string t = " : (tensor<16x33xf32>) -> tensor<16x33xf32>";
+  add("%sin = loom.sin %w" + t, "sin");
+  add("%cos = loom.cos %w" + t, "cos");
+  add("%sinx = loom.sin %a" + t, "sinx");
+  add("%cosx = loom.cos %a" + t, "cosx");
+  add("%exp = loom.exp %a" + t, "exp");
+  add("%tanh = loom.tanh %a" + t, "tanh");
+  add("%erf = loom.erf %a" + t, "erf");
+  add("%log = loom.log %p" + t, "log");
+  add("%pow = loom.pow %p, %a : (tensor<16x33xf32>, tensor<16x33xf32>) -> "
+      "tensor<16x33xf32>",
+      "pow");
+  cpu::CodegenTarget target = cpu::hostTarget();
+  target.libm = false;
+  checkText("func.func @f(%x: tensor<16x33xf32>, %y: tensor<16x33xf32>, "
+            "%z: tensor<16x33xf32>) {\n"
+            "%0:9 = loom.fusion(%x, %y, %z) : (tensor<16x33xf32>, "
+            "tensor<16x33xf32>, tensor<16x33xf32>) -> (" +
+                types +
+                ") {\n^bb0(%a: tensor<16x33xf32>, %w: tensor<16x33xf32>, "
+                "%p: tensor<16x33xf32>):\n" +
+                body + "loom.yield " + results + " : " + types +
+                "\n}\nreturn\n}",
+            {{x, wide, pos}}, 1e-5, nullptr, target);
+}
+
 TEST(RegionCodegen, DoublePrecisionMath) {
   // f64 has no polynomial approximations: exp and log become LLVM's
   // intrinsics, tanh and erf libm calls.

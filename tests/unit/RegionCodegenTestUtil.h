@@ -398,11 +398,12 @@ inline std::vector<FusionOp> fusionsOf(ModuleOp module) {
 inline void checkText(const std::string &text,
                       const std::vector<std::vector<HostTensor>> &operands,
                       double rtol = 1e-5,
-                      std::vector<RegionKernel> *kernelsOut = nullptr) {
+                      std::vector<RegionKernel> *kernelsOut = nullptr,
+                      const cpu::CodegenTarget &target = cpu::hostTarget()) {
   auto ctx = test::makeContext();
   auto module = test::parse(*ctx, text);
   ASSERT_TRUE(module);
-  CpuRegionCodegen codegen(ctx.get());
+  CpuRegionCodegen codegen(ctx.get(), target);
   std::vector<FusionOp> ops = fusionsOf(*module);
   ASSERT_EQ(ops.size(), operands.size());
   std::vector<RegionKernel> kernels;
