@@ -124,6 +124,8 @@ void buildLoss(ModuleOp module, const TransformerModel &model) {
   // finite.
   Tensor real = compare(ComparePredicate::ne, targets, g.scalar(0, g.i32()));
   Tensor count = sumAll(castTo(real, g.f32()));
+  count.value().getDefiningOp()->setAttr(kTokenCountAttr,
+                                         UnitAttr::get(module.getContext()));
   Tensor loss = sumAll(losses) / maximum(count, g.scalar(1.0, g.f32()));
   g.setDifferentiable();
   g.finish({{abi::kLossOutput, loss}});

@@ -174,6 +174,12 @@ public:
   llvm::Expected<std::vector<HostTensor>>
   call(StringRef name, llvm::ArrayRef<const HostTensor *> args) override;
   bool f64() const override { return options.f64; }
+  llvm::Expected<std::vector<HostTensor>>
+  allReduce(llvm::ArrayRef<const HostTensor *> operands) override {
+    if (options.allReduce)
+      return options.allReduce(operands);
+    return Callee::allReduce(operands);
+  }
 
 private:
   llvm::Expected<std::vector<HostTensor>>

@@ -19,6 +19,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,12 @@ struct InterpreterOptions {
   /// from there at each use, so a wrong plan changes the results. Not with
   /// `f64` (the arena holds the element types).
   bool useArenaPlan = false;
+  /// How loom.all_reduce sums its operands across the ranks of a job, each
+  /// rank an Interpreter; unset, the job is this one rank (each operand as
+  /// it is).
+  std::function<llvm::Expected<std::vector<HostTensor>>(
+      llvm::ArrayRef<const HostTensor *>)>
+      allReduce;
 };
 
 class Interpreter {

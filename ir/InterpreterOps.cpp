@@ -276,6 +276,8 @@ evaluateFused(Operation *op, llvm::ArrayRef<const HostTensor *> operands,
     return prefixed(evaluateAddLayerNorm(o, operands));
   if (auto o = dyn_cast<FusionOp>(op))
     return prefixed(evaluateFusion(o, operands, callee, callee.f64()));
+  if (isa<AllReduceOp>(op))
+    return prefixed(callee.allReduce(operands));
   return std::nullopt;
 }
 

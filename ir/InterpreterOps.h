@@ -31,6 +31,15 @@ public:
   call(llvm::StringRef name, llvm::ArrayRef<const HostTensor *> args) = 0;
   /// Whether the interpreter evaluates in f64 (no rounding to element types).
   virtual bool f64() const = 0;
+  /// loom.all_reduce: each operand summed over the ranks of the job. The
+  /// interpreter is a job of one rank unless its user says otherwise.
+  virtual llvm::Expected<std::vector<HostTensor>>
+  allReduce(llvm::ArrayRef<const HostTensor *> operands) {
+    std::vector<HostTensor> results;
+    for (const HostTensor *t : operands)
+      results.push_back(*t);
+    return results;
+  }
 };
 
 /// Evaluates `op` on `operands` (one per op operand, in order); returns one

@@ -45,6 +45,10 @@ constexpr const char *kOutputAttr = "loom.output";
 /// A unit attribute on a function whose single scalar result is a loss that
 /// `loom-autodiff` differentiates.
 constexpr const char *kDifferentiableAttr = "loom.differentiable";
+/// A unit attribute on the op computing the count the loss is a mean over
+/// (a scalar: the batch's real target tokens). `loom-data-parallel` turns
+/// the mean over one rank's tokens into the mean over every rank's.
+constexpr const char *kTokenCountAttr = "loom.token_count";
 
 } // namespace loom
 

@@ -484,6 +484,28 @@ def Loom_AddLayerNormOp : Loom_Op<"add_layer_norm", [Pure,
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+def Loom_AllReduceOp : Loom_Op<"all_reduce",
+    [DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "Sums tensors across the ranks of a data-parallel job";
+  let description = [{
+    Every rank of the job runs the same program on its own share of the
+    batch; `loom.all_reduce` returns, for each operand, the elementwise sum
+    of that operand over all ranks (on one rank, the operand itself). Every
+    rank issues the same all-reduces in the same order. It is not Pure: it
+    communicates, so it is neither erased, merged nor moved; a runtime may
+    start it where it stands and wait for it where its results are first
+    used, so that communication overlaps the work between.
+  }];
+  let arguments = (ins Variadic<Loom_FloatTensor>:$inputs);
+  let results = (outs Variadic<Loom_FloatTensor>:$results);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
+  let hasVerifier = 1;
+}
+
 def Loom_FusionOp : Loom_Op<"fusion", [IsolatedFromAbove,
     SingleBlockImplicitTerminator<"YieldOp">]> {
   let summary = "Elementwise and row-reduction ops that become one kernel";

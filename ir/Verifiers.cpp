@@ -69,6 +69,26 @@ LogicalResult PaddingMaskOp::verify() {
   return success();
 }
 
+LogicalResult AllReduceOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location>,
+                                            ValueRange operands, DictionaryAttr,
+                                            OpaqueProperties, RegionRange,
+                                            SmallVectorImpl<Type> &inferred) {
+  llvm::append_range(inferred, operands.getTypes());
+  return success();
+}
+
+LogicalResult AllReduceOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one tensor");
+  for (auto [i, in, out] :
+       llvm::enumerate(getInputs().getTypes(), getResults().getTypes()))
+    if (in != out)
+      return emitOpError("result #")
+             << i << " must have its operand's type " << in << ", got " << out;
+  return success();
+}
+
 LogicalResult OneHotOp::verify() {
   auto ids = cast<RankedTensorType>(getIds().getType());
   auto out = cast<RankedTensorType>(getResult().getType());

@@ -46,6 +46,35 @@ def LoomOptimizer : Pass<"loom-optimizer", "mlir::ModuleOp"> {
   let dependentDialects = ["::loom::LoomDialect", "::mlir::func::FuncDialect"];
 }
 
+def LoomDataParallel : Pass<"loom-data-parallel", "mlir::ModuleOp"> {
+  let summary = "Average a gradient function's results across ranks";
+  let description = [{
+    Runs between loom-autodiff and loom-optimizer, on the gradient function
+    (`@loss_grad`), so that the step built from it trains on every rank's
+    share of a global batch as one process would on all of it. With c the
+    rank's real target tokens (the op marked `loom.token_count`; 1 per rank
+    without one) and C their sum over ranks:
+
+      loss  -> all_reduce(loss * max(c, 1)) / max(C, 1)
+      grad  -> all_reduce(grad * max(c, 1)) / max(C, 1)
+
+    (the loss is a sum over the rank's tokens divided by max(c, 1)). The
+    count and the scaled loss are summed by one all-reduce placed where the
+    loss is known; the gradients by all-reduces of buckets of about
+    `bucket-bytes` each, filled in the order the backward pass completes
+    them and placed right after the last one's producer, so that a runtime
+    can send a bucket while the backward pass computes the next.
+  }];
+  let options = [
+    Option<"gradFunction", "grad-function", "std::string", "\"loss_grad\"",
+           "The gradient function (loom-autodiff's)">,
+    Option<"bucketBytes", "bucket-bytes", "int64_t", "25 << 20",
+           "Bytes of gradients per all-reduce (a bucket closes at the "
+           "first gradient that reaches it)">
+  ];
+  let dependentDialects = ["::loom::LoomDialect", "::mlir::func::FuncDialect"];
+}
+
 def LoomFuseAttention : Pass<"loom-fuse-attention", "mlir::func::FuncOp"> {
   let summary = "Rewrite scaled dot-product attention into loom.attention";
   let description = [{

@@ -4,6 +4,8 @@
 
 #include "passes/Passes.h"
 
+#include "abi/ModelAbi.h"
+
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Transforms/Passes.h"
@@ -38,6 +40,8 @@ double loom::learningRate(const TrainingPipelineOptions &options,
 void loom::buildTrainingPipeline(OpPassManager &pm,
                                  const TrainingPipelineOptions &options) {
   pm.addPass(createLoomAutodiff());
+  if (options.dataParallel)
+    pm.addPass(createLoomDataParallel({abi::kLossGrad, options.bucketBytes}));
   pm.addPass(createLoomOptimizer(optimizerOptions(options)));
 }
 
@@ -71,6 +75,11 @@ loom::compilePipelineStages(const CompilePipelineOptions &options) {
   stages.push_back({"loom-autodiff", [](OpPassManager &pm) {
                       pm.addPass(createLoomAutodiff());
                     }});
+  if (training.dataParallel)
+    stages.push_back({"loom-data-parallel", [training](OpPassManager &pm) {
+                        pm.addPass(createLoomDataParallel(
+                            {abi::kLossGrad, training.bucketBytes}));
+                      }});
   stages.push_back({"loom-optimizer", [training](OpPassManager &pm) {
                       pm.addPass(
                           createLoomOptimizer(optimizerOptions(training)));

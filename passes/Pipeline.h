@@ -7,6 +7,8 @@
 //                                   (before autodiff: fused ops carry their
 //                                    own gradient rules)
 //     loom-autodiff                 (@loss -> @loss_grad)
+//     loom-data-parallel            (with dataParallel: gradients averaged
+//                                    across ranks by loom.all_reduce)
 //     loom-optimizer                (@train_step)
 //     cse                           (the clones share their constants)
 //     loom-fuse-elementwise         (loom.fusion regions)
@@ -33,6 +35,11 @@ struct TrainingPipelineOptions {
   int64_t warmup = 4000;
   double lrScale = 1.0;
   double clipNorm = 0.0;
+  /// Average the gradients across the ranks of a data-parallel job
+  /// (loom-data-parallel, between autodiff and the optimizer), in
+  /// all-reduces of about `bucketBytes` of gradients each.
+  bool dataParallel = false;
+  int64_t bucketBytes = 25 << 20;
 };
 
 /// The learning rate loom-optimizer compiles into @train_step at `step`
