@@ -63,6 +63,10 @@ private:
   FailureOr<int> bufferFor(Value v);
   FailureOr<int> newBuffer(Value v, const std::string &name, Buffer::Role role);
   void setShape(Buffer &buffer, Value v);
+  /// A COLLECTIVE step of `symbol` on `args`, paired with its partner by
+  /// `id`.
+  LogicalResult emitCollective(Operation *op, StringRef symbol, ValueRange args,
+                               int id);
   FailureOr<int> kernelFor(const std::string &name, const std::string &symbol,
                            Kernel::Kind kind, int numArgs, bool parallel);
   int symbolIndex(const std::string &name);
@@ -452,10 +456,41 @@ LogicalResult Writer::writeFunction(func::FuncOp function) {
     entry->add_outputs(*index);
   }
 
+  // All-reduces started and not yet waited for, with their ids.
+  SmallVector<std::pair<AllReduceOp, int>> inFlight;
+  int collectives = 0;
+  auto waitBefore = [&](Operation *op) -> LogicalResult {
+    for (auto it = inFlight.begin(); it != inFlight.end();) {
+      if (it->first.waitPoint() != op) {
+        ++it;
+        continue;
+      }
+      if (failed(emitCollective(it->first, "all_reduce_wait",
+                                it->first.getResults(), it->second)))
+        return failure();
+      it = inFlight.erase(it);
+    }
+    return success();
+  };
+
   for (Operation &op : body.without_terminator()) {
+    if (failed(waitBefore(&op)))
+      return failure();
     if (isa<ConstantOp>(op)) {
       if (failed(bufferFor(op.getResult(0))))
         return failure();
+      continue;
+    }
+    // Started where it stands, waited for where a result is first read
+    // (AllReduceOp::waitPoint, which the memory plan keeps the buffers
+    // alive until).
+    if (auto allReduce = dyn_cast<AllReduceOp>(op)) {
+      SmallVector<Value> args(allReduce.getInputs());
+      llvm::append_range(args, allReduce.getResults());
+      if (failed(
+              emitCollective(allReduce, "all_reduce_start", args, collectives)))
+        return failure();
+      inFlight.push_back({allReduce, collectives++});
       continue;
     }
     SmallVector<int> resultBuffers;
@@ -531,6 +566,8 @@ LogicalResult Writer::writeFunction(func::FuncOp function) {
       step->add_float_attrs(x);
   }
 
+  if (failed(waitBefore(terminator)))
+    return failure();
   for (auto [from, to] : copies) {
     FailureOr<int> index =
         kernelFor("copy.2", "copy", Kernel::LIBRARY, 2, /*parallel=*/true);
@@ -541,6 +578,26 @@ LogicalResult Writer::writeFunction(func::FuncOp function) {
     step->add_args(from);
     step->add_args(to);
   }
+  return success();
+}
+
+LogicalResult Writer::emitCollective(Operation *op, StringRef symbol,
+                                     ValueRange args, int id) {
+  int numArgs = static_cast<int>(args.size());
+  FailureOr<int> index =
+      kernelFor(symbol.str() + "." + std::to_string(numArgs), symbol.str(),
+                Kernel::COLLECTIVE, numArgs, /*parallel=*/false);
+  if (failed(index))
+    return failure();
+  runtime::Step *step = entry->add_steps();
+  step->set_kernel(*index);
+  for (Value arg : args) {
+    FailureOr<int> b = bufferFor(arg);
+    if (failed(b))
+      return op->emitError("no buffer for an all-reduce argument");
+    step->add_args(*b);
+  }
+  step->add_int_attrs(id);
   return success();
 }
 

@@ -504,6 +504,12 @@ def Loom_AllReduceOp : Loom_Op<"all_reduce",
   let results = (outs Variadic<Loom_FloatTensor>:$results);
   let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Where a runtime that starts the all-reduce here waits for it: the
+    /// first op of the block that reads a result (or the terminator). The
+    /// operands are read, and the results written, until then.
+    ::mlir::Operation *waitPoint();
+  }];
 }
 
 def Loom_FusionOp : Loom_Op<"fusion", [IsolatedFromAbove,

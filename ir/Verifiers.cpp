@@ -78,6 +78,17 @@ LogicalResult AllReduceOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+Operation *AllReduceOp::waitPoint() {
+  Block *block = (*this)->getBlock();
+  Operation *first = block->getTerminator();
+  for (Value r : getResults())
+    for (Operation *user : r.getUsers())
+      if (Operation *inBlock = block->findAncestorOpInBlock(*user))
+        if (inBlock->isBeforeInBlock(first))
+          first = inBlock;
+  return first;
+}
+
 LogicalResult AllReduceOp::verify() {
   if (getInputs().empty())
     return emitOpError("needs at least one tensor");

@@ -209,6 +209,13 @@ void FunctionPlanner::computeLiveness() {
       lastUse[r] = lastUseOf(r);
   for (Value v : body->getTerminator()->getOperands())
     returned.insert(v);
+  // An all-reduce runs from where it stands to where it is waited for: its
+  // operands are read until then (and its results written from its step).
+  for (auto allReduce : body->getOps<AllReduceOp>()) {
+    int64_t wait = step.lookup(allReduce.waitPoint());
+    for (Value operand : allReduce.getOperands())
+      lastUse[operand] = std::max(lastUse[operand], wait);
+  }
 }
 
 void FunctionPlanner::assignStorage() {

@@ -25,6 +25,7 @@
 #include "runtime/StepValidation.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -89,6 +90,7 @@ private:
   Status checkBuffer(int b);
   Status checkEntry(int e);
   Status checkStep(int e, int s);
+  Status checkCollectivePairs(int e);
   Status checkOverlaps(int e, int s);
   template <typename Where> Status checkBound(int e, int b, const Where &where);
   Storage storageOf(int b) const;
@@ -323,6 +325,47 @@ Status Validator::checkEntry(int e) {
     LOOM_RETURN_IF_ERROR(checkBound(e, entry.outputs(o), where));
   for (int s = 0; s < entry.steps_size(); ++s)
     LOOM_RETURN_IF_ERROR(checkStep(e, s));
+  return checkCollectivePairs(e);
+}
+
+Status Validator::checkCollectivePairs(int e) {
+  const EntryPoint &entry = exe.entry_points(e);
+  // By id: the step that started it, then -1 once it is waited for.
+  std::map<int64_t, int> started;
+  std::set<int64_t> waited;
+  for (int s = 0; s < entry.steps_size(); ++s) {
+    const Step &step = entry.steps(s);
+    const Kernel &kernel = exe.kernels(step.kernel());
+    if (kernel.kind() != Kernel::COLLECTIVE)
+      continue;
+    int64_t id = step.int_attrs(0);
+    auto where = [&] { return describeStep(exe, e, s); };
+    if (kernel.symbol() == "all_reduce_start") {
+      if (started.count(id) || waited.count(id))
+        return corrupt(where() + " starts all-reduce " + std::to_string(id) +
+                       " a second time");
+      started[id] = s;
+      continue;
+    }
+    auto it = started.find(id);
+    if (it == started.end())
+      return corrupt(where() + " waits for all-reduce " + std::to_string(id) +
+                     ", which no earlier step started or which was waited "
+                     "for already");
+    const Step &start = entry.steps(it->second);
+    int n = start.args_size() / 2;
+    bool same = step.args_size() == n;
+    for (int i = 0; same && i < n; ++i)
+      same = step.args(i) == start.args(n + i);
+    if (!same)
+      return corrupt(where() + " waits for other tensors than all-reduce " +
+                     std::to_string(id) + " writes");
+    started.erase(it);
+    waited.insert(id);
+  }
+  if (!started.empty())
+    return corrupt(describeEntry(exe, e) + " never waits for all-reduce " +
+                   std::to_string(started.begin()->first));
   return Status::success();
 }
 

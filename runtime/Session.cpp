@@ -203,6 +203,7 @@ Session::run(const std::string &name, const std::vector<TensorRef> &inputs) {
   }
 
   std::vector<TensorRef> args;
+  inFlight.clear();
   for (int s = 0; s < entry.proto->steps_size(); ++s) {
     const Step &step = entry.proto->steps(s);
     const Kernel &kernel = exe.kernels(step.kernel());
@@ -211,7 +212,9 @@ Session::run(const std::string &name, const std::vector<TensorRef> &inputs) {
     for (int b : step.args())
       args.push_back(refs[b]);
     Status status;
-    if (kernel.kind() == Kernel::GENERATED) {
+    if (kernel.kind() == Kernel::COLLECTIVE) {
+      status = runCollective(kernel, step, args);
+    } else if (kernel.kind() == Kernel::GENERATED) {
       // A generated kernel trusts its arguments' sizes; the library ones
       // check theirs themselves.
       status = prog->checkLaunch(step.kernel(), args);
@@ -225,6 +228,8 @@ Session::run(const std::string &name, const std::vector<TensorRef> &inputs) {
                                step.float_attrs().end());
       status = dev->call(*code, step.kernel(), call);
     }
+    if (job && !inFlight.empty())
+      job->progress();
     if (!status.ok())
       return status.withContext("'" + name + "' step " + std::to_string(s) +
                                 " (" + kernel.symbol() + ")");
@@ -244,6 +249,45 @@ Session::run(const std::string &name, const std::vector<TensorRef> &inputs) {
     if (entry.outputs[o].state < 0)
       results.push_back({entry.outputs[o].name, std::move(outputs[o])});
   return results;
+}
+
+Status Session::runCollective(const Kernel &kernel, const Step &step,
+                              const std::vector<TensorRef> &args) {
+  int64_t id = step.int_attrs(0);
+  if (kernel.symbol() == "all_reduce_wait") {
+    auto it = inFlight.find(id);
+    if (it == inFlight.end())
+      return Status::success(); // the only rank: nothing was sent
+    Status done = it->second->wait();
+    inFlight.erase(it);
+    return done;
+  }
+  size_t n = args.size() / 2;
+  std::vector<TensorRef> operands(args.begin(), args.begin() + n);
+  std::vector<TensorRef> results(args.begin() + n, args.end());
+  for (size_t i = 0; i < n; ++i)
+    if (operands[i].dtype != results[i].dtype ||
+        operands[i].shape != results[i].shape)
+      return Status::failure("all-reduce operand " + std::to_string(i) + " " +
+                             shapeString(operands[i].shape) + " and result " +
+                             shapeString(results[i].shape) + " differ");
+  if (!job) {
+    // The only rank: the sums are the operands.
+    for (size_t i = 0; i < n; ++i)
+      LOOM_RETURN_IF_ERROR(dev->copy(results[i].data, operands[i].data,
+                                     operands[i].bytes(),
+                                     CopyDirection::DeviceToDevice));
+    return Status::success();
+  }
+  // The device's queue must have produced the operands before the transport
+  // reads them.
+  LOOM_RETURN_IF_ERROR(dev->synchronize());
+  ErrorOr<std::unique_ptr<CollectiveRequest>> request =
+      job->startAllReduce(operands, results);
+  if (!request)
+    return request.status();
+  inFlight[id] = std::move(*request);
+  return Status::success();
 }
 
 ErrorOr<TensorRef> deviceInput(Device &device, const TensorRef &tensor,

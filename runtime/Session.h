@@ -20,9 +20,11 @@
 #ifndef LOOM_RUNTIME_SESSION_H
 #define LOOM_RUNTIME_SESSION_H
 
+#include "runtime/Collectives.h"
 #include "runtime/Device.h"
 #include "runtime/Program.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -74,6 +76,13 @@ public:
   ErrorOr<std::vector<NamedTensor>> run(const std::string &entry,
                                         const std::vector<TensorRef> &inputs);
 
+  /// The job this session is one rank of: its all-reduces go through
+  /// `collectives`. Without one (the default) it is the only rank.
+  void setCollectives(std::shared_ptr<Collectives> collectives) {
+    job = std::move(collectives);
+  }
+  Collectives *collectives() const { return job.get(); }
+
   /// Times every kernel from now on (synchronizing after each).
   void setProfiling(bool on) { profiling = on; }
   /// Kernels by decreasing time since profiling was turned on.
@@ -83,12 +92,17 @@ private:
   Session() = default;
   Status place();
   ErrorOr<char *> arenaFor(int64_t bytes);
+  Status runCollective(const Kernel &kernel, const Step &step,
+                       const std::vector<TensorRef> &args);
 
   std::shared_ptr<const Program> prog;
   std::shared_ptr<Device> dev;
   std::unique_ptr<DeviceCode> code;
   std::vector<Tensor> buffers; // per buffer: state and constants
   Tensor arena;
+  std::shared_ptr<Collectives> job;
+  /// All-reduces in flight in the current run(), by id.
+  std::map<int64_t, std::unique_ptr<CollectiveRequest>> inFlight;
   bool profiling = false;
   std::vector<KernelProfile> kernelTimes; // per kernel
 };

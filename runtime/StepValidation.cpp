@@ -282,6 +282,51 @@ Status checkLibrary(const Executable &exe, int e, int s, StepEffects &effects) {
   return Status::success();
 }
 
+/// all_reduce_start (operands, then results of the same dtype and shape)
+/// and all_reduce_wait (the results), each with its pairing id.
+Status checkCollective(const Executable &exe, int e, int s,
+                       StepEffects &effects) {
+  const Step &step = exe.entry_points(e).steps(s);
+  const Kernel &kernel = exe.kernels(step.kernel());
+  auto what = [&] {
+    return describeStep(exe, e, s) + " (" + describeKernel(exe, step.kernel()) +
+           ")";
+  };
+  if (step.int_attrs_size() != 1 || step.int_attrs(0) < 0 ||
+      step.float_attrs_size())
+    return corrupt(what() + " must carry one id and nothing else");
+  int n = step.args_size();
+  if (kernel.symbol() == "all_reduce_wait") {
+    if (n < 1)
+      return corrupt(what() + " waits for no tensor");
+    effects.written.assign(n, true);
+    return Status::success();
+  }
+  if (kernel.symbol() != "all_reduce_start")
+    return corrupt(what() + ": no collective '" + kernel.symbol() + "'");
+  if (n < 2 || n % 2)
+    return corrupt(what() + " takes " + std::to_string(n) +
+                   " arguments, not operands and as many results");
+  for (int i = 0; i < n / 2; ++i) {
+    const Buffer &in = exe.buffers(step.args(i));
+    const Buffer &out = exe.buffers(step.args(n / 2 + i));
+    bool same =
+        in.dtype() == out.dtype() && in.shape_size() == out.shape_size();
+    for (int d = 0; same && d < in.shape_size(); ++d)
+      same =
+          in.shape(d).SerializeAsString() == out.shape(d).SerializeAsString();
+    if (!same)
+      return corrupt(what() + ": result " + std::to_string(i) +
+                     " differs from its operand in dtype or shape");
+    if (in.dtype() != Buffer::F32 && in.dtype() != Buffer::F64 &&
+        in.dtype() != Buffer::F16 && in.dtype() != Buffer::BF16)
+      return corrupt(what() + ": operand " + std::to_string(i) +
+                     " is not a float tensor");
+    effects.written[n / 2 + i] = true;
+  }
+  return Status::success();
+}
+
 } // namespace
 
 Status validateGeneratedKernel(const Executable &exe, int k) {
@@ -341,8 +386,11 @@ Status checkStep(const Executable &exe, const BufferDims &dims, int entry,
   const Step &proto = exe.entry_points(entry).steps(step);
   effects.written.assign(proto.args_size(), false);
   effects.mayShareWithResult.assign(proto.args_size(), false);
-  if (exe.kernels(proto.kernel()).kind() == Kernel::GENERATED)
+  Kernel::Kind kind = exe.kernels(proto.kernel()).kind();
+  if (kind == Kernel::GENERATED)
     return checkGenerated(exe, dims, entry, step, effects);
+  if (kind == Kernel::COLLECTIVE)
+    return checkCollective(exe, entry, step, effects);
   return checkLibrary(exe, entry, step, effects);
 }
 

@@ -11,6 +11,7 @@ packages=(
   cmake ninja-build ccache g++ pkg-config
   llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools
   libprotobuf-dev protobuf-compiler
+  libopenmpi-dev openmpi-bin
   libgtest-dev libgmock-dev libbenchmark-dev
   libsentencepiece-dev libopenblas-dev libdnnl-dev
   nlohmann-json3-dev libcli11-dev

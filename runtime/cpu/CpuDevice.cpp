@@ -28,17 +28,24 @@ namespace {
 /// The code of one executable: its shared object and every kernel resolved.
 struct CpuCode final : runtime::DeviceCode {
   void *library = nullptr;
+  /// The memfd the library was opened from, open while it is loaded.
+  int fd = -1;
   std::vector<void *> functions; // per kernel
   std::vector<bool> parallel;    // per kernel: rows may be split
   std::vector<std::string> names;
   ~CpuCode() override {
     if (library)
       dlclose(library);
+    if (fd >= 0)
+      ::close(fd);
   }
 };
 
-/// Opens `code` as a shared object without leaving a file behind.
-ErrorOr<void *> openSharedObject(const std::string &code) {
+/// Opens `code` as a shared object without leaving a file behind, from a
+/// memfd that `fd` keeps open while the library is loaded: the dynamic
+/// loader knows a library by its path, /proc/self/fd/N, and would hand out
+/// the first executable's code again for a second opened from a reused N.
+ErrorOr<void *> openSharedObject(const std::string &code, int &fdOut) {
   int fd = memfd_create("loom-kernels", MFD_CLOEXEC);
   if (fd < 0)
     return Status::failure(std::string("memfd_create failed: ") +
@@ -59,11 +66,13 @@ ErrorOr<void *> openSharedObject(const std::string &code) {
   }
   std::string path = "/proc/self/fd/" + std::to_string(fd);
   void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ::close(fd);
-  if (!handle)
+  if (!handle) {
+    ::close(fd);
     return Status::failure(std::string("cannot load the kernels' code: ") +
                                dlerror(),
                            ErrorCode::Corrupt);
+  }
+  fdOut = fd;
   return handle;
 }
 
@@ -137,14 +146,16 @@ CpuDevice::loadCode(const Executable &exe) {
   for (const Kernel &kernel : exe.kernels())
     generated |= kernel.kind() == Kernel::GENERATED;
   if (generated) {
-    ErrorOr<void *> library = openSharedObject(exe.code());
+    ErrorOr<void *> library = openSharedObject(exe.code(), code->fd);
     if (!library)
       return library.status();
     code->library = *library;
   }
   for (const Kernel &kernel : exe.kernels()) {
     void *fn = nullptr;
-    if (kernel.kind() == Kernel::GENERATED) {
+    if (kernel.kind() == Kernel::COLLECTIVE) {
+      // The session runs these through its Collectives.
+    } else if (kernel.kind() == Kernel::GENERATED) {
       fn = dlsym(code->library, kernel.symbol().c_str());
       // dlsym also finds what the code's own dependencies define (the C
       // library's functions): only the code's own symbols are kernels.

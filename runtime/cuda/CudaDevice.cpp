@@ -231,7 +231,9 @@ CudaDevice::loadCode(const Executable &exe) {
   for (const Kernel &kernel : exe.kernels()) {
     cudaKernel_t generated = nullptr;
     CudaLibraryKernel library = nullptr;
-    if (kernel.kind() == Kernel::GENERATED) {
+    if (kernel.kind() == Kernel::COLLECTIVE) {
+      // The session runs these through its Collectives.
+    } else if (kernel.kind() == Kernel::GENERATED) {
       if (cudaLibraryGetKernel(&generated, code->library,
                                kernel.symbol().c_str()) != cudaSuccess) {
         cudaGetLastError();

@@ -56,6 +56,8 @@ struct CompileOptions {
   int64_t maxLen = 256;
   int64_t maxBatch = 256;
   bool remarks = false;
+  bool dataParallel = false;
+  double bucketMb = 25;
 };
 
 llvm::Error writeText(const std::string &path, const std::string &text) {
@@ -108,6 +110,11 @@ llvm::Error compile(const CompileOptions &options) {
   if (options.warmup <= 0)
     return error("--warmup must be positive, got " +
                  llvm::Twine(options.warmup));
+  // At least a float, at most 1 TiB.
+  if (!(options.bucketMb * (1 << 20) >= 4 && options.bucketMb <= (1 << 20)))
+    return error("--bucket-mb must be between 4 bytes and 1 TiB (1048576), "
+                 "got " +
+                 llvm::Twine(std::to_string(options.bucketMb)));
   auto config = options.model.load();
   if (!config)
     return config.takeError();
@@ -126,6 +133,8 @@ llvm::Error compile(const CompileOptions &options) {
   pipeline.maxLen = options.maxLen;
   pipeline.maxBatch = options.maxBatch;
   pipeline.remarks = options.remarks;
+  pipeline.training.dataParallel = options.dataParallel;
+  pipeline.training.bucketBytes = int64_t(options.bucketMb * (1 << 20));
 
   mlir::MLIRContext ctx;
   ctx.printOpOnDiagnostic(false);
@@ -228,6 +237,12 @@ void addCompileCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("--max-batch", options->maxBatch,
                   "Most sentences in a batch; plans memory")
       ->capture_default_str();
+  cmd->add_flag("--data-parallel", options->dataParallel,
+                "Train as one rank of a data-parallel job: gradients "
+                "averaged across ranks (loom-data-parallel)");
+  cmd->add_option("--bucket-mb", options->bucketMb,
+                  "With --data-parallel: MiB of gradients per all-reduce")
+      ->default_val(25);
   cmd->add_flag("--remarks", options->remarks,
                 "Explain, on stderr, each fusion candidate that was declined");
   cmd->callback([options, &exitCode] {

@@ -28,6 +28,7 @@
 #include "api/Translator.h"
 #include "runtime/AtomicFile.h"
 #include "runtime/Safetensors.h"
+#include "runtime/mpi/MpiCollectives.h"
 #include "text/Corpus.h"
 #include "text/Tokenizer.h"
 
@@ -71,6 +72,8 @@ struct TrainOptions {
   int64_t vocabSize = 0;
   std::string progress = "auto";
   bool resume = false;
+  double commTimeout = 600;
+  double bucketMb = 25;
 };
 
 std::string hexHash(const std::string &bytes) {
@@ -189,6 +192,29 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
     return fail(error("say how long to train: --steps N or --epochs N"));
   if (!std::isfinite(o.lrScale) || !std::isfinite(o.clipNorm))
     return fail(error("--lr-scale and --clip-norm must be finite numbers"));
+  if (!(o.commTimeout > 0) || !(o.bucketMb * (1 << 20) >= 4) ||
+      o.bucketMb > (1 << 20))
+    return fail(error("--comm-timeout must be positive and --bucket-mb "
+                      "between 4 bytes and 1 TiB (1048576)"));
+  // Under an MPI launcher (mpirun, srun) this process is one rank of a
+  // data-parallel job.
+  std::shared_ptr<runtime::Collectives> job;
+  if (runtime::launchedByMpiLauncher()) {
+    auto joined = runtime::joinMpiJob(o.commTimeout);
+    if (!joined)
+      return fail(toError(joined.status()));
+    if ((*joined)->size() > 1)
+      job = *joined;
+  }
+  bool leader = !job || job->rank() == 0;
+  if (job && o.device != "cpu")
+    return fail(error("data-parallel training runs on CPU processes so far "
+                      "(--device cpu); GPUs would exchange gradients with "
+                      "NCCL, which this build does not use yet"));
+  // One rank reports; the others' output would repeat it.
+  if (!leader && !std::freopen("/dev/null", "w", stdout))
+    return fail(
+        error("cannot silence the output of rank " + llvm::Twine(job->rank())));
   if (o.vocabSize < 0 || o.vocabSize > kMaxVocab)
     return fail(error(llvm::formatv("--vocab-size must be in [5, {0}], got "
                                     "{1}",
@@ -266,11 +292,26 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
         int32_t(o.vocabSize > 0 ? o.vocabSize : config.tgt_vocab());
     spmOptions.seed = uint32_t(o.seed);
     auto start = std::chrono::steady_clock::now();
-    auto spm = text::Tokenizer::train(o.train, spmOptions);
-    if (!spm)
-      return fail(
-          error("training the SentencePiece vocabulary: " + spm.error()));
-    tokenizer = std::move(*spm);
+    // Rank 0 trains the vocabulary; every rank takes its bytes.
+    std::string spmBytes;
+    if (leader) {
+      auto spm = text::Tokenizer::train(o.train, spmOptions);
+      if (!spm)
+        return fail(
+            error("training the SentencePiece vocabulary: " + spm.error()));
+      spmBytes = spm->modelBytes();
+      tokenizer = std::move(*spm);
+    }
+    if (job) {
+      if (Status shared = job->broadcast(spmBytes, 0); !shared.ok())
+        return fail(toError(shared));
+      if (!leader) {
+        auto spm = text::Tokenizer::load(spmBytes);
+        if (!spm)
+          return fail(error("the vocabulary rank 0 trained: " + spm.error()));
+        tokenizer = std::move(*spm);
+      }
+    }
     std::printf(
         "vocabulary: %d SentencePiece pieces (unigram, joint) in "
         "%.1fs\n",
@@ -320,6 +361,8 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
   pipeline.training.warmup = o.warmup;
   pipeline.training.lrScale = o.lrScale;
   pipeline.training.clipNorm = o.clipNorm;
+  pipeline.training.dataParallel = job != nullptr;
+  pipeline.training.bucketBytes = int64_t(o.bucketMb * (1 << 20));
   auto device = openCommandDevice(o.device, o.threads);
   if (!device)
     return fail(device.takeError());
@@ -331,9 +374,12 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
   if (!model)
     return fail(model.takeError());
   int64_t parameters = (*model)->program().parameterCount();
+  if (job)
+    (*model)->setCollectives(job);
   // Only now, with the data read and the model compiled, does a new run
-  // write its directory: a run refused above leaves nothing behind.
-  if (!o.resume) {
+  // write its directory: a run refused above leaves nothing behind. Rank 0
+  // writes it for the job.
+  if (!o.resume && leader) {
     std::filesystem::create_directories(dir + "/checkpoints", ec);
     if (ec)
       return fail(error("cannot create '" + dir + "': " + ec.message()));
@@ -347,8 +393,9 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
   }
   // The decoder `loom translate` and `loom export` use, compiled now so the
   // directory translates without compiling (and is rebuilt if stale).
-  if (llvm::Error err = writeTranslateExecutable(dir, config))
-    return fail(std::move(err));
+  if (leader)
+    if (llvm::Error err = writeTranslateExecutable(dir, config))
+      return fail(std::move(err));
   double compileSeconds = std::chrono::duration<double>(
                               std::chrono::steady_clock::now() - compileStart)
                               .count();
@@ -360,6 +407,11 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
           : llvm::formatv("{0} in {1:f1}s", (*model)->device().description(),
                           compileSeconds)
                 .str();
+  if (job)
+    where += llvm::formatv("; {0} ranks ({1}), gradients in all-reduces of "
+                           "{2} MiB",
+                           job->size(), job->description(), o.bucketMb)
+                 .str();
   std::printf("model: d_model %lld, %lld heads, %lld+%lld layers, %lld "
               "parameters; compiled for %s\n",
               (long long)config.d_model(), (long long)config.heads(),
@@ -432,8 +484,16 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
   settings.maxLen = maxLen;
   settings.progressBar =
       o.progress == "bar" || (o.progress == "auto" && ::isatty(STDOUT_FILENO));
-  return runTraining(**model, settings, position, data,
-                     valid ? &*valid : nullptr, *tokenizer, run);
+  settings.job = job.get();
+  int code = runTraining(**model, settings, position, data,
+                         valid ? &*valid : nullptr, *tokenizer, run);
+  // A job's ranks leave together when they all finished (an MPI job whose
+  // rank exits without saying so is torn down as failed); a rank that
+  // failed exits at once, and the launcher ends the others.
+  if (job && (code == 0 || code == 130))
+    if (Status left = runtime::leaveMpiJob(); !left.ok())
+      return fail(toError(left));
+  return code;
 }
 
 } // namespace
@@ -489,6 +549,13 @@ void addTrainCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("--progress", o->progress,
                   "auto (a bar on a terminal), bar or lines")
       ->check(CLI::IsMember({"auto", "bar", "lines"}))
+      ->capture_default_str();
+  cmd->add_option("--comm-timeout", o->commTimeout,
+                  "Under an MPI launcher: seconds a rank waits for the "
+                  "others before it ends the job")
+      ->capture_default_str();
+  cmd->add_option("--bucket-mb", o->bucketMb,
+                  "Under an MPI launcher: MiB of gradients per all-reduce")
       ->capture_default_str();
   cmd->add_flag("--resume", o->resume,
                 "Continue the run in --out from its latest checkpoint");

@@ -90,6 +90,7 @@ public:
   int run();
 
 private:
+  bool leader() const { return !s.job || s.job->rank() == 0; }
   bool finished() const {
     return (s.steps > 0 && at.step >= s.steps) ||
            (s.epochs > 0 && at.epoch > s.epochs);
@@ -130,7 +131,9 @@ private:
   int64_t windowTargets = 0, windowTokens = 0, windowSteps = 0;
   Clock::time_point windowStart = Clock::now();
   Clock::time_point lastDraw;
-  double lastLoss = NAN, lastRate = 0;
+  double lastLoss = NAN, lastRate = 0, lastWait = 0;
+  // The job's wait time when the window began.
+  double windowWaitStart = 0;
   // Step time of this process, for the ETA.
   double stepSeconds = 0;
   int64_t stepsRun = 0;
@@ -138,24 +141,43 @@ private:
 
 llvm::Expected<double> Trainer::step(const text::Batch &batch, int64_t &tokens,
                                      int64_t &targets) {
-  std::vector<std::vector<int64_t>> src, tgt;
+  // The global batch's tokens, which every rank knows.
   tokens = targets = 0;
   for (int64_t index : batch) {
-    src.push_back(train.sources[index]);
-    tgt.push_back(train.targets[index]);
     targets += int64_t(train.targets[index].size()) - 1;
     tokens +=
         int64_t(train.sources[index].size() + train.targets[index].size()) - 1;
+  }
+  // This rank's share: a contiguous slice, the sentences split evenly.
+  int rank = s.job ? s.job->rank() : 0, ranks = s.job ? s.job->size() : 1;
+  size_t begin = batch.size() * rank / ranks;
+  size_t end = batch.size() * (rank + 1) / ranks;
+  std::vector<std::vector<int64_t>> src, tgt;
+  for (size_t i = begin; i < end; ++i) {
+    src.push_back(train.sources[batch[i]]);
+    tgt.push_back(train.targets[batch[i]]);
+  }
+  if (src.empty()) {
+    // More ranks than sentences: padding alone, which adds no token, no
+    // loss and no gradient, but takes part in the all-reduces.
+    src = {{0}};
+    tgt = {{0, 0}};
   }
   auto srcIds = idsTensor(src);
   auto tgtIds = idsTensor(tgt);
   if (!srcIds || !tgtIds)
     return !srcIds ? srcIds.takeError() : tgtIds.takeError();
-  return runTrainStep(model, *srcIds, *tgtIds, stepSeed(s.seed, at.step + 1),
-                      at.step + 1);
+  // Each rank draws its own dropout masks; rank 0's are a lone run's.
+  int64_t seed = stepSeed(s.seed, at.step + 1);
+  if (rank > 0)
+    seed = int64_t((uint64_t(seed) ^ (uint64_t(rank) * 0xD1B54A32D192ED03ull)) &
+                   uint64_t(INT64_MAX));
+  return runTrainStep(model, *srcIds, *tgtIds, seed, at.step + 1);
 }
 
 void Trainer::writeMetrics(const std::string &line) {
+  if (!leader())
+    return;
   std::ofstream out(s.dir + "/" + kMetricsFile, std::ios::app);
   out << line << "\n";
 }
@@ -166,6 +188,24 @@ void Trainer::report(bool force) {
   if (windowSteps > 0) {
     lastLoss = windowLoss / double(std::max<int64_t>(1, windowTargets));
     lastRate = window > 0 ? windowTokens / window : 0;
+    if (s.job) {
+      double waited = s.job->waitSeconds();
+      lastWait = window > 0 ? (waited - windowWaitStart) / window : 0;
+    }
+  }
+  // A job's ranks: what this one waited for the others, and the ranks.
+  std::string ranks = s.job ? llvm::formatv("  {0} ranks, {1:P0} waiting",
+                                            s.job->size(), lastWait)
+                                  .str()
+                            : "";
+  if (!leader()) {
+    if (force || at.step % s.logEvery == 0) {
+      windowLoss = 0;
+      windowTargets = windowTokens = windowSteps = 0;
+      windowStart = Clock::now();
+      windowWaitStart = s.job->waitSeconds();
+    }
+    return;
   }
   double lr = learningRate(s.schedule, std::max<int64_t>(1, at.step));
   // Total steps: the limit, or the epochs at this epoch's size.
@@ -188,37 +228,45 @@ void Trainer::report(bool force) {
       std::string bar(std::min(filled, width), '#');
       bar.resize(width, '.');
       std::printf("\r\033[K[%s] step %lld/%lld  epoch %lld  loss %.4f  %.0f "
-                  "tok/s  lr %.2e  ETA %s",
+                  "tok/s  lr %.2e%s  ETA %s",
                   bar.c_str(), (long long)at.step, (long long)total,
-                  (long long)at.epoch, lastLoss, lastRate, lr,
+                  (long long)at.epoch, lastLoss, lastRate, lr, ranks.c_str(),
                   clockString(eta).c_str());
       if (logLine)
         std::printf("\n");
       std::fflush(stdout);
     }
   } else if (logLine) {
-    std::printf("step %lld/%lld  epoch %lld  loss %.4f  %.0f tok/s  lr %.2e  "
+    std::printf("step %lld/%lld  epoch %lld  loss %.4f  %.0f tok/s  lr %.2e%s  "
                 "elapsed %s  ETA %s\n",
                 (long long)at.step, (long long)total, (long long)at.epoch,
-                lastLoss, lastRate, lr, clockString(elapsed()).c_str(),
-                clockString(eta).c_str());
+                lastLoss, lastRate, lr, ranks.c_str(),
+                clockString(elapsed()).c_str(), clockString(eta).c_str());
     std::fflush(stdout);
   }
   if (logLine && windowSteps > 0) {
     writeMetrics(llvm::formatv("{{\"type\": \"train\", \"step\": {0}, "
                                "\"epoch\": {1}, \"loss\": {2}, \"lr\": {3}, "
                                "\"tokens_per_s\": {4}, \"tokens\": {5}, "
-                               "\"elapsed_s\": {6}}",
+                               "\"elapsed_s\": {6}, \"ranks\": {7}, "
+                               "\"wait_share\": {8}}",
                                at.step, at.epoch, json(lastLoss), json(lr),
-                               json(lastRate), at.tokens, json(elapsed()))
+                               json(lastRate), at.tokens, json(elapsed()),
+                               s.job ? s.job->size() : 1, json(lastWait))
                      .str());
     windowLoss = 0;
     windowTargets = windowTokens = windowSteps = 0;
     windowStart = Clock::now();
+    if (s.job)
+      windowWaitStart = s.job->waitSeconds();
   }
 }
 
 llvm::Error Trainer::checkpoint(bool validate) {
+  // Every rank holds the same parameters and moments: rank 0 validates and
+  // writes them, the others go on to the next step and wait for it there.
+  if (!leader())
+    return llvm::Error::success();
   double bleu = NAN;
   int64_t epoch = at.lastEpoch();
   if (validate && valid) {
@@ -319,6 +367,15 @@ int Trainer::run() {
           std::chrono::duration<double>(Clock::now() - stepStart).count();
       ++stepsRun;
       epochEnds = at.batch == batchesThisEpoch;
+      // The ranks of a job stop together: a signal may reach them steps
+      // apart.
+      int stopping = stopSignal;
+      if (s.job) {
+        std::vector<double> signal = {double(stopping)};
+        if (Status agreed = s.job->allReduceHost(signal); !agreed.ok())
+          return fail(toError(agreed));
+        stopping = signal[0] > 0 ? (stopping ? stopping : SIGTERM) : 0;
+      }
       bool due = s.validEvery > 0 ? at.step % s.validEvery == 0 : epochEnds;
       bool last = (s.steps > 0 && at.step >= s.steps) ||
                   (epochEnds && s.epochs > 0 && at.epoch >= s.epochs);
@@ -328,20 +385,23 @@ int Trainer::run() {
         ++at.epoch;
         at.batch = 0;
       }
-      if (!due && !last && !stopSignal)
+      if (!due && !last && !stopping)
         continue;
-      if (llvm::Error err = checkpoint(/*validate=*/!stopSignal))
+      if (llvm::Error err = checkpoint(/*validate=*/!stopping))
         return fail(std::move(err));
       lastSaved = at.step;
-      if (stopSignal) {
-        std::printf("\nstopped by signal %d at step %lld; saved %s; "
-                    "continue with --resume\n",
-                    int(stopSignal), (long long)at.step,
-                    checkpointPath(s.dir, at.step).c_str());
+      if (stopping) {
+        if (leader())
+          std::printf("\nstopped by signal %d at step %lld; saved %s; "
+                      "continue with --resume\n",
+                      stopping, (long long)at.step,
+                      checkpointPath(s.dir, at.step).c_str());
         return 130;
       }
     }
   }
+  if (!leader())
+    return 0;
   // The final parameters, for `loom translate --model DIR` as they are.
   if (llvm::Error err = saveState(model, s.dir + "/model.safetensors",
                                   savedMetadata(), /*parametersOnly=*/true))

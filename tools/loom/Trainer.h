@@ -1,7 +1,8 @@
 //===- Trainer.h - The training loop of `loom train` ------------*- C++ -*-===//
 //
 // Runs a compiled @train_step over token-budget batches, epoch after epoch,
-// with dropout seeded per step. It reports progress, writes metrics, checks
+// with dropout seeded per step; as one rank of a data-parallel job, over
+// its share of each batch. It reports progress, writes metrics, checks
 // the loss, validates and checkpoints. Where it stands (step, epoch, batch
 // within the epoch, tokens so far) goes into every checkpoint, so a resumed
 // run sees the same batches, the same dropout masks and the same optimizer
@@ -48,6 +49,10 @@ struct TrainSettings {
   bool progressBar = false;
   /// The longest sequence the model takes.
   int64_t maxLen = 256;
+  /// The data-parallel job this process is a rank of, or null to train
+  /// alone. Every rank draws the same global batches and runs its share of
+  /// each; rank 0 alone reports, validates and writes the directory.
+  runtime::Collectives *job = nullptr;
 };
 
 /// Where training stands; saved in checkpoints as metadata.
