@@ -25,6 +25,14 @@ if getattr(config, "cuda_codegen", "OFF").upper() in ("ON", "TRUE", "1", "YES"):
 libdevice = getattr(config, "libdevice", "")
 if libdevice and not libdevice.endswith("NOTFOUND") and os.path.exists(libdevice):
     config.available_features.add("libdevice")
+# An MPI launcher, for data-parallel jobs of CPU processes (allowed to run
+# as root, as CI does, and to put more ranks than cores on a machine).
+import shutil
+if shutil.which("mpirun"):
+    config.available_features.add("mpi")
+    config.substitutions.append(("%mpirun", "mpirun --oversubscribe"))
+    for variable in ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"):
+        config.environment[variable] = "1"
 # A machine with an NVIDIA GPU (its driver's control device): tests of what
 # happens without one do not apply there.
 if os.path.exists("/dev/nvidiactl"):
