@@ -45,7 +45,7 @@ device-bundle: build
 	  --max-tokens 256 --max-len 32 --max-batch 16 -o $(DEVICE_DATA)/base-cuda.loomx
 	@DEVICE_BUNDLE_DATA="$$(ls $(DEVICE_DATA)/*.loomx)" \
 	  ./scripts/device-bundle.sh $(BUILD) device-bundle.tar.xz \
-	  DeviceConformanceTest DeviceAgreementTest loom-translate
+	  DeviceConformanceTest DeviceAgreementTest NcclCollectivesTest loom-translate
 
 demo: build
 	@$(BUILD)/bin/loom demo

@@ -201,6 +201,18 @@ Status MpiRequest::wait() {
 
 } // namespace
 
+ErrorOr<int> mpiLocalRank() {
+  MPI_Comm local;
+  if (int rc = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
+                                   MPI_INFO_NULL, &local);
+      rc != MPI_SUCCESS)
+    return failed("MPI_Comm_split_type", rc);
+  int rank = 0;
+  MPI_Comm_rank(local, &rank);
+  MPI_Comm_free(&local);
+  return rank;
+}
+
 Status leaveMpiJob() {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);

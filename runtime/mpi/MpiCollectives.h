@@ -30,6 +30,9 @@ bool launchedByMpiLauncher();
 /// up after `timeoutSeconds`.
 ErrorOr<std::shared_ptr<Collectives>> joinMpiJob(double timeoutSeconds);
 
+/// This rank's index among the ranks on its machine: which GPU it takes.
+ErrorOr<int> mpiLocalRank();
+
 /// Leaves the job (MPI_Finalize), which every rank does at its end once no
 /// collective is in flight; a process that exits without it is taken by
 /// the launcher for a failed rank.

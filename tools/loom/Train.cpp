@@ -29,6 +29,9 @@
 #include "runtime/AtomicFile.h"
 #include "runtime/Safetensors.h"
 #include "runtime/mpi/MpiCollectives.h"
+#ifdef LOOM_NCCL
+#include "runtime/cuda/NcclCollectives.h"
+#endif
 #include "text/Corpus.h"
 #include "text/Tokenizer.h"
 
@@ -207,10 +210,21 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
       job = *joined;
   }
   bool leader = !job || job->rank() == 0;
-  if (job && o.device != "cpu")
-    return fail(error("data-parallel training runs on CPU processes so far "
-                      "(--device cpu); GPUs would exchange gradients with "
-                      "NCCL, which this build does not use yet"));
+  // A job on GPUs: each rank takes the GPU of its index among the ranks on
+  // its machine (unless --device names one), and sums gradients with NCCL.
+  if (job && o.device != "cpu") {
+#ifdef LOOM_NCCL
+    if (o.device == "cuda") {
+      ErrorOr<int> local = runtime::mpiLocalRank();
+      if (!local)
+        return fail(toError(local.status()));
+      o.device = "cuda:" + std::to_string(*local);
+    }
+#else
+    return fail(error("this build has no NCCL (nccl.h was not found): a "
+                      "data-parallel job runs on CPU processes only"));
+#endif
+  }
   // One rank reports; the others' output would repeat it.
   if (!leader && !std::freopen("/dev/null", "w", stdout))
     return fail(
@@ -364,6 +378,15 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
   pipeline.training.dataParallel = job != nullptr;
   pipeline.training.bucketBytes = int64_t(o.bucketMb * (1 << 20));
   auto device = openCommandDevice(o.device, o.threads);
+#ifdef LOOM_NCCL
+  if (device && job && o.device != "cpu") {
+    auto gpus = cuda::joinNcclJob(
+        job, std::stoi(o.device.substr(o.device.find(':') + 1)), o.commTimeout);
+    if (!gpus)
+      return fail(toError(gpus.status()));
+    job = *gpus;
+  }
+#endif
   if (!device)
     return fail(device.takeError());
   auto compileStart = std::chrono::steady_clock::now();
