@@ -55,8 +55,7 @@ ErrorOr<Nccl> loadNccl() {
 #define LOOM_NCCL_RESOLVE(name)                                                \
   table.name = reinterpret_cast<decltype(table.name)>(dlsym(library, #name));  \
   if (!table.name)                                                             \
-    return Status::failure(soname + " has no " #name,                          \
-                           ErrorCode::Unsupported);
+    return Status::failure(soname + " has no " #name, ErrorCode::Unsupported);
   LOOM_NCCL_FUNCTIONS(LOOM_NCCL_RESOLVE)
 #undef LOOM_NCCL_RESOLVE
   return table; // never closed: communicators live as long as the process
@@ -236,8 +235,9 @@ private:
 ErrorOr<std::shared_ptr<Collectives>>
 joinNcclJob(std::shared_ptr<Collectives> host, int ordinal,
             double timeoutSeconds) {
-  if (!(timeoutSeconds > 0))
-    return Status::failure("the job's timeout must be positive");
+  if (!(timeoutSeconds > 0 && timeoutSeconds < 3.2e7))
+    return Status::failure("the job's timeout must be positive and under a "
+                           "year");
   ErrorOr<const Nccl *> api = nccl();
   if (!api)
     return api.status();

@@ -233,8 +233,10 @@ bool launchedByMpiLauncher() {
 }
 
 ErrorOr<std::shared_ptr<Collectives>> joinMpiJob(double timeoutSeconds) {
-  if (!(timeoutSeconds > 0))
-    return Status::failure("the job's timeout must be positive");
+  // Past a year the deadline's clock arithmetic would overflow.
+  if (!(timeoutSeconds > 0 && timeoutSeconds < 3.2e7))
+    return Status::failure("the job's timeout must be positive and under a "
+                           "year");
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {

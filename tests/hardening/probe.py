@@ -2020,6 +2020,13 @@ def fam_train(seed):
             ("--threads", [("-1", "bad"), ("2147483648", "bad"),
                            ("100000", "either")]),
             ("--progress", [("", "bad"), ("bogus", "bad"), ("bar", "either")]),
+            # Read outside a job too: a bad value is refused either way.
+            ("--comm-timeout", [("0", "bad"), ("-1", "bad"), ("nan", "bad"),
+                                ("inf", "bad"), ("1e300", "bad"),
+                                ("0.001", "either")]),
+            ("--bucket-mb", [("0", "bad"), ("-1", "bad"), ("nan", "bad"),
+                             ("inf", "bad"), ("1e-9", "bad"),
+                             ("2000000", "bad"), ("0.5", "either")]),
     ]:
         for value, kind in values:
             def build(ctx, opt=opt, value=value, kind=kind):
@@ -2269,6 +2276,10 @@ def fam_cli(seed):
             ("--cuda-arch", "SM_90", None, BAD, []),
             ("--cuda-arch", "sm_70", None, BAD, []),
             ("--cuda-arch", "sm_80", None, BAD, []),  # with --target ir
+            ("--bucket-mb", "0", None, BAD, []),
+            ("--bucket-mb", "nan", None, BAD, []),
+            ("--bucket-mb", "-1", None, BAD, []),
+            ("--bucket-mb", "1e300", None, BAD, []),
             ("--emit", "", None, BAD, []), ("--emit", "llvm", None, BAD, []),
             ("--preset", "", None, BAD, []), ("--preset", "TINY", None, BAD, []),
             ("--preset", "tiny ", None, BAD, []),

@@ -56,6 +56,9 @@ llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
+/// A week: a wait longer than that is a hang whatever the job.
+constexpr double kMaxCommTimeout = 7 * 24 * 3600;
+
 struct TrainOptions {
   ModelOptions model;
   std::vector<std::string> train, valid;
@@ -195,10 +198,14 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
     return fail(error("say how long to train: --steps N or --epochs N"));
   if (!std::isfinite(o.lrScale) || !std::isfinite(o.clipNorm))
     return fail(error("--lr-scale and --clip-norm must be finite numbers"));
-  if (!(o.commTimeout > 0) || !(o.bucketMb * (1 << 20) >= 4) ||
-      o.bucketMb > (1 << 20))
-    return fail(error("--comm-timeout must be positive and --bucket-mb "
-                      "between 4 bytes and 1 TiB (1048576)"));
+  if (!(o.commTimeout > 0 && o.commTimeout <= kMaxCommTimeout))
+    return fail(error(llvm::formatv("--comm-timeout must be in (0, {0}] "
+                                    "seconds, got {1}",
+                                    kMaxCommTimeout, o.commTimeout)));
+  if (!(o.bucketMb * (1 << 20) >= 4 && o.bucketMb <= (1 << 20)))
+    return fail(error(llvm::formatv("--bucket-mb must be between 4 bytes and "
+                                    "1 TiB (1048576), got {0}",
+                                    o.bucketMb)));
   // Under an MPI launcher (mpirun, srun) this process is one rank of a
   // data-parallel job.
   std::shared_ptr<runtime::Collectives> job;
