@@ -158,10 +158,23 @@ protected:
   /// each rank's results.
   std::vector<NamedTensors> runTwoRanks(llvm::StringRef fn, int64_t split,
                                         ThreadJob &job) {
-    std::vector<NamedTensors> results(2);
-    std::vector<std::string> errors(2);
+    NamedTensors first = inputs, second = inputs;
+    first["src"] = rows(src, 0, split);
+    first["tgt"] = rows(tgt, 0, split);
+    second["src"] = rows(src, split, 6);
+    second["tgt"] = rows(tgt, split, 6);
+    return runRanks(fn, {first, second}, job);
+  }
+
+  /// Runs `fn` on one rank per element of `shares`, each on its thread with
+  /// its own inputs, and returns each rank's results.
+  std::vector<NamedTensors> runRanks(llvm::StringRef fn,
+                                     const std::vector<NamedTensors> &shares,
+                                     ThreadJob &job) {
+    std::vector<NamedTensors> results(shares.size());
+    std::vector<std::string> errors(shares.size());
     std::vector<std::thread> threads;
-    for (int rank = 0; rank < 2; ++rank)
+    for (int rank = 0; rank < int(shares.size()); ++rank)
       threads.emplace_back([&, rank] {
         InterpreterOptions options;
         options.f64 = true;
@@ -170,10 +183,7 @@ protected:
         };
         InterpretedModel model(*parallelModule, options);
         model.parameters() = plain->parameters();
-        NamedTensors share = inputs;
-        share["src"] = rank == 0 ? rows(src, 0, split) : rows(src, split, 6);
-        share["tgt"] = rank == 0 ? rows(tgt, 0, split) : rows(tgt, split, 6);
-        auto out = model.call(fn, share);
+        auto out = model.call(fn, shares[rank]);
         if (out)
           results[rank] = std::move(*out);
         else
@@ -181,7 +191,7 @@ protected:
       });
     for (std::thread &t : threads)
       t.join();
-    for (int rank = 0; rank < 2; ++rank)
+    for (int rank = 0; rank < int(shares.size()); ++rank)
       EXPECT_EQ(errors[rank], "") << "rank " << rank;
     return results;
   }
@@ -229,29 +239,12 @@ TEST_F(DataParallel, ARankOfPaddingAloneAddsNothing) {
   auto alone = plain->call("loss_grad", first);
   ASSERT_TRUE(bool(alone)) << llvm::toString(alone.takeError());
 
+  NamedTensors onlyPadding = first;
+  onlyPadding["src"] = padding;
+  onlyPadding["tgt"] = padding;
   ThreadJob job(2);
-  std::vector<NamedTensors> results(2);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < 2; ++rank)
-    threads.emplace_back([&, rank] {
-      InterpreterOptions options;
-      options.f64 = true;
-      options.allReduce = [&job, rank](llvm::ArrayRef<const HostTensor *> t) {
-        return job.allReduce(rank, t);
-      };
-      InterpretedModel model(*parallelModule, options);
-      model.parameters() = plain->parameters();
-      NamedTensors share = first;
-      if (rank == 1) {
-        share["src"] = padding;
-        share["tgt"] = padding;
-      }
-      auto out = model.call("loss_grad", share);
-      ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
-      results[rank] = std::move(*out);
-    });
-  for (std::thread &t : threads)
-    t.join();
+  std::vector<NamedTensors> results =
+      runRanks("loss_grad", {first, onlyPadding}, job);
   for (int rank = 0; rank < 2; ++rank)
     expectSame(results[rank], *alone, "rank " + std::to_string(rank), 1e-9);
 }
