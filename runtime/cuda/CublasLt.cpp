@@ -1,6 +1,7 @@
 //===- CublasLt.cpp - cuBLASLt, opened when the first GEMM runs -----------===//
 
 #include "runtime/cuda/CublasLt.h"
+#include "runtime/cuda/SharedLibrary.h"
 
 #include <dlfcn.h>
 
@@ -13,24 +14,16 @@ namespace {
 /// The library this build was compiled against: its major version's
 /// soname, then the unversioned name a toolkit's lib folder has.
 ErrorOr<CublasLt> load() {
-  std::string soname = "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
-  void *library = nullptr;
-  std::string why;
-  for (const std::string &name : {soname, std::string("libcublasLt.so")}) {
-    library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (library)
-      break;
-    if (why.empty())
-      why = dlerror();
-  }
+  ErrorOr<void *> library =
+      openCudaLibrary("libcublasLt", CUBLAS_VER_MAJOR,
+                      "GEMMs on a GPU need CUDA's libraries on the library "
+                      "path");
   if (!library)
-    return Status::failure("cuBLASLt cannot be loaded (" + why +
-                               "); GEMMs on a GPU need CUDA's libraries on "
-                               "the library path",
-                           ErrorCode::Unsupported);
+    return library.status();
+  std::string soname = "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
   CublasLt table;
 #define LOOM_CUBLASLT_RESOLVE(name)                                            \
-  table.name = reinterpret_cast<decltype(table.name)>(dlsym(library, #name));  \
+  table.name = reinterpret_cast<decltype(table.name)>(dlsym(*library, #name)); \
   if (!table.name)                                                             \
     return Status::failure(soname + " has no " #name                           \
                                     "; it is not the cuBLASLt this runtime "   \

@@ -1,6 +1,7 @@
 //===- NcclCollectives.cpp - A job's GPUs over NCCL -----------------------===//
 
 #include "runtime/cuda/NcclCollectives.h"
+#include "runtime/cuda/SharedLibrary.h"
 
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -37,28 +38,18 @@ struct Nccl {
 };
 
 ErrorOr<Nccl> loadNccl() {
-  std::string soname = "libnccl.so." + std::to_string(NCCL_MAJOR);
-  void *library = nullptr;
-  std::string why;
-  for (const std::string &name : {soname, std::string("libnccl.so")}) {
-    library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (library)
-      break;
-    if (why.empty())
-      why = dlerror();
-  }
+  ErrorOr<void *> library = openCudaLibrary(
+      "libnccl", NCCL_MAJOR, "a job on GPUs needs it on the library path");
   if (!library)
-    return Status::failure("NCCL cannot be loaded (" + why +
-                               "); a job on GPUs needs it on the library path",
-                           ErrorCode::Unsupported);
+    return library.status();
   Nccl table;
 #define LOOM_NCCL_RESOLVE(name)                                                \
-  table.name = reinterpret_cast<decltype(table.name)>(dlsym(library, #name));  \
+  table.name = reinterpret_cast<decltype(table.name)>(dlsym(*library, #name)); \
   if (!table.name)                                                             \
-    return Status::failure(soname + " has no " #name, ErrorCode::Unsupported);
+    return Status::failure("libnccl has no " #name, ErrorCode::Unsupported);
   LOOM_NCCL_FUNCTIONS(LOOM_NCCL_RESOLVE)
 #undef LOOM_NCCL_RESOLVE
-  return table; // never closed: communicators live as long as the process
+  return table;
 }
 
 ErrorOr<const Nccl *> nccl() {
