@@ -198,15 +198,6 @@ void Trainer::report(bool force) {
                                             s.job->size(), lastWait)
                                   .str()
                             : "";
-  if (!leader()) {
-    if (force || at.step % s.logEvery == 0) {
-      windowLoss = 0;
-      windowTargets = windowTokens = windowSteps = 0;
-      windowStart = Clock::now();
-      windowWaitStart = s.job->waitSeconds();
-    }
-    return;
-  }
   double lr = learningRate(s.schedule, std::max<int64_t>(1, at.step));
   // Total steps: the limit, or the epochs at this epoch's size.
   int64_t total = s.steps;
@@ -218,7 +209,8 @@ void Trainer::report(bool force) {
   double eta =
       stepsRun > 0 ? (total - at.step) * (stepSeconds / double(stepsRun)) : 0;
   bool logLine = force || at.step % s.logEvery == 0;
-  if (s.progressBar) {
+  // Rank 0 reports for the job; every rank keeps its window.
+  if (leader() && s.progressBar) {
     // One line redrawn at most five times a second, and kept for a report.
     if (logLine || now - lastDraw > std::chrono::milliseconds(200)) {
       lastDraw = now;
@@ -236,7 +228,7 @@ void Trainer::report(bool force) {
         std::printf("\n");
       std::fflush(stdout);
     }
-  } else if (logLine) {
+  } else if (leader() && logLine) {
     std::printf("step %lld/%lld  epoch %lld  loss %.4f  %.0f tok/s  lr %.2e%s  "
                 "elapsed %s  ETA %s\n",
                 (long long)at.step, (long long)total, (long long)at.epoch,
