@@ -44,6 +44,13 @@ public:
 struct LibraryCallArgs {
   std::vector<TensorRef> tensors; // present operands, then results
   abi::CallAttrs attrs;
+  /// Per tensor, or empty: 0, or a number that names the tensor's contents.
+  /// Calls that pass the same nonzero number pass the same bytes at the same
+  /// address, so a device may keep what it derives from them (a weight in
+  /// its GEMM library's packed layout) under that number until it changes.
+  /// The Session numbers state and constants, and renumbers state whenever
+  /// it may have been written.
+  std::vector<uint64_t> versions;
 };
 
 enum class CopyDirection { HostToDevice, DeviceToHost, DeviceToDevice };

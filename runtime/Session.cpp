@@ -3,6 +3,7 @@
 #include "runtime/Session.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 
 namespace loom::runtime {
@@ -40,11 +41,13 @@ Status Session::place() {
 
   // State and constants live as long as the session.
   buffers.resize(exe.buffers_size());
+  versions.assign(exe.buffers_size(), 0);
   for (const Program::StateTensor &state : prog->state()) {
     ErrorOr<Tensor> t = Tensor::onDevice(*dev, state.dtype, state.shape);
     if (!t)
       return t.status().withContext("state '" + state.name + "'");
     buffers[state.buffer] = std::move(*t);
+    renumber(state.buffer);
   }
   for (int b = 0; b < exe.buffers_size(); ++b) {
     const Buffer &buffer = exe.buffers(b);
@@ -59,6 +62,7 @@ Status Session::place() {
     if (!t)
       return t.status().withContext("constant '" + buffer.name() + "'");
     buffers[b] = std::move(*t);
+    renumber(b);
   }
   return Status::success();
 }
@@ -72,7 +76,17 @@ std::vector<std::string> Session::stateNames() const {
 
 Tensor *Session::state(const std::string &name) {
   const Program::StateTensor *state = prog->stateTensor(name);
-  return state ? &buffers[state->buffer] : nullptr;
+  if (!state)
+    return nullptr;
+  renumber(state->buffer);
+  return &buffers[state->buffer];
+}
+
+void Session::renumber(int buffer) {
+  // Unique across sessions, so that no device mistakes a new session's
+  // state at a reused address for an old one's.
+  static std::atomic<uint64_t> next{1};
+  versions[buffer] = next.fetch_add(1, std::memory_order_relaxed);
 }
 
 Status Session::setState(const std::string &name, const TensorRef &value) {
@@ -202,6 +216,23 @@ Session::run(const std::string &name, const std::vector<TensorRef> &inputs) {
     refs[b].data = static_cast<char *>(root.data) + buffer.view_offset();
   }
 
+  // State this entry writes has no number while it runs (a kernel may read
+  // it after a step wrote it) and a new one after, however the run ends.
+  std::vector<int> written;
+  for (const Program::Value &output : entry.outputs)
+    if (output.state >= 0) {
+      written.push_back(prog->state()[output.state].buffer);
+      versions[written.back()] = 0;
+    }
+  struct Renumber {
+    Session &session;
+    const std::vector<int> &buffers;
+    ~Renumber() {
+      for (int b : buffers)
+        session.renumber(b);
+    }
+  } renumberWritten{*this, written};
+
   std::vector<TensorRef> args;
   inFlight.clear();
   for (int s = 0; s < entry.proto->steps_size(); ++s) {
@@ -226,6 +257,11 @@ Session::run(const std::string &name, const std::vector<TensorRef> &inputs) {
       call.attrs.ints.assign(step.int_attrs().begin(), step.int_attrs().end());
       call.attrs.floats.assign(step.float_attrs().begin(),
                                step.float_attrs().end());
+      for (int b : step.args()) {
+        const Buffer &buffer = exe.buffers(b);
+        call.versions.push_back(
+            versions[buffer.has_view_of() ? buffer.view_of() : b]);
+      }
       status = dev->call(*code, step.kernel(), call);
     }
     if (job && !inFlight.empty())

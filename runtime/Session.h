@@ -56,7 +56,10 @@ public:
   std::vector<std::string> parameterNames() const {
     return prog->parameterNames();
   }
-  /// The state tensor `name` in the device's memory, or nullptr.
+  /// The state tensor `name` in the device's memory, or nullptr. The
+  /// caller may write it until the next run(): what devices derived from
+  /// the old contents (packed weights) is dropped. Writes after a run() need
+  /// another call of state() first.
   Tensor *state(const std::string &name);
   /// Copies host `value` into state `name`; dtype and shape must match.
   Status setState(const std::string &name, const TensorRef &value);
@@ -99,6 +102,11 @@ private:
   std::shared_ptr<Device> dev;
   std::unique_ptr<DeviceCode> code;
   std::vector<Tensor> buffers; // per buffer: state and constants
+  /// Per buffer: the number LibraryCallArgs::versions gives the contents of
+  /// state and constants, a new one after every possible write (0 for
+  /// every other buffer, and for state while a run() writes it).
+  std::vector<uint64_t> versions;
+  void renumber(int buffer);
   Tensor arena;
   std::shared_ptr<Collectives> job;
   /// All-reduces in flight in the current run(), by id.

@@ -5,7 +5,9 @@
 // process that had already printed its error (or its result) never exited.
 // The tools have closed every file they wrote by the time main returns, so
 // they flush the standard streams and leave without running library
-// destructors.
+// destructors. A library that ends the process itself goes the same way:
+// GNU OpenMP calls exit(1) when it cannot start a thread (memory ran out),
+// and the library destructors that exit() would run hang just the same.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +28,13 @@ namespace loom {
   if (std::fflush(nullptr) != 0 && code == 0)
     code = 1;
   std::_Exit(code);
+}
+
+/// Makes every later exit(), the tools' own or a library's, leave like
+/// exitWithoutLibraryDestructors. Called first thing in main.
+inline void skipLibraryDestructorsOnExit() {
+  on_exit([](int code, void *) { exitWithoutLibraryDestructors(code); },
+          nullptr);
 }
 
 } // namespace loom

@@ -6,6 +6,7 @@
 #include "runtime/cpu/CpuFeatures.h"
 #include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/PackedGemm.h"
 #include "runtime/cpu/VecMath.h"
 
 #include <algorithm>
@@ -33,6 +34,8 @@ struct CpuCode final : runtime::DeviceCode {
   std::vector<void *> functions; // per kernel
   std::vector<bool> parallel;    // per kernel: rows may be split
   std::vector<std::string> names;
+  /// Weights its linear layers keep packed between calls.
+  PackedWeights packed;
   ~CpuCode() override {
     if (library)
       dlclose(library);
@@ -219,6 +222,8 @@ Status CpuDevice::call(runtime::DeviceCode &deviceCode, int kernel,
   call.args = args.tensors;
   call.attrs = args.attrs;
   call.pool = &threadPool;
+  call.versions = args.versions;
+  call.packed = &code.packed;
   // The BLAS thread count is process-wide; each device sets its own before
   // its kernels run, so two devices of different sizes do not share one.
   setBlasThreads(threadPool.size());

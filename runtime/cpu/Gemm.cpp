@@ -80,6 +80,14 @@ void loom::cpu::setBlasThreads(int n) {
   requestedThreads.store(n, std::memory_order_relaxed);
 }
 
+void loom::cpu::applyOneDnnThreads() {
+  int threads = requestedThreads.load(std::memory_order_relaxed);
+  if (threads != appliedThreads && threads > 0) {
+    omp_set_num_threads(threads);
+    appliedThreads = threads;
+  }
+}
+
 void loom::cpu::sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                       float alpha, const float *a, int64_t lda, const float *b,
                       int64_t ldb, float beta, float *c, int64_t ldc) {
@@ -99,11 +107,7 @@ void loom::cpu::sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
     return;
   }
   if (blasBackend() == Blas::OneDnn) {
-    int threads = requestedThreads.load(std::memory_order_relaxed);
-    if (threads != appliedThreads && threads > 0) {
-      omp_set_num_threads(threads);
-      appliedThreads = threads;
-    }
+    applyOneDnnThreads();
     dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, alpha, a, lda,
                b, ldb, beta, c, ldc);
     return;

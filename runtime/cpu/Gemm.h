@@ -38,6 +38,10 @@ const char *blasName();
 /// `sgemm` passes the request on in the thread that calls it.
 void setBlasThreads(int n);
 
+/// Passes setBlasThreads' request on to OpenMP in the calling thread: what
+/// every oneDNN call (sgemm's and the primitives') does first.
+void applyOneDnnThreads();
+
 } // namespace loom::cpu
 
 #endif // LOOM_RUNTIME_CPU_GEMM_H

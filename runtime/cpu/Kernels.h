@@ -26,6 +26,7 @@
 
 namespace loom::cpu {
 
+class PackedWeights;
 class ThreadPool;
 using runtime::TensorRef;
 
@@ -33,6 +34,14 @@ struct KernelCall {
   std::vector<TensorRef> args; // present operands, then results
   abi::CallAttrs attrs;
   ThreadPool *pool = nullptr;
+  /// Per arg, or empty: runtime::LibraryCallArgs::versions.
+  std::vector<uint64_t> versions;
+  /// The executable's packed weights, or nullptr (a call without one).
+  PackedWeights *packed = nullptr;
+
+  uint64_t versionOf(size_t arg) const {
+    return arg < versions.size() ? versions[arg] : 0;
+  }
 };
 
 /// Runs one call, or says why the inputs were refused (an id out of range,

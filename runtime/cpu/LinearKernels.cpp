@@ -14,6 +14,7 @@
 
 #include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/KernelUtil.h"
+#include "runtime/cpu/PackedGemm.h"
 #include "runtime/cpu/VecMath.h"
 
 #include <algorithm>
@@ -66,7 +67,10 @@ Status loom::cpu::linearKernel(const KernelCall &call) {
   const TensorRef *bias = hasBias ? &call.args[2] : nullptr;
   const TensorRef *residual = hasResidual ? &call.args[2 + hasBias] : nullptr;
   int64_t m = dims.m, n = dims.n, k = dims.k;
-  sgemm(false, true, m, n, k, 1.0f, x.f32(), k, w.f32(), k, 0.0f, out.f32(), n);
+  if (!call.packed || !call.packed->linear(x.f32(), w.f32(), call.versionOf(1),
+                                           m, n, k, out.f32()))
+    sgemm(false, true, m, n, k, 1.0f, x.f32(), k, w.f32(), k, 0.0f, out.f32(),
+          n);
   if (!bias && !residual && activation == Activation::None)
     return Status::success();
   const float *b = bias ? bias->f32() : nullptr;

@@ -33,6 +33,7 @@ std::string binaryDir() {
 } // namespace
 
 int main(int argc, char **argv) {
+  loom::skipLibraryDestructorsOnExit();
   CLI::App app{"Translate sentences, one per line, with a Loom translator "
                "folder (stdin to stdout)"};
   std::string model, input;

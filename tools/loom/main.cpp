@@ -18,6 +18,7 @@
 #include <new>
 
 int main(int argc, char **argv) {
+  loom::skipLibraryDestructorsOnExit();
   llvm::InitLLVM init(argc, argv);
   CLI::App app("Loom: a compiler for Transformer models", "loom");
   app.require_subcommand(1);

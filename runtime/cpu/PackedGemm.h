@@ -1,0 +1,54 @@
+//===- PackedGemm.h - Linear layers over weights packed once ----*- C++ -*-===//
+//
+// dnnl_sgemm packs its B operand into the layout its kernel reads on every
+// call. When a few rows meet a large weight, as at every step of decoding
+// (32 rows against 512 x 8000), the packing costs more than the product: on
+// an AVX-512 machine dnnl_sgemm reaches 41-57 GFLOP/s at M = 32 where a
+// oneDNN matmul primitive over weights reordered once into its blocked layout
+// reaches 215-225 (`gemm_bench`, docs/PERFORMANCE.md).
+//
+// A PackedWeights cache belongs to one loaded executable. It packs a weight
+// the second time a call passes it with the same content version
+// (runtime::LibraryCallArgs::versions): a training step renumbers every
+// parameter, so training never pays for a packed copy it would use once,
+// while decoding packs at its second step and reuses the copy until the
+// parameters change. A weight whose version changed drops its packed copy.
+//
+// Whatever oneDNN refuses (a shape or CPU without a primitive) makes
+// linear() return false, and the caller runs sgemm instead: the result is
+// the same either way, only slower.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_CPU_PACKEDGEMM_H
+#define LOOM_RUNTIME_CPU_PACKEDGEMM_H
+
+#include <cstdint>
+#include <memory>
+
+namespace loom::cpu {
+
+class PackedWeights {
+public:
+  PackedWeights();
+  ~PackedWeights();
+  PackedWeights(const PackedWeights &) = delete;
+  PackedWeights &operator=(const PackedWeights &) = delete;
+
+  /// y[m, n] = x[m, k] . w[n, k]^T, all row-major, with `w` packed, when `w`
+  /// (of content `version`, nonzero) has been packed or is packed now.
+  /// Returns false, leaving `y` untouched, when the caller must compute it.
+  bool linear(const float *x, const float *w, uint64_t version, int64_t m,
+              int64_t n, int64_t k, float *y);
+
+  /// Bytes held in packed copies.
+  int64_t packedBytes() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace loom::cpu
+
+#endif // LOOM_RUNTIME_CPU_PACKEDGEMM_H
