@@ -327,6 +327,8 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
       for (size_t c = 0; c < best && int64_t(grown.tokens.size()) < k; ++c) {
         const Candidate &cand = candidates[c];
         std::vector<int32_t> tokens = beam.tokens[cand.parent];
+        if (cand.token == options.eos && t + 1 <= options.minLen)
+          continue; // too early to end: the next candidate takes its place
         if (cand.token == options.eos) {
           if (int64_t(grown.finished.size()) < k)
             grown.finished.push_back(

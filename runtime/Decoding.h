@@ -46,6 +46,9 @@ struct BeamOptions {
   int64_t beam = 4;
   double alpha = 0.6;  // length penalty ((5 + len) / 6)^alpha
   int64_t maxLen = 64; // tokens generated at most, eos included
+  /// Eos is refused as any of the first minLen tokens (with minLen =
+  /// maxLen, every hypothesis has maxLen tokens: a benchmark's fixed length).
+  int64_t minLen = 0;
   /// Per sentence, when given: its own maxLen (e.g. from its length).
   std::vector<int64_t> maxLens;
   /// Per sentence, when given: how messages number it (e.g. its line in the

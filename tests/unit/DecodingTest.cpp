@@ -212,6 +212,73 @@ TEST_F(DecodingTest, BeamWithTheCacheMatchesRecomputingEveryPrefix) {
   EXPECT_GT(distinct, 0u) << "the test needs hypotheses that differ";
 }
 
+// The CPU keeps the weights of decoding packed between steps and batches;
+// a parameter set through the session afterwards must be what the next
+// decoding uses, exactly as in a session that had it from the start.
+TEST_F(DecodingTest, DecodingAfterAParameterChangedUsesTheNewParameter) {
+  runtime::Tensor src = sources(kSources);
+  runtime::GreedyOptions greedy;
+  greedy.maxLen = 8;
+  greedy.stopAtEos = false;
+  auto before = runtime::greedyDecode(*model, src.ref(), greedy);
+  ASSERT_TRUE(bool(before)) << before.error();
+  // The generator's weight, with its rows rotated: other tokens win.
+  std::string name = "generator.weight";
+  for (const char *tied : {"tgt_embed.weight", "src_embed.weight"})
+    if (!model->state(name))
+      name = tied;
+  auto weight = model->getState(name);
+  ASSERT_TRUE(bool(weight)) << weight.error();
+  runtime::Tensor rotated = test::hostTensor(DType::F32, weight->shape());
+  int64_t rows = weight->shape()[0], width = weight->shape()[1];
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy(weight->f32() + ((r + 1) % rows) * width,
+              weight->f32() + ((r + 1) % rows + 1) * width,
+              rotated.f32() + r * width);
+  ASSERT_TRUE(model->setState(name, rotated.ref()).ok());
+  auto after = runtime::greedyDecode(*model, src.ref(), greedy);
+  ASSERT_TRUE(bool(after)) << after.error();
+  EXPECT_NE(*after, *before);
+  // A session that had these parameters from the start.
+  auto fresh = test::cpuSession(model->program().executable(), 1);
+  ASSERT_TRUE(fresh);
+  for (const std::string &state : model->stateNames()) {
+    auto value = model->getState(state);
+    ASSERT_TRUE(bool(value)) << value.error();
+    ASSERT_TRUE(fresh->setState(state, value->ref()).ok());
+  }
+  auto expected = runtime::greedyDecode(*fresh, src.ref(), greedy);
+  ASSERT_TRUE(bool(expected)) << expected.error();
+  EXPECT_EQ(*after, *expected);
+}
+
+// A minimum length refuses eos until then: with minLen = maxLen every
+// hypothesis has exactly maxLen tokens, none of them eos.
+TEST_F(DecodingTest, BeamRefusesEosBeforeTheMinimumLength) {
+  runtime::Tensor src = sources(kSources);
+  // The end token: the first sentence's best first token.
+  runtime::GreedyOptions first;
+  first.maxLen = 1;
+  first.stopAtEos = false;
+  first.eos = -1;
+  auto favourite = runtime::greedyDecode(*model, src.ref(), first);
+  ASSERT_TRUE(bool(favourite)) << favourite.error();
+  runtime::BeamOptions o;
+  o.beam = 3;
+  o.nbest = 3;
+  o.maxLen = o.minLen = 6;
+  o.eos = (*favourite)[0].at(0);
+  auto out = runtime::beamSearch(*model, src.ref(), o);
+  ASSERT_TRUE(bool(out)) << out.error();
+  for (const std::vector<runtime::Hypothesis> &sentence : *out) {
+    ASSERT_EQ(sentence.size(), 3u);
+    for (const runtime::Hypothesis &h : sentence) {
+      EXPECT_EQ(h.tokens.size(), 6u);
+      EXPECT_EQ(std::count(h.tokens.begin(), h.tokens.end(), o.eos), 0);
+    }
+  }
+}
+
 TEST_F(DecodingTest, RefusesBadOptions) {
   runtime::Tensor src = sources(kSources);
   runtime::BeamOptions o;

@@ -4,9 +4,10 @@
 //
 //   train:  a step is one @train_step (forward, backward, Adam) on B pairs of
 //           S source and T target tokens; tokens per step = B * (S + T).
-//   decode: a step is greedy decoding of B sources of S tokens for exactly T
-//           tokens (@encode once, then T @decode_step calls with the cache,
-//           no early stop); tokens per step = B * T.
+//   decode: a step is decoding B sources of S tokens for exactly T tokens
+//           (@encode once, then T @decode_step calls with the cache, no
+//           early stop), greedy or with --beam N (N hypotheses a sentence,
+//           eos refused before T); tokens per step = B * T whatever N.
 //
 // Model FLOPs count 2*M*N*K for every GEMM of the model's forward (the
 // projections, the FFN, the generator over every target position, and the
@@ -44,6 +45,7 @@ struct BenchOptions {
   std::string mode;
   ModelOptions model;
   int64_t batch = 32, srcLen = 30, tgtLen = 30;
+  int64_t beam = 1;
   int steps = 10, warmup = 2, threads = 0;
   std::string device = "cpu";
   bool profile = false;
@@ -61,18 +63,21 @@ double forwardFlops(const TransformerConfig &c, double b, double s, double t) {
          2 * b * t * d * c.tgt_vocab();
 }
 
-/// FLOPs of greedy decoding: the encoder and the cross K/V once, then one
-/// position per step attending over the positions so far.
-double decodeFlops(const TransformerConfig &c, double b, double s, double t) {
+/// FLOPs of decoding: the encoder and the cross K/V once per sentence, then
+/// per step one position for each of `beam` hypotheses a sentence,
+/// attending over the positions so far.
+double decodeFlops(const TransformerConfig &c, double b, double s, double t,
+                   double beam) {
   double d = c.d_model(), ff = c.d_ff();
   double flops = c.encoder_layers() *
                  (2 * b * s * (4 * d * d + 2 * d * ff) + 4 * b * s * s * d);
   flops += c.decoder_layers() * 2 * b * s * 2 * d * d;
+  double rows = b * beam;
   for (double step = 1; step <= t; ++step)
     flops += c.decoder_layers() *
-                 (2 * b * (4 * d * d + 2 * d * ff) + 4 * b * step * d +
-                  2 * b * 2 * d * d + 4 * b * s * d) +
-             2 * b * d * c.tgt_vocab();
+                 (2 * rows * (4 * d * d + 2 * d * ff) + 4 * rows * step * d +
+                  2 * rows * 2 * d * d + 4 * rows * s * d) +
+             2 * rows * d * c.tgt_vocab();
   return flops;
 }
 
@@ -119,7 +124,7 @@ llvm::Expected<StepFn> trainStep(runtime::Session &model,
   });
 }
 
-/// Greedy decoding of the whole batch for exactly T tokens.
+/// Decoding of the whole batch for exactly T tokens.
 llvm::Expected<StepFn> decodeStep(runtime::Session &model,
                                   const TransformerConfig &config,
                                   const BenchOptions &o, std::mt19937_64 &rng) {
@@ -127,6 +132,17 @@ llvm::Expected<StepFn> decodeStep(runtime::Session &model,
   if (!srcIds)
     return srcIds.takeError();
   auto src = std::make_shared<runtime::Tensor>(std::move(*srcIds));
+  if (o.beam > 1) {
+    runtime::BeamOptions beam;
+    beam.beam = o.beam;
+    beam.maxLen = beam.minLen = o.tgtLen;
+    return StepFn([&model, src, beam](int) -> llvm::Error {
+      auto out = runtime::beamSearch(model, src->ref(), beam);
+      if (!out)
+        return error(out.error());
+      return llvm::Error::success();
+    });
+  }
   runtime::GreedyOptions greedy;
   greedy.maxLen = o.tgtLen;
   greedy.stopAtEos = false;
@@ -147,9 +163,11 @@ llvm::Error bench(const BenchOptions &o) {
   if (o.mode != "train" && o.mode != "decode")
     return error("bench takes 'train' or 'decode', not '" + o.mode + "'");
   if (o.batch <= 0 || o.srcLen <= 0 || o.tgtLen <= 1 || o.steps <= 0 ||
-      o.warmup < 0)
-    return error("--batch, --src-len and --steps must be positive, --tgt-len "
-                 "at least 2 and --warmup not negative");
+      o.warmup < 0 || o.beam < 1)
+    return error("--batch, --src-len, --steps and --beam must be positive, "
+                 "--tgt-len at least 2 and --warmup not negative");
+  if (o.beam > 1 && o.mode != "decode")
+    return error("--beam is for 'decode'");
   auto config = o.model.load();
   if (!config)
     return config.takeError();
@@ -159,19 +177,21 @@ llvm::Error bench(const BenchOptions &o) {
     return error(llvm::formatv("--src-len {0} and --tgt-len {1} must fit the "
                                "model's max_len {2} (--tgt-len + 1 with bos)",
                                o.srcLen, o.tgtLen, config->max_len()));
-  if (o.batch > kMaxBenchBatch || o.steps > kMaxBenchSteps ||
+  if (o.batch * o.beam > kMaxBenchBatch || o.steps > kMaxBenchSteps ||
       o.warmup > kMaxBenchSteps)
-    return error(llvm::formatv("--batch must be at most {0}, --steps and "
-                               "--warmup at most {1}",
+    return error(llvm::formatv("--batch times --beam must be at most {0}, "
+                               "--steps and --warmup at most {1}",
                                kMaxBenchBatch, kMaxBenchSteps));
   int64_t len = std::max(o.srcLen, o.tgtLen + 1);
+  // Beam search runs @decode_step on every hypothesis of every sentence.
+  int64_t rows = o.batch * o.beam;
   auto device = openCommandDevice(o.device, o.threads);
   if (!device)
     return device.takeError();
   auto compileStart = std::chrono::steady_clock::now();
-  auto exe = compileExecutable(
-      *config, pipelineFor(*config, o.batch * len, len, o.batch),
-      codeTargetOf(**device));
+  auto exe =
+      compileExecutable(*config, pipelineFor(*config, rows * len, len, rows),
+                        codeTargetOf(**device));
   if (!exe)
     return exe.takeError();
   double compileSeconds = std::chrono::duration<double>(
@@ -202,9 +222,10 @@ llvm::Error bench(const BenchOptions &o) {
                      .count());
   }
 
-  double flops = o.mode == "train"
-                     ? 3 * forwardFlops(*config, o.batch, o.srcLen, o.tgtLen)
-                     : decodeFlops(*config, o.batch, o.srcLen, o.tgtLen);
+  double flops =
+      o.mode == "train"
+          ? 3 * forwardFlops(*config, o.batch, o.srcLen, o.tgtLen)
+          : decodeFlops(*config, o.batch, o.srcLen, o.tgtLen, o.beam);
   double tokens = o.mode == "train" ? double(o.batch * (o.srcLen + o.tgtLen))
                                     : double(o.batch * o.tgtLen);
   double median = percentile(ms, 0.5);
@@ -216,6 +237,7 @@ llvm::Error bench(const BenchOptions &o) {
   line["batch"] = o.batch;
   line["src_len"] = o.srcLen;
   line["tgt_len"] = o.tgtLen;
+  line["beam"] = o.beam;
   line["device"] = (*model)->device().description();
   line["threads"] = cpuThreads(**model);
   line["blas"] = cpu::blasName();
@@ -251,7 +273,8 @@ llvm::Error bench(const BenchOptions &o) {
 void addBenchCommand(CLI::App &app, int &exitCode) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App *cmd = app.add_subcommand(
-      "bench", "Time the compiled CPU model: train steps or greedy decoding");
+      "bench",
+      "Time the compiled model: train steps, or greedy or beam decoding");
   cmd->add_option("mode", o->mode, "train or decode")->required();
   o->model.addTo(cmd);
   cmd->add_option("--batch", o->batch, "Sentence pairs per step")
@@ -260,6 +283,9 @@ void addBenchCommand(CLI::App &app, int &exitCode) {
       ->capture_default_str();
   cmd->add_option("--tgt-len", o->tgtLen,
                   "Target tokens per sentence (decode: tokens generated)")
+      ->capture_default_str();
+  cmd->add_option("--beam", o->beam,
+                  "decode: hypotheses per sentence (1: greedy)")
       ->capture_default_str();
   cmd->add_option("--steps", o->steps, "Timed steps")->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "Untimed steps first")
