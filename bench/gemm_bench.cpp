@@ -34,9 +34,17 @@
 // share of the work. One untimed call precedes the timing (oneDNN generates
 // its kernel for a shape on the first call).
 //
+// A third variant, packed/..., times the forward shapes (x.W^T) the way the
+// CPU device runs a linear layer whose weight does not change between calls
+// (runtime/cpu/PackedGemm.h): a oneDNN matmul over W reordered once into the
+// primitive's blocked layout. It is what decoding runs; training, whose
+// weights change every step, runs dnnl_sgemm.
+//
 // OpenBLAS's threads follow OPENBLAS_NUM_THREADS, oneDNN's OMP_NUM_THREADS.
 //
 //===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/PackedGemm.h"
 
 #include <benchmark/benchmark.h>
 #include <cblas.h>
@@ -115,6 +123,26 @@ void onednn(benchmark::State &state, Shape s) {
   // Untimed: oneDNN generates its kernel for the shape on the first call.
   if (call() != dnnl_success) {
     state.SkipWithError("dnnl_sgemm failed");
+    return;
+  }
+  for (auto _ : state) {
+    call();
+    benchmark::DoNotOptimize(o.c.data());
+  }
+  setCounters(state, s);
+}
+
+void packed(benchmark::State &state, Shape s) {
+  Operands o(s); // b is W [n, k]
+  loom::cpu::PackedWeights weights;
+  auto call = [&] {
+    return weights.linear(o.a.data(), o.b.data(), /*version=*/1, s.m, s.n, s.k,
+                          o.c.data());
+  };
+  // Untimed: the first call only notes the weight, the second packs it.
+  call();
+  if (!call()) {
+    state.SkipWithError("no oneDNN matmul for this shape");
     return;
   }
   for (auto _ : state) {
@@ -282,6 +310,10 @@ void registerAll(const std::vector<Shape> &shapes) {
     benchmark::RegisterBenchmark(("onednn/" + s.name).c_str(), onednn, s)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
+    if (s.transA == 'N' && s.transB == 'T')
+      benchmark::RegisterBenchmark(("packed/" + s.name).c_str(), packed, s)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
   }
 }
 

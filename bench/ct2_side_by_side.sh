@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# CPU decoding, Loom beside CTranslate2, at one shape in one run.
+#
+#   bench/ct2_side_by_side.sh [RUNS] [THREADS]      (defaults: 2 runs, 2 threads)
+#
+# The shape is bench/configs/base-8k.txtpb (base, post-norm, a tied 8000-token
+# vocabulary): a batch of 32 sentences of 30 source tokens decoded for exactly
+# 30 target tokens, greedy and with beam 4; then one sentence at a time
+# (batch 1, beam 4) for latency. Each cell runs Loom's `loom bench decode`
+# and bench/ct2_bench.py back to back, RUNS times, so both see the same
+# machine. Target tokens/s = 32 * 30 / seconds per batch, whatever the beam.
+#
+# CTranslate2 runs when its Python module imports (../shared/peers/build_ct2.sh
+# builds it; PYTHONPATH and LD_LIBRARY_PATH as that script says); it runs with
+# its default ISA and with CT2_FORCE_CPU_ISA=AVX512, and the faster counts.
+# Precisions: Loom's fp32 against CTranslate2's float32 and int8 (Loom's own
+# int8 and bf16 join as they are built: LOOM_PRECISIONS="fp32 int8").
+#
+# Every result is one JSON line on stdout; the table at the end is on stderr.
+set -euo pipefail
+RUNS=${1:-2}
+THREADS=${2:-2}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+LOOM=${LOOM:-$ROOT/build/bin/loom}
+CONFIG=$ROOT/bench/configs/base-8k.txtpb
+PY=${PYTHON:-/usr/bin/python3}
+LOOM_PRECISIONS=${LOOM_PRECISIONS:-fp32}
+OUT=$(mktemp)
+trap 'rm -f "$OUT"' EXIT
+
+have_ct2=1
+if ! "$PY" -c 'import ctranslate2' 2>/dev/null; then
+  have_ct2=0
+  echo "ct2_side_by_side: the ctranslate2 module does not import; Loom alone" >&2
+fi
+
+# cell NAME BATCH BEAM STEPS WARMUP
+cell() {
+  local name=$1 batch=$2 beam=$3 steps=$4 warmup=$5
+  for precision in $LOOM_PRECISIONS; do
+    "$LOOM" bench decode --config "$CONFIG" --batch "$batch" --src-len 30 \
+      --tgt-len 30 --beam "$beam" --threads "$THREADS" --steps "$steps" \
+      --warmup "$warmup" |
+      "$PY" -c 'import json,sys; d=json.loads(sys.stdin.read()); d["cell"]=sys.argv[1]; d["precision"]=sys.argv[2]; print(json.dumps(d, sort_keys=True))' \
+        "$name" "$precision" | tee -a "$OUT"
+  done
+  [ $have_ct2 = 1 ] || return 0
+  for compute in float32 int8; do
+    for isa in default AVX512; do
+      if [ $isa = AVX512 ]; then export CT2_FORCE_CPU_ISA=AVX512; else unset CT2_FORCE_CPU_ISA; fi
+      "$PY" "$ROOT/bench/ct2_bench.py" --config "$CONFIG" --batch "$batch" \
+        --src-len 30 --tgt-len 30 --beam "$beam" --threads "$THREADS" \
+        --steps "$steps" --warmup "$warmup" --compute-type "$compute" |
+        "$PY" -c 'import json,sys; d=json.loads(sys.stdin.read()); d["cell"]=sys.argv[1]; print(json.dumps(d, sort_keys=True))' \
+          "$name" | tee -a "$OUT"
+    done
+  done
+  unset CT2_FORCE_CPU_ISA
+}
+
+for run in $(seq "$RUNS"); do
+  echo "== run $run of $RUNS" >&2
+  cell greedy 32 1 5 1
+  cell beam4 32 4 3 1
+  cell latency 1 4 20 3
+done
+
+"$PY" - "$OUT" >&2 <<'EOF'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+def key(d):
+    if d["system"] == "loom":
+        return "loom " + d["precision"]
+    return "ct2 " + d["compute_type"]
+cells = ["greedy", "beam4", "latency"]
+systems = sorted({key(d) for d in rows})
+print("| system | greedy tok/s | beam 4 tok/s | batch 1, beam 4: ms/sentence |")
+print("| --- | ---: | ---: | ---: |")
+for s in systems:
+    out = []
+    for c in cells:
+        # Per run, CTranslate2's better ISA; then every run's figure.
+        vals = {}
+        for d in rows:
+            if key(d) == s and d["cell"] == c:
+                run = len([1 for e in rows[:rows.index(d)] if key(e) == s and e["cell"] == c and e.get("cpu_isa") == d.get("cpu_isa")])
+                if c == "latency":
+                    v = d["step_ms_median"]
+                    vals[run] = min(vals.get(run, v), v)
+                else:
+                    v = d["tokens_per_s"]
+                    vals[run] = max(vals.get(run, v), v)
+        fmt = "%.1f" if c == "latency" else "%.0f"
+        out.append("–".join(fmt % vals[r] for r in sorted(vals)) or "")
+    print("| %s | %s |" % (s, " | ".join(out)))
+EOF
