@@ -120,11 +120,11 @@ std::string CpuDevice::description() const {
 }
 
 ErrorOr<void *> CpuDevice::allocate(size_t bytes) {
-  return runtime::allocateHostMemory(bytes);
+  return blocks.allocate(bytes);
 }
 
 void CpuDevice::deallocate(void *memory, size_t bytes) {
-  runtime::freeHostMemory(memory, bytes);
+  blocks.release(memory, bytes);
 }
 
 Status CpuDevice::copy(void *dst, const void *src, size_t bytes,

@@ -1,11 +1,12 @@
 //===- CpuDevice.h - The host CPU as a Device -------------------*- C++ -*-===//
 //
 // Device memory is host memory (64-byte aligned; large blocks are lazily
-// mapped pages). An executable's code is a shared object, opened from memory
-// (memfd) so no file is left behind; it is refused before it is opened when
-// it was compiled for an instruction set this CPU lacks. Generated kernels
-// split their rows, and library kernels their work, over a pool that is
-// OpenMP's thread team, the same threads the BLAS runs on.
+// mapped pages, kept for reuse when freed: MappedBlocks). An executable's code
+// is a shared object, opened from memory (memfd) so no file is left behind; it
+// is refused before it is opened when it was compiled for an instruction set
+// this CPU lacks. Generated kernels split their rows, and library kernels their
+// work, over a pool that is OpenMP's thread team, the same threads the BLAS
+// runs on.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +14,7 @@
 #define LOOM_RUNTIME_CPU_CPUDEVICE_H
 
 #include "runtime/Device.h"
+#include "runtime/cpu/MappedBlocks.h"
 #include "runtime/cpu/ThreadPool.h"
 
 #include <memory>
@@ -57,8 +59,12 @@ public:
   argmax(const runtime::TensorRef &scores) override;
   ErrorOr<TopK> topK(const runtime::TensorRef &scores, int64_t k) override;
 
+  /// Free blocks this device keeps for reuse, at most this many bytes.
+  static constexpr size_t kKeptBlockBytes = size_t(128) << 20;
+
 private:
   ThreadPool threadPool;
+  MappedBlocks blocks{kKeptBlockBytes};
 };
 
 } // namespace loom::cpu

@@ -1,0 +1,65 @@
+//===- MappedBlocks.h - Large host blocks kept for reuse --------*- C++ -*-===//
+//
+// Large device tensors on the CPU are anonymous mappings: zeroed by the
+// kernel page by page as they are first written, and unmapped when freed.
+// Decoding frees and allocates tensors of nearly the same sizes at every
+// step (the caches grow by one position, the log-probabilities and the
+// gathered caches come and go), and paying a page fault and the kernel's
+// zeroing for every page of each was a quarter of beam search's time on the
+// `base` model (docs/PERFORMANCE.md). MappedBlocks keeps freed mappings in
+// size classes (four per power of two, so a block fits requests up to 25%
+// apart) and hands them out again zeroed by memset, which on resident pages
+// costs a fraction of the faults.
+//
+// It holds at most `limit` bytes of free blocks, the most recently freed
+// (sizes drift as decoding goes on, and the oldest blocks are of classes no
+// longer asked for); when a mapping fails it returns them all to the system
+// and tries once more, so kept blocks never make an allocation fail that
+// would have succeeded without them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_CPU_MAPPEDBLOCKS_H
+#define LOOM_RUNTIME_CPU_MAPPEDBLOCKS_H
+
+#include "abi/Error.h"
+
+#include <cstddef>
+#include <deque>
+#include <mutex>
+#include <utility>
+
+namespace loom::cpu {
+
+class MappedBlocks {
+public:
+  explicit MappedBlocks(size_t limit) : limit(limit) {}
+  ~MappedBlocks();
+  MappedBlocks(const MappedBlocks &) = delete;
+  MappedBlocks &operator=(const MappedBlocks &) = delete;
+
+  /// Zeroed memory of `bytes`, 64-byte aligned: a kept block or a new
+  /// mapping from 1 MiB on, the host allocator below.
+  ErrorOr<void *> allocate(size_t bytes);
+  /// Takes back what allocate(bytes) returned.
+  void release(void *memory, size_t bytes);
+  /// Returns every kept block to the system.
+  void trim();
+
+  /// Bytes in kept free blocks.
+  size_t keptBytes() const;
+  /// The mapping size of a request of `bytes` (from 1 MiB on).
+  static size_t classBytes(size_t bytes);
+
+private:
+  void trimLocked();
+
+  const size_t limit;
+  mutable std::mutex mutex;
+  std::deque<std::pair<size_t, void *>> free; // class size, block; oldest first
+  size_t kept = 0;
+};
+
+} // namespace loom::cpu
+
+#endif // LOOM_RUNTIME_CPU_MAPPEDBLOCKS_H

@@ -1,0 +1,87 @@
+//===- MappedBlocksTest.cpp - Large host blocks kept for reuse ------------===//
+
+#include "runtime/cpu/MappedBlocks.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+using namespace loom;
+
+namespace {
+
+constexpr size_t kMiB = size_t(1) << 20;
+
+bool allZero(const void *p, size_t bytes) {
+  const auto *c = static_cast<const unsigned char *>(p);
+  for (size_t i = 0; i < bytes; ++i)
+    if (c[i])
+      return false;
+  return true;
+}
+
+TEST(MappedBlocks, ClassesWasteAtMostAQuarter) {
+  for (size_t bytes = kMiB; bytes < 64 * kMiB; bytes += 12345) {
+    size_t size = cpu::MappedBlocks::classBytes(bytes);
+    ASSERT_GE(size, bytes);
+    ASSERT_LE(size, bytes + bytes / 4) << bytes;
+    ASSERT_EQ(size % 4096, 0u) << bytes;
+  }
+  // Sizes a quarter apart share a class only within it.
+  EXPECT_EQ(cpu::MappedBlocks::classBytes(4 * kMiB + 1),
+            cpu::MappedBlocks::classBytes(5 * kMiB));
+  EXPECT_NE(cpu::MappedBlocks::classBytes(5 * kMiB),
+            cpu::MappedBlocks::classBytes(5 * kMiB + 1));
+}
+
+TEST(MappedBlocks, AReusedBlockIsZeroedAgain) {
+  cpu::MappedBlocks blocks(64 * kMiB);
+  const size_t bytes = 3 * kMiB + 100;
+  auto first = blocks.allocate(bytes);
+  ASSERT_TRUE(bool(first)) << first.error();
+  ASSERT_TRUE(allZero(*first, bytes));
+  std::memset(*first, 0xab, bytes);
+  blocks.release(*first, bytes);
+  EXPECT_EQ(blocks.keptBytes(), cpu::MappedBlocks::classBytes(bytes));
+  // A request of the same class gets the same block, zeroed.
+  const size_t again = 3 * kMiB + 5000;
+  auto second = blocks.allocate(again);
+  ASSERT_TRUE(bool(second)) << second.error();
+  EXPECT_EQ(*second, *first);
+  EXPECT_TRUE(allZero(*second, again));
+  EXPECT_EQ(blocks.keptBytes(), 0u);
+  blocks.release(*second, again);
+}
+
+TEST(MappedBlocks, KeepsTheMostRecentlyFreedWithinItsLimit) {
+  const size_t bytes = 4 * kMiB;
+  cpu::MappedBlocks blocks(2 * bytes);
+  void *p[3];
+  for (void *&q : p) {
+    auto block = blocks.allocate(bytes);
+    ASSERT_TRUE(bool(block)) << block.error();
+    q = *block;
+  }
+  for (void *q : p)
+    blocks.release(q, bytes);
+  EXPECT_EQ(blocks.keptBytes(), 2 * bytes);
+  // The first freed went back to the system; the last freed comes first.
+  auto reused = blocks.allocate(bytes);
+  ASSERT_TRUE(bool(reused)) << reused.error();
+  EXPECT_EQ(*reused, p[2]);
+  blocks.release(*reused, bytes);
+  blocks.trim();
+  EXPECT_EQ(blocks.keptBytes(), 0u);
+}
+
+TEST(MappedBlocks, SmallBlocksGoToTheHostAllocator) {
+  cpu::MappedBlocks blocks(64 * kMiB);
+  auto small = blocks.allocate(1000);
+  ASSERT_TRUE(bool(small)) << small.error();
+  EXPECT_TRUE(allZero(*small, 1000));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(*small) % 64, 0u);
+  blocks.release(*small, 1000);
+  EXPECT_EQ(blocks.keptBytes(), 0u);
+}
+
+} // namespace
