@@ -53,3 +53,11 @@ if shutil.which("mpirun"):
 # happens without one do not apply there.
 if os.path.exists("/dev/nvidiactl"):
     config.available_features.add("gpu")
+# A CPU that multiplies in bf16 (AVX512-BF16): `--precision bf16` runs there
+# and is refused elsewhere.
+try:
+    with open("/proc/cpuinfo") as cpuinfo:
+        if " avx512_bf16" in cpuinfo.read():
+            config.available_features.add("avx512bf16")
+except OSError:
+    pass

@@ -69,8 +69,16 @@ writeCpuExecutable(ModuleOp planned, const CpuExecutableOptions &options) {
   llvm::Expected<cpu::CodegenTarget> target = cpu::codegenTarget(options.cpu);
   if (!target)
     return planned.emitError(llvm::toString(target.takeError()));
+  if (options.linearPrecision != "fp32" && options.linearPrecision != "int8" &&
+      options.linearPrecision != "bf16")
+    return planned.emitError("unknown linear precision '")
+           << options.linearPrecision << "' (fp32, int8 or bf16)";
   CpuKernelTarget kernels(planned.getContext(), *target);
-  return buildExecutable(planned, options, kernels);
+  FailureOr<runtime::Executable> exe =
+      buildExecutable(planned, options, kernels);
+  if (succeeded(exe) && options.linearPrecision != "fp32")
+    exe->mutable_cpu_target()->set_linear_precision(options.linearPrecision);
+  return exe;
 }
 
 } // namespace loom

@@ -18,6 +18,8 @@ struct CpuExecutableOptions : ExecutableOptions {
   /// ("x86-64-v3") of abi/CpuFeatures.h. Recorded in the executable, whose
   /// loader refuses it on a CPU that lacks one of the target's features.
   std::string cpu = "native";
+  /// Recorded as CpuTarget.linear_precision: "fp32", "int8" or "bf16".
+  std::string linearPrecision = "fp32";
 };
 
 /// The executable for `planned`; failure after an error on the op or

@@ -34,8 +34,10 @@ struct CpuCode final : runtime::DeviceCode {
   std::vector<void *> functions; // per kernel
   std::vector<bool> parallel;    // per kernel: rows may be split
   std::vector<std::string> names;
-  /// Weights its linear layers keep packed between calls.
+  /// Weights its linear layers keep packed between calls, and what they
+  /// multiply in (CpuTarget.linear_precision).
   PackedWeights packed;
+  LinearPrecision precision = LinearPrecision::F32;
   ~CpuCode() override {
     if (library)
       dlclose(library);
@@ -43,6 +45,29 @@ struct CpuCode final : runtime::DeviceCode {
       ::close(fd);
   }
 };
+
+/// The precision an executable's CpuTarget names, if this machine can run
+/// it: bf16 only where the CPU has AVX512-BF16 (elsewhere oneDNN would
+/// emulate it, slower than f32).
+ErrorOr<LinearPrecision> linearPrecisionOf(const std::string &name) {
+  if (name.empty() || name == "fp32")
+    return LinearPrecision::F32;
+  if (name == "int8")
+    return LinearPrecision::Int8;
+  if (name == "bf16") {
+    std::vector<std::string> features = hostCpuFeatures();
+    if (std::find(features.begin(), features.end(), "avx512bf16") ==
+        features.end())
+      return Status::failure("the executable multiplies in bf16, which needs "
+                             "a CPU with AVX512-BF16; this one has none "
+                             "(compile it with --precision fp32 or int8)",
+                             ErrorCode::Unsupported);
+    return LinearPrecision::BF16;
+  }
+  return Status::failure("the executable names an unknown linear precision '" +
+                             name + "' (fp32, int8 or bf16)",
+                         ErrorCode::Corrupt);
+}
 
 /// Opens `code` as a shared object without leaving a file behind, from a
 /// memfd that `fd` keeps open while the library is loaded: the dynamic
@@ -145,6 +170,11 @@ CpuDevice::loadCode(const Executable &exe) {
   // of SIGILL somewhere in the first step instead.
   LOOM_RETURN_IF_ERROR(checkCpuTarget(exe.cpu_target()));
   auto code = std::make_unique<CpuCode>();
+  ErrorOr<LinearPrecision> precision =
+      linearPrecisionOf(exe.cpu_target().linear_precision());
+  if (!precision)
+    return precision.status();
+  code->precision = *precision;
   bool generated = false;
   for (const Kernel &kernel : exe.kernels())
     generated |= kernel.kind() == Kernel::GENERATED;
@@ -224,6 +254,7 @@ Status CpuDevice::call(runtime::DeviceCode &deviceCode, int kernel,
   call.pool = &threadPool;
   call.versions = args.versions;
   call.packed = &code.packed;
+  call.precision = code.precision;
   // The BLAS thread count is process-wide; each device sets its own before
   // its kernels run, so two devices of different sizes do not share one.
   setBlasThreads(threadPool.size());

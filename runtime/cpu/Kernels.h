@@ -19,6 +19,7 @@
 
 #include "abi/LibraryCalls.h"
 #include "runtime/Tensor.h"
+#include "runtime/cpu/PackedGemm.h"
 
 #include <cstdint>
 #include <string>
@@ -26,7 +27,6 @@
 
 namespace loom::cpu {
 
-class PackedWeights;
 class ThreadPool;
 using runtime::TensorRef;
 
@@ -38,6 +38,8 @@ struct KernelCall {
   std::vector<uint64_t> versions;
   /// The executable's packed weights, or nullptr (a call without one).
   PackedWeights *packed = nullptr;
+  /// What linear layers over packed weights multiply in.
+  LinearPrecision precision = LinearPrecision::F32;
 
   uint64_t versionOf(size_t arg) const {
     return arg < versions.size() ? versions[arg] : 0;

@@ -68,7 +68,7 @@ Status loom::cpu::linearKernel(const KernelCall &call) {
   const TensorRef *residual = hasResidual ? &call.args[2 + hasBias] : nullptr;
   int64_t m = dims.m, n = dims.n, k = dims.k;
   if (!call.packed || !call.packed->linear(x.f32(), w.f32(), call.versionOf(1),
-                                           m, n, k, out.f32()))
+                                           m, n, k, out.f32(), call.precision))
     sgemm(false, true, m, n, k, 1.0f, x.f32(), k, w.f32(), k, 0.0f, out.f32(),
           n);
   if (!bias && !residual && activation == Activation::None)

@@ -2,31 +2,39 @@
 
 #include "runtime/cpu/PackedGemm.h"
 #include "runtime/cpu/Gemm.h"
+#include "runtime/cpu/VecMath.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
+#if LOOM_HAVE_AVX2_PATH
+#include <immintrin.h>
+#endif
+#include <cmath>
+#include <limits>
 #include <map>
 #include <tuple>
+#include <vector>
 
 using namespace loom::cpu;
 
 namespace {
 
-using Dims = dnnl::memory::dims;
 using DataType = dnnl::memory::data_type;
 using Tag = dnnl::memory::format_tag;
 
 /// One weight's state: the version last seen and, from its second call on,
-/// the packed copy in the layout `layout`.
+/// the packed copy in the layout `layout` (with its channel scales at int8).
 struct Weight {
   uint64_t version = 0;
   bool packed = false;
   bool refused = false; // oneDNN had no primitive for it
   dnnl::memory::desc layout;
   dnnl::memory memory;
+  std::vector<float> scales; // int8: per output channel
 };
 
-/// A matmul for one (m, n, k) and the weight layout it reads.
+/// A matmul for one (m, n, k, precision) and the weight layout it reads.
 struct Product {
   dnnl::matmul primitive;
   dnnl::memory::desc weights;
@@ -37,39 +45,244 @@ struct Product {
 /// recreating one cheap).
 constexpr size_t kMaxProducts = 256;
 
+/// The operand types of a product at `precision`: rows, weights, result.
+struct Types {
+  DataType x, w, y;
+};
+Types typesOf(LinearPrecision precision) {
+  switch (precision) {
+  case LinearPrecision::Int8:
+    return {DataType::s8, DataType::s8, DataType::s32};
+  case LinearPrecision::BF16:
+    return {DataType::bf16, DataType::bf16, DataType::f32};
+  case LinearPrecision::F32:
+    break;
+  }
+  return {DataType::f32, DataType::f32, DataType::f32};
+}
+
+/// The largest |v[i]|, or -1 when a value is NaN or infinite (it cannot be
+/// scaled; the caller computes in f32 and the value propagates as there).
+float peakBase(const float *v, int64_t n) {
+  float peak = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    float a = std::fabs(v[i]);
+    if (!(a <= std::numeric_limits<float>::max()))
+      return -1;
+    peak = std::max(peak, a);
+  }
+  return peak;
+}
+
+void codesBase(const float *v, int64_t n, float inverse, int8_t *out) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = static_cast<int8_t>(std::nearbyint(v[i] * inverse));
+}
+
+void dequantizeBase(const int32_t *acc, int64_t n, float rowScale,
+                    const float *channelScales, float *out) {
+  for (int64_t j = 0; j < n; ++j)
+    out[j] = float(acc[j]) * (rowScale * channelScales[j]);
+}
+
+#if LOOM_HAVE_AVX2_PATH
+// The same three loops eight lanes at a time. _mm256_cvtps_epi32 rounds to
+// nearest even, as nearbyint does in the default rounding mode.
+LOOM_TARGET_AVX2 float peakAvx2(const float *v, int64_t n) {
+  const __m256 absMask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256 largest = _mm256_set1_ps(std::numeric_limits<float>::max());
+  __m256 peak = _mm256_setzero_ps();
+  __m256 bad = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 a = _mm256_and_ps(_mm256_loadu_ps(v + i), absMask);
+    // Not (a <= max): NaN or infinity.
+    bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, largest, _CMP_NLE_UQ));
+    peak = _mm256_max_ps(peak, a);
+  }
+  if (_mm256_movemask_ps(bad))
+    return -1;
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, peak);
+  float tail = peakBase(v + i, n - i);
+  if (tail < 0)
+    return -1;
+  for (float lane : lanes)
+    tail = std::max(tail, lane);
+  return tail;
+}
+
+LOOM_TARGET_AVX2 void codesAvx2(const float *v, int64_t n, float inverse,
+                                int8_t *out) {
+  const __m256 scale = _mm256_set1_ps(inverse);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256i q =
+        _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v + i), scale));
+    // |q| <= 127: the saturating packs keep the values.
+    __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
+    __m128i words = _mm_packs_epi32(lo, hi);
+    __m128i bytes = _mm_packs_epi16(words, words);
+    _mm_storel_epi64(reinterpret_cast<__m128i *>(out + i), bytes);
+  }
+  codesBase(v + i, n - i, inverse, out + i);
+}
+
+LOOM_TARGET_AVX2 void dequantizeAvx2(const int32_t *acc, int64_t n,
+                                     float rowScale, const float *channelScales,
+                                     float *out) {
+  const __m256 rs = _mm256_set1_ps(rowScale);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    __m256 a = _mm256_cvtepi32_ps(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(acc + j)));
+    __m256 s = _mm256_mul_ps(rs, _mm256_loadu_ps(channelScales + j));
+    _mm256_storeu_ps(out + j, _mm256_mul_ps(a, s));
+  }
+  dequantizeBase(acc + j, n - j, rowScale, channelScales, out + j);
+}
+#endif
+
+/// Symmetric quantization of `n` values to [-127, 127]; returns the scale
+/// (0 for a row of zeros, whose codes are all 0), or -1 when a value is NaN
+/// or infinite.
+float quantizeRow(const float *v, int64_t n, int8_t *out) {
+#if LOOM_HAVE_AVX2_PATH
+  bool avx2 = avx2Enabled();
+#else
+  bool avx2 = false;
+#endif
+  float peak = avx2 ? peakAvx2(v, n) : peakBase(v, n);
+  if (peak < 0)
+    return -1;
+  if (peak == 0) {
+    std::fill(out, out + n, int8_t(0));
+    return 0;
+  }
+  float inverse = 127.0f / peak;
+  if (avx2)
+    codesAvx2(v, n, inverse, out);
+  else
+    codesBase(v, n, inverse, out);
+  return peak / 127.0f;
+}
+
+void dequantizeRow(const int32_t *acc, int64_t n, float rowScale,
+                   const float *channelScales, float *out) {
+#if LOOM_HAVE_AVX2_PATH
+  if (avx2Enabled())
+    return dequantizeAvx2(acc, n, rowScale, channelScales, out);
+#endif
+  dequantizeBase(acc, n, rowScale, channelScales, out);
+}
+
 } // namespace
+
+const char *loom::cpu::precisionName(LinearPrecision precision) {
+  switch (precision) {
+  case LinearPrecision::Int8:
+    return "int8";
+  case LinearPrecision::BF16:
+    return "bf16";
+  case LinearPrecision::F32:
+    break;
+  }
+  return "fp32";
+}
 
 struct PackedWeights::Impl {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
-  std::map<std::tuple<const float *, int64_t, int64_t>, Weight> weights;
-  std::map<std::tuple<int64_t, int64_t, int64_t>, Product> products;
+  std::map<std::tuple<const float *, int64_t, int64_t, LinearPrecision>, Weight>
+      weights;
+  std::map<std::tuple<int64_t, int64_t, int64_t, LinearPrecision>, Product>
+      products;
+  // Per call at int8 and bf16: the rows converted, the s32 result.
+  std::vector<int8_t> rows8;
+  std::vector<float> rowScales;
+  std::vector<uint16_t> rows16;
+  std::vector<int32_t> acc;
 
-  Product &productFor(int64_t m, int64_t n, int64_t k) {
-    auto key = std::make_tuple(m, n, k);
+  Product &productFor(int64_t m, int64_t n, int64_t k,
+                      LinearPrecision precision) {
+    auto key = std::make_tuple(m, n, k, precision);
     if (auto it = products.find(key); it != products.end())
       return it->second;
     if (products.size() >= kMaxProducts)
       products.clear();
-    dnnl::memory::desc x({m, k}, DataType::f32, Tag::ab);
-    dnnl::memory::desc w({k, n}, DataType::f32, Tag::any);
-    dnnl::memory::desc y({m, n}, DataType::f32, Tag::ab);
+    Types t = typesOf(precision);
+    dnnl::memory::desc x({m, k}, t.x, Tag::ab);
+    dnnl::memory::desc w({k, n}, t.w, Tag::any);
+    dnnl::memory::desc y({m, n}, t.y, Tag::ab);
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(x, w, y), engine);
     return products[key] = Product{dnnl::matmul(pd), pd.weights_desc()};
   }
 
   /// Reorders row-major w [n, k], which is [k, n] in oneDNN's column-major
-  /// "ba", into `layout`.
+  /// "ba", into `layout`, quantized first at int8 (a reorder to bf16 rounds).
   void pack(Weight &weight, const float *w, int64_t n, int64_t k,
-            const dnnl::memory::desc &layout) {
-    dnnl::memory plain({{k, n}, DataType::f32, Tag::ba}, engine,
-                       const_cast<float *>(w));
+            LinearPrecision precision, const dnnl::memory::desc &layout) {
     dnnl::memory packed(layout, engine);
-    dnnl::reorder(plain, packed).execute(stream, plain, packed);
+    if (precision == LinearPrecision::Int8) {
+      std::vector<int8_t> codes(n * k);
+      weight.scales.resize(n);
+      for (int64_t j = 0; j < n; ++j) {
+        float scale = quantizeRow(w + j * k, k, codes.data() + j * k);
+        if (scale < 0)
+          throw dnnl::error(dnnl_invalid_arguments, "a weight is not finite");
+        weight.scales[j] = scale;
+      }
+      dnnl::memory plain({{k, n}, DataType::s8, Tag::ba}, engine, codes.data());
+      dnnl::reorder(plain, packed).execute(stream, plain, packed);
+    } else {
+      dnnl::memory plain({{k, n}, DataType::f32, Tag::ba}, engine,
+                         const_cast<float *>(w));
+      dnnl::reorder(plain, packed).execute(stream, plain, packed);
+    }
     stream.wait();
     weight.layout = layout;
     weight.memory = std::move(packed);
     weight.packed = true;
+  }
+
+  /// y = x . w^T through `product` at `precision`; false when the rows
+  /// cannot be quantized (a NaN or infinity among them).
+  bool multiply(Product &product, Weight &weight, const float *x, int64_t m,
+                int64_t n, int64_t k, float *y, LinearPrecision precision) {
+    Types t = typesOf(precision);
+    void *src = const_cast<float *>(x);
+    if (precision == LinearPrecision::Int8) {
+      rows8.resize(m * k);
+      rowScales.resize(m);
+      for (int64_t i = 0; i < m; ++i) {
+        rowScales[i] = quantizeRow(x + i * k, k, rows8.data() + i * k);
+        if (rowScales[i] < 0)
+          return false;
+      }
+      src = rows8.data();
+      acc.resize(m * n);
+    } else if (precision == LinearPrecision::BF16) {
+      rows16.resize(m * k);
+      dnnl::memory from({{m, k}, DataType::f32, Tag::ab}, engine,
+                        const_cast<float *>(x));
+      dnnl::memory to({{m, k}, DataType::bf16, Tag::ab}, engine, rows16.data());
+      dnnl::reorder(from, to).execute(stream, from, to);
+      src = rows16.data();
+    }
+    void *dstData = precision == LinearPrecision::Int8
+                        ? static_cast<void *>(acc.data())
+                        : static_cast<void *>(y);
+    dnnl::memory srcMemory({{m, k}, t.x, Tag::ab}, engine, src);
+    dnnl::memory dstMemory({{m, n}, t.y, Tag::ab}, engine, dstData);
+    product.primitive.execute(stream, {{DNNL_ARG_SRC, srcMemory},
+                                       {DNNL_ARG_WEIGHTS, weight.memory},
+                                       {DNNL_ARG_DST, dstMemory}});
+    stream.wait();
+    if (precision == LinearPrecision::Int8)
+      for (int64_t i = 0; i < m; ++i)
+        dequantizeRow(acc.data() + i * n, n, rowScales[i], weight.scales.data(),
+                      y + i * n);
+    return true;
   }
 };
 
@@ -77,10 +290,11 @@ PackedWeights::PackedWeights() : impl(std::make_unique<Impl>()) {}
 PackedWeights::~PackedWeights() = default;
 
 bool PackedWeights::linear(const float *x, const float *w, uint64_t version,
-                           int64_t m, int64_t n, int64_t k, float *y) {
+                           int64_t m, int64_t n, int64_t k, float *y,
+                           LinearPrecision precision) {
   if (version == 0 || m <= 0 || n <= 0 || k <= 0)
     return false;
-  Weight &weight = impl->weights[std::make_tuple(w, n, k)];
+  Weight &weight = impl->weights[std::make_tuple(w, n, k, precision)];
   if (weight.version == version && weight.refused)
     return false;
   if (weight.version != version) {
@@ -92,19 +306,13 @@ bool PackedWeights::linear(const float *x, const float *w, uint64_t version,
   }
   try {
     applyOneDnnThreads();
-    Product &product = impl->productFor(m, n, k);
+    Product &product = impl->productFor(m, n, k, precision);
     if (!weight.packed || weight.layout != product.weights)
-      impl->pack(weight, w, n, k, product.weights);
-    dnnl::memory src({{m, k}, DataType::f32, Tag::ab}, impl->engine,
-                     const_cast<float *>(x));
-    dnnl::memory dst({{m, n}, DataType::f32, Tag::ab}, impl->engine, y);
-    product.primitive.execute(impl->stream, {{DNNL_ARG_SRC, src},
-                                             {DNNL_ARG_WEIGHTS, weight.memory},
-                                             {DNNL_ARG_DST, dst}});
-    impl->stream.wait();
-    return true;
+      impl->pack(weight, w, n, k, precision, product.weights);
+    return impl->multiply(product, weight, x, m, n, k, y, precision);
   } catch (const dnnl::error &) {
-    // No primitive for this shape here: sgemm computes the same.
+    // No primitive for this shape here, or a weight that cannot be
+    // quantized: sgemm computes it in f32.
     weight = Weight();
     weight.version = version;
     weight.refused = true;

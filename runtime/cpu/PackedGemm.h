@@ -14,9 +14,18 @@
 // while decoding packs at its second step and reuses the copy until the
 // parameters change. A weight whose version changed drops its packed copy.
 //
+// At a lower precision the packed copy is what the product reads:
+//   int8  weights quantized once per output channel (symmetric, scale
+//         max|w| / 127), each call's rows quantized the same way per row, a
+//         s8 x s8 -> s32 matmul (VNNI), and y = acc * row scale * channel
+//         scale;
+//   bf16  weights and rows rounded to bfloat16, accumulated in f32.
+// Only numbered (constant) weights are ever quantized: training, and any
+// call without a number, stays in f32.
+//
 // Whatever oneDNN refuses (a shape or CPU without a primitive) makes
 // linear() return false, and the caller runs sgemm instead: the result is
-// the same either way, only slower.
+// the same either way at f32, only slower.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +36,12 @@
 #include <memory>
 
 namespace loom::cpu {
+
+/// What a packed linear layer multiplies in.
+enum class LinearPrecision { F32, Int8, BF16 };
+
+/// "fp32", "int8", "bf16".
+const char *precisionName(LinearPrecision precision);
 
 class PackedWeights {
 public:
@@ -39,7 +54,8 @@ public:
   /// (of content `version`, nonzero) has been packed or is packed now.
   /// Returns false, leaving `y` untouched, when the caller must compute it.
   bool linear(const float *x, const float *w, uint64_t version, int64_t m,
-              int64_t n, int64_t k, float *y);
+              int64_t n, int64_t k, float *y,
+              LinearPrecision precision = LinearPrecision::F32);
 
   /// Bytes held in packed copies.
   int64_t packedBytes() const;

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -87,6 +88,101 @@ TEST(PackedWeights, ANewVersionDropsThePackedCopy) {
   EXPECT_EQ(packed.packedBytes(), 0);
   ASSERT_TRUE(packed.linear(x.data(), w.data(), 2, m, n, k, y.data()));
   EXPECT_LT(worstError(x, w, y, m, n, k), 1e-4);
+}
+
+/// Symmetric per-row int8 codes and scale, as the packed path defines them.
+std::vector<int> codesOf(const float *v, int64_t n, double &scale) {
+  float peak = 0;
+  for (int64_t i = 0; i < n; ++i)
+    peak = std::max(peak, std::fabs(v[i]));
+  scale = peak / 127.0f;
+  std::vector<int> codes(n);
+  for (int64_t i = 0; i < n; ++i)
+    codes[i] = peak > 0 ? int(std::nearbyint(v[i] * (127.0f / peak))) : 0;
+  return codes;
+}
+
+// int8: per-channel weight codes, per-row activation codes, an exact
+// integer product, scaled back. The kernel must compute exactly that (up
+// to float rounding of the scaling), and stay near the f32 product.
+TEST(PackedWeights, Int8IsThePerRowPerChannelQuantizedProduct) {
+  const int64_t m = 9, n = 40, k = 96;
+  std::vector<float> w = randomVector(n * k, 11), x = randomVector(m * k, 12);
+  x[3 * k + 5] = 0; // zero rows and values quantize to 0
+  std::fill(x.begin() + 7 * k, x.begin() + 8 * k, 0.0f);
+  std::vector<float> y(m * n);
+  cpu::PackedWeights packed;
+  EXPECT_FALSE(packed.linear(x.data(), w.data(), 3, m, n, k, y.data(),
+                             cpu::LinearPrecision::Int8));
+  ASSERT_TRUE(packed.linear(x.data(), w.data(), 3, m, n, k, y.data(),
+                            cpu::LinearPrecision::Int8));
+  double worstQuantized = 0, worstExact = 0, largest = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    double sx;
+    std::vector<int> qx = codesOf(x.data() + i * k, k, sx);
+    for (int64_t j = 0; j < n; ++j) {
+      double sw;
+      std::vector<int> qw = codesOf(w.data() + j * k, k, sw);
+      int64_t dot = 0;
+      double exact = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        dot += int64_t(qx[p]) * qw[p];
+        exact += double(x[i * k + p]) * w[j * k + p];
+      }
+      double expected = double(dot) * sx * sw;
+      worstQuantized =
+          std::max(worstQuantized, std::fabs(expected - y[i * n + j]));
+      worstExact = std::max(worstExact, std::fabs(exact - y[i * n + j]));
+      largest = std::max(largest, std::fabs(exact));
+    }
+  }
+  EXPECT_LT(worstQuantized, 1e-5 * largest);
+  EXPECT_LT(worstExact, 0.02 * largest);
+  // The f32 path's own copy is another entry: both precisions coexist.
+  EXPECT_FALSE(packed.linear(x.data(), w.data(), 3, m, n, k, y.data()));
+}
+
+// Rows with a NaN or an infinity cannot be scaled: the caller computes them
+// in f32, so the value propagates as it would there.
+TEST(PackedWeights, Int8LeavesNonFiniteRowsToTheCaller) {
+  const int64_t m = 2, n = 8, k = 16;
+  std::vector<float> w = randomVector(n * k, 13), x = randomVector(m * k, 14);
+  std::vector<float> y(m * n, -7.0f);
+  cpu::PackedWeights packed;
+  EXPECT_FALSE(packed.linear(x.data(), w.data(), 4, m, n, k, y.data(),
+                             cpu::LinearPrecision::Int8));
+  x[k + 3] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_FALSE(packed.linear(x.data(), w.data(), 4, m, n, k, y.data(),
+                             cpu::LinearPrecision::Int8));
+  x[k + 3] = std::numeric_limits<float>::infinity();
+  EXPECT_FALSE(packed.linear(x.data(), w.data(), 4, m, n, k, y.data(),
+                             cpu::LinearPrecision::Int8));
+  x[k + 3] = 0.5f;
+  EXPECT_TRUE(packed.linear(x.data(), w.data(), 4, m, n, k, y.data(),
+                            cpu::LinearPrecision::Int8));
+}
+
+TEST(PackedWeights, BF16StaysWithinItsRounding) {
+  const int64_t m = 5, n = 24, k = 64;
+  std::vector<float> w = randomVector(n * k, 15), x = randomVector(m * k, 16);
+  std::vector<float> y(m * n);
+  cpu::PackedWeights packed;
+  EXPECT_FALSE(packed.linear(x.data(), w.data(), 6, m, n, k, y.data(),
+                             cpu::LinearPrecision::BF16));
+  ASSERT_TRUE(packed.linear(x.data(), w.data(), 6, m, n, k, y.data(),
+                            cpu::LinearPrecision::BF16));
+  // Each operand off by at most 2^-9 of itself: the error is at most
+  // about 2^-8 of sum |x| |w|.
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double exact = 0, magnitude = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        exact += double(x[i * k + p]) * w[j * k + p];
+        magnitude += std::fabs(double(x[i * k + p]) * w[j * k + p]);
+      }
+      EXPECT_LE(std::fabs(exact - y[i * n + j]), magnitude / 256 + 1e-6);
+    }
+  EXPECT_GT(worstError(x, w, y, m, n, k), 0.0) << "not rounded to bf16";
 }
 
 } // namespace

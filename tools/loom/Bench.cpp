@@ -46,6 +46,7 @@ struct BenchOptions {
   ModelOptions model;
   int64_t batch = 32, srcLen = 30, tgtLen = 30;
   int64_t beam = 1;
+  std::string precision = "fp32";
   int steps = 10, warmup = 2, threads = 0;
   std::string device = "cpu";
   bool profile = false;
@@ -188,10 +189,13 @@ llvm::Error bench(const BenchOptions &o) {
   auto device = openCommandDevice(o.device, o.threads);
   if (!device)
     return device.takeError();
+  if (o.precision != "fp32" && o.mode != "decode")
+    return error("--precision is for 'decode'");
+  CodeTarget target = codeTargetOf(**device);
+  target.precision = o.precision;
   auto compileStart = std::chrono::steady_clock::now();
-  auto exe =
-      compileExecutable(*config, pipelineFor(*config, rows * len, len, rows),
-                        codeTargetOf(**device));
+  auto exe = compileExecutable(
+      *config, pipelineFor(*config, rows * len, len, rows), target);
   if (!exe)
     return exe.takeError();
   double compileSeconds = std::chrono::duration<double>(
@@ -238,6 +242,7 @@ llvm::Error bench(const BenchOptions &o) {
   line["src_len"] = o.srcLen;
   line["tgt_len"] = o.tgtLen;
   line["beam"] = o.beam;
+  line["precision"] = o.precision;
   line["device"] = (*model)->device().description();
   line["threads"] = cpuThreads(**model);
   line["blas"] = cpu::blasName();
@@ -286,6 +291,11 @@ void addBenchCommand(CLI::App &app, int &exitCode) {
       ->capture_default_str();
   cmd->add_option("--beam", o->beam,
                   "decode: hypotheses per sentence (1: greedy)")
+      ->capture_default_str();
+  cmd->add_option("--precision", o->precision,
+                  "decode on the CPU: what linear layers multiply in (int8: "
+                  "weights per channel, rows per row; bf16)")
+      ->check(CLI::IsMember({"fp32", "int8", "bf16"}))
       ->capture_default_str();
   cmd->add_option("--steps", o->steps, "Timed steps")->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "Untimed steps first")

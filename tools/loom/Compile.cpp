@@ -48,6 +48,7 @@ struct CompileOptions {
   std::string target = "ir";
   std::string cpu = "native";
   std::string cudaArch = "sm_90";
+  std::string precision = "fp32";
   std::string output = "-";
   int64_t warmup = 4000;
   std::string dumpDir;
@@ -179,6 +180,7 @@ llvm::Error compile(const CompileOptions &options) {
       target.cudaArch = options.cudaArch;
     else
       target.cpu = options.cpu;
+    target.precision = options.precision;
     auto exe = writeExecutable(
         *module, *config, {options.maxTokens, options.maxLen, options.maxBatch},
         target);
@@ -207,6 +209,9 @@ void addCompileCommand(CLI::App &app, int &exitCode) {
                   "ir: the compiled module as MLIR text; cpu: an executable "
                   "for the CPU --cpu names; cuda: an executable for the GPU "
                   "--cuda-arch names")
+      ->capture_default_str();
+  cmd->add_option("--precision", options->precision, kPrecisionHelp)
+      ->check(CLI::IsMember(kPrecisions))
       ->capture_default_str();
   cmd->add_option("--cpu", options->cpu,
                   "With --target cpu: the CPU to generate code for. native: "

@@ -114,6 +114,9 @@ writeExecutable(mlir::ModuleOp planned, const TransformerConfig &config,
   std::string configText;
   google::protobuf::TextFormat::PrintToString(config, &configText);
   mlir::FailureOr<runtime::Executable> exe;
+  if (target.cuda() && target.precision != "fp32")
+    return error("--precision " + target.precision +
+                 " is for the CPU; CUDA decoding runs in fp32");
   if (target.cuda()) {
     CudaExecutableOptions options;
     options.bounds = bounds;
@@ -127,6 +130,7 @@ writeExecutable(mlir::ModuleOp planned, const TransformerConfig &config,
     options.bounds = bounds;
     options.configText = configText;
     options.cpu = target.cpu;
+    options.linearPrecision = target.precision;
     exe = writeCpuExecutable(planned, options);
     if (mlir::failed(exe))
       return error("CPU code generation failed");

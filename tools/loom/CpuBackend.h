@@ -57,10 +57,20 @@ openCommandDevice(const std::string &kind, int threads);
 struct CodeTarget {
   std::string cpu = "native";
   std::string cudaArch; // "sm_90"
+  /// What decoding's linear layers multiply in on the CPU: "fp32", "int8",
+  /// "bf16" (CpuTarget.linear_precision).
+  std::string precision = "fp32";
   bool cuda() const { return !cudaArch.empty(); }
   /// "native", "x86-64-v3", "sm_90".
   std::string name() const { return cuda() ? cudaArch : cpu; }
 };
+
+/// The help text and the choices of every command's --precision.
+inline constexpr const char *kPrecisionHelp =
+    "What decoding's linear layers multiply in on the CPU: fp32, int8 "
+    "(weights quantized per output channel when loaded, rows per row at "
+    "run time) or bf16 (a CPU with AVX512-BF16)";
+inline const std::vector<std::string> kPrecisions = {"fp32", "int8", "bf16"};
 
 /// The target whose code runs natively on `device`: this CPU, or the GPU's
 /// architecture (the newest the compiler knows, whose PTX the driver

@@ -45,6 +45,7 @@ struct ExportOptions {
   std::string out;
   std::string weights;
   std::string cpu = "native";
+  std::string precision = "fp32";
   std::string device = "cpu";
   std::string cudaArch = "sm_90";
 };
@@ -113,6 +114,7 @@ llvm::Error exportModel(const ExportOptions &o) {
       return error("--cuda-arch applies to --device cuda only");
     target.cpu = o.cpu;
   }
+  target.precision = o.precision;
   std::error_code ec;
   if (llvm::Error err = checkOutputDir(o.out, "--out"))
     return err;
@@ -229,6 +231,9 @@ void addExportCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("--weights", o->weights,
                   "Parameters to ship instead of the directory's "
                   "model.safetensors");
+  cmd->add_option("--precision", o->precision, kPrecisionHelp)
+      ->check(CLI::IsMember(kPrecisions))
+      ->capture_default_str();
   cmd->add_option("--cpu", o->cpu,
                   "The CPUs it must run on: native (this one) or "
                   "x86-64-v2, x86-64-v3, x86-64-v4")

@@ -24,6 +24,8 @@ compileTranslateExecutable(const TransformerConfig &config,
 }
 
 std::string translateExecutableName(const CodeTarget &target) {
+  if (!target.cuda() && target.precision != "fp32")
+    return "translate." + target.precision + ".loomx";
   if (!target.cuda())
     return kTranslateExecutable;
   return "translate." + target.cudaArch + ".loomx";
@@ -61,6 +63,10 @@ std::string staleReason(const runtime::Executable &exe,
              ", not " + target.cpu;
     if (Status status = cpu::checkCpuTarget(exe.cpu_target()); !status.ok())
       return status.message();
+    std::string precision = exe.cpu_target().linear_precision();
+    if ((precision.empty() ? "fp32" : precision) != target.precision)
+      return "it multiplies in " + (precision.empty() ? "fp32" : precision) +
+             ", not " + target.precision;
   }
   for (const char *entry : {"encode", "decode_step"}) {
     bool found = false;

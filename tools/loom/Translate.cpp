@@ -28,6 +28,7 @@ struct TranslateOptions {
   std::string input; // empty: stdin
   TranslatorOptions opening;
   TranslationOptions translation;
+  std::string precision = "fp32";
 };
 
 llvm::Error translate(const TranslateOptions &o) {
@@ -48,6 +49,7 @@ llvm::Error translate(const TranslateOptions &o) {
     device = std::move(*opened);
     target = codeTargetOf(*device);
   }
+  target.precision = o.precision;
   auto config = loadConfig(o.model + "/" + kModelConfig);
   if (!config)
     return config.takeError();
@@ -88,6 +90,12 @@ void addTranslateCommand(CLI::App &app, int &exitCode) {
                    "and its compiled translate.loomx (built when stale)");
   cmd->add_option("--model", o->model, "The model directory")->required();
   addTranslateFlags(cmd, o->input, o->opening, o->translation);
+  cmd->add_option("--precision", o->precision,
+                  std::string(kPrecisionHelp) +
+                      "; the decoder compiled for it is kept as "
+                      "translate.<precision>.loomx")
+      ->check(CLI::IsMember(kPrecisions))
+      ->capture_default_str();
   cmd->callback([o, &exitCode] {
     if (llvm::Error err = translate(*o))
       exitCode = fail("translate", std::move(err));
