@@ -13,8 +13,8 @@
 # CTranslate2 runs when its Python module imports (../shared/peers/build_ct2.sh
 # builds it; PYTHONPATH and LD_LIBRARY_PATH as that script says); it runs with
 # its default ISA and with CT2_FORCE_CPU_ISA=AVX512, and the faster counts.
-# Precisions: Loom's fp32 against CTranslate2's float32 and int8 (Loom's own
-# int8 and bf16 join as they are built: LOOM_PRECISIONS="fp32 int8").
+# Precisions: Loom's fp32, int8 and bf16 (bf16 where the CPU has AVX512-BF16;
+# LOOM_PRECISIONS overrides) against CTranslate2's float32 and int8.
 #
 # Every result is one JSON line on stdout; the table at the end is on stderr.
 set -euo pipefail
@@ -24,7 +24,11 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 LOOM=${LOOM:-$ROOT/build/bin/loom}
 CONFIG=$ROOT/bench/configs/base-8k.txtpb
 PY=${PYTHON:-/usr/bin/python3}
-LOOM_PRECISIONS=${LOOM_PRECISIONS:-fp32}
+if grep -q ' avx512_bf16' /proc/cpuinfo 2>/dev/null; then
+  LOOM_PRECISIONS=${LOOM_PRECISIONS:-fp32 int8 bf16}
+else
+  LOOM_PRECISIONS=${LOOM_PRECISIONS:-fp32 int8}
+fi
 OUT=$(mktemp)
 trap 'rm -f "$OUT"' EXIT
 
@@ -40,7 +44,7 @@ cell() {
   for precision in $LOOM_PRECISIONS; do
     "$LOOM" bench decode --config "$CONFIG" --batch "$batch" --src-len 30 \
       --tgt-len 30 --beam "$beam" --threads "$THREADS" --steps "$steps" \
-      --warmup "$warmup" |
+      --warmup "$warmup" --precision "$precision" |
       "$PY" -c 'import json,sys; d=json.loads(sys.stdin.read()); d["cell"]=sys.argv[1]; d["precision"]=sys.argv[2]; print(json.dumps(d, sort_keys=True))' \
         "$name" "$precision" | tee -a "$OUT"
   done
