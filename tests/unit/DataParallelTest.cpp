@@ -86,15 +86,6 @@ HostTensor rows(const HostTensor &ids, int64_t begin, int64_t end) {
   return out;
 }
 
-double relativeError(const HostTensor &a, const HostTensor &b) {
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < a.data.size(); ++i) {
-    diff += (a.data[i] - b.data[i]) * (a.data[i] - b.data[i]);
-    norm += b.data[i] * b.data[i];
-  }
-  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
-}
-
 void expectSame(const NamedTensors &actual, const NamedTensors &expected,
                 const std::string &what, double tolerance) {
   ASSERT_EQ(actual.size(), expected.size()) << what;
@@ -102,7 +93,7 @@ void expectSame(const NamedTensors &actual, const NamedTensors &expected,
     auto it = actual.find(name);
     ASSERT_NE(it, actual.end()) << what << " lost " << name;
     ASSERT_EQ(it->second.shape, value.shape) << what << " " << name;
-    EXPECT_LT(relativeError(it->second, value), tolerance)
+    EXPECT_LT(test::relativeError(it->second, value), tolerance)
         << what << " " << name;
   }
 }

@@ -26,15 +26,6 @@ using namespace loom;
 
 namespace {
 
-double relativeError(const HostTensor &a, const HostTensor &b) {
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < a.data.size(); ++i) {
-    diff += (a.data[i] - b.data[i]) * (a.data[i] - b.data[i]);
-    norm += b.data[i] * b.data[i];
-  }
-  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
-}
-
 HostTensor randomFloats(std::mt19937_64 &rng, std::vector<int64_t> shape) {
   HostTensor t(std::move(shape), DType::F32);
   std::normal_distribution<double> normal(0.0, 1.0);
@@ -56,7 +47,7 @@ void expectSameResults(const InterpretedModel &plain,
     auto it = actual->find(name);
     ASSERT_NE(it, actual->end()) << "@" << fn.str() << " lost " << name;
     ASSERT_EQ(it->second.shape, value.shape) << "@" << fn.str() << " " << name;
-    EXPECT_LT(relativeError(it->second, value), 1e-5)
+    EXPECT_LT(test::relativeError(it->second, value), 1e-5)
         << "@" << fn.str() << " result " << name;
   }
 }

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -43,6 +44,16 @@ HostTensor randomIds(std::mt19937_64 &rng, int64_t vocab,
     for (int64_t j = 0; j < lengths[b]; ++j)
       t.data[b * width + j] = (withBos && j == 0) ? 2 : double(id(rng));
   return t;
+}
+
+double relativeError(const HostTensor &actual, const HostTensor &expected) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < actual.data.size(); ++i) {
+    diff += (actual.data[i] - expected.data[i]) *
+            (actual.data[i] - expected.data[i]);
+    norm += expected.data[i] * expected.data[i];
+  }
+  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
 }
 
 } // namespace loom::test

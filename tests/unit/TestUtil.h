@@ -34,6 +34,10 @@ HostTensor randomIds(std::mt19937_64 &rng, int64_t vocab,
                      const std::vector<int64_t> &lengths, int64_t width,
                      bool withBos);
 
+/// sqrt(sum (a - b)^2) / sqrt(sum b^2): how far `actual` is from
+/// `expected`, relative to its size.
+double relativeError(const HostTensor &actual, const HostTensor &expected);
+
 } // namespace loom::test
 
 #endif // LOOM_TESTS_UNIT_TESTUTIL_H
