@@ -292,10 +292,8 @@ void addBenchCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("--beam", o->beam,
                   "decode: hypotheses per sentence (1: greedy)")
       ->capture_default_str();
-  cmd->add_option("--precision", o->precision,
-                  "decode on the CPU: what linear layers multiply in (int8: "
-                  "weights per channel, rows per row; bf16)")
-      ->check(CLI::IsMember({"fp32", "int8", "bf16"}))
+  cmd->add_option("--precision", o->precision, kPrecisionHelp)
+      ->check(CLI::IsMember(kPrecisions))
       ->capture_default_str();
   cmd->add_option("--steps", o->steps, "Timed steps")->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "Untimed steps first")
