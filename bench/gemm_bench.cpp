@@ -95,6 +95,18 @@ void setCounters(benchmark::State &state, const Shape &s) {
   }
 }
 
+/// The timed loop of every library: `call` once per iteration (after the
+/// untimed calls each makes first), then the counters.
+template <typename Call>
+void timeCalls(benchmark::State &state, const Shape &s, Operands &o,
+               Call call) {
+  for (auto _ : state) {
+    call();
+    benchmark::DoNotOptimize(o.c.data());
+  }
+  setCounters(state, s);
+}
+
 void openblas(benchmark::State &state, Shape s) {
   Operands o(s);
   int64_t lda = s.transA == 'N' ? s.k : s.m;
@@ -105,11 +117,7 @@ void openblas(benchmark::State &state, Shape s) {
                 1.0f, o.a.data(), lda, o.b.data(), ldb, 0.0f, o.c.data(), s.n);
   };
   call(); // Untimed: starts the thread pool and touches C.
-  for (auto _ : state) {
-    call();
-    benchmark::DoNotOptimize(o.c.data());
-  }
-  setCounters(state, s);
+  timeCalls(state, s, o, call);
 }
 
 void onednn(benchmark::State &state, Shape s) {
@@ -125,11 +133,7 @@ void onednn(benchmark::State &state, Shape s) {
     state.SkipWithError("dnnl_sgemm failed");
     return;
   }
-  for (auto _ : state) {
-    call();
-    benchmark::DoNotOptimize(o.c.data());
-  }
-  setCounters(state, s);
+  timeCalls(state, s, o, call);
 }
 
 void packed(benchmark::State &state, Shape s) {
@@ -145,11 +149,7 @@ void packed(benchmark::State &state, Shape s) {
     state.SkipWithError("no oneDNN matmul for this shape");
     return;
   }
-  for (auto _ : state) {
-    call();
-    benchmark::DoNotOptimize(o.c.data());
-  }
-  setCounters(state, s);
+  timeCalls(state, s, o, call);
 }
 
 /// The Transformer whose GEMMs model mode times.
