@@ -178,18 +178,6 @@ void dequantizeRow(const int32_t *acc, int64_t n, float rowScale,
 
 } // namespace
 
-const char *loom::cpu::precisionName(LinearPrecision precision) {
-  switch (precision) {
-  case LinearPrecision::Int8:
-    return "int8";
-  case LinearPrecision::BF16:
-    return "bf16";
-  case LinearPrecision::F32:
-    break;
-  }
-  return "fp32";
-}
-
 struct PackedWeights::Impl {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};

@@ -40,9 +40,6 @@ namespace loom::cpu {
 /// What a packed linear layer multiplies in.
 enum class LinearPrecision { F32, Int8, BF16 };
 
-/// "fp32", "int8", "bf16".
-const char *precisionName(LinearPrecision precision);
-
 class PackedWeights {
 public:
   PackedWeights();
