@@ -210,9 +210,10 @@ struct PackedWeights::Impl {
   /// "ba", into `layout`, quantized first at int8 (a reorder to bf16 rounds).
   void pack(Weight &weight, const float *w, int64_t n, int64_t k,
             LinearPrecision precision, const dnnl::memory::desc &layout) {
-    dnnl::memory packed(layout, engine);
+    std::vector<int8_t> codes;
+    dnnl::memory plain;
     if (precision == LinearPrecision::Int8) {
-      std::vector<int8_t> codes(n * k);
+      codes.resize(n * k);
       weight.scales.resize(n);
       for (int64_t j = 0; j < n; ++j) {
         float scale = quantizeRow(w + j * k, k, codes.data() + j * k);
@@ -220,13 +221,14 @@ struct PackedWeights::Impl {
           throw dnnl::error(dnnl_invalid_arguments, "a weight is not finite");
         weight.scales[j] = scale;
       }
-      dnnl::memory plain({{k, n}, DataType::s8, Tag::ba}, engine, codes.data());
-      dnnl::reorder(plain, packed).execute(stream, plain, packed);
+      plain =
+          dnnl::memory({{k, n}, DataType::s8, Tag::ba}, engine, codes.data());
     } else {
-      dnnl::memory plain({{k, n}, DataType::f32, Tag::ba}, engine,
-                         const_cast<float *>(w));
-      dnnl::reorder(plain, packed).execute(stream, plain, packed);
+      plain = dnnl::memory({{k, n}, DataType::f32, Tag::ba}, engine,
+                           const_cast<float *>(w));
     }
+    dnnl::memory packed(layout, engine);
+    dnnl::reorder(plain, packed).execute(stream, plain, packed);
     stream.wait();
     weight.layout = layout;
     weight.memory = std::move(packed);
