@@ -13,9 +13,6 @@
 
 namespace loom::runtime {
 
-/// From this size on, memory is mapped rather than allocated: the kernel
-/// hands out zeroed pages lazily, so untouched memory costs nothing.
-constexpr size_t kMappedBytes = 1 << 20;
 constexpr size_t kAlignment = 64;
 
 int64_t numelOf(const std::vector<int64_t> &shape) {
@@ -43,7 +40,7 @@ ErrorOr<void *> allocateHostMemory(size_t bytes) {
                                " bytes",
                            ErrorCode::OutOfMemory);
   size_t rounded = roundedBytes(bytes);
-  if (rounded >= kMappedBytes) {
+  if (rounded >= kMappedHostBytes) {
     void *p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
@@ -65,7 +62,7 @@ void freeHostMemory(void *memory, size_t bytes) {
   if (!memory)
     return;
   size_t rounded = roundedBytes(bytes);
-  if (rounded >= kMappedBytes)
+  if (rounded >= kMappedHostBytes)
     munmap(memory, rounded);
   else
     std::free(memory);

@@ -51,6 +51,10 @@ struct TensorRef {
 /// domain is one row of one column.
 std::pair<int64_t, int64_t> kernelDomain(const std::vector<TensorRef> &args);
 
+/// From this size on, host memory is mapped rather than allocated: the
+/// kernel hands out zeroed pages lazily, so untouched memory costs nothing.
+constexpr size_t kMappedHostBytes = size_t(1) << 20;
+
 /// Zeroed, 64-byte aligned host memory of at least `bytes` (one byte when 0);
 /// freed by freeHostMemory with the same size.
 ErrorOr<void *> allocateHostMemory(size_t bytes);

@@ -3,10 +3,8 @@
 #include "runtime/cpu/MappedBlocks.h"
 #include "runtime/Tensor.h"
 
-#include <cerrno>
 #include <cstring>
 #include <iterator>
-#include <sys/mman.h>
 #include <vector>
 
 using namespace loom;
@@ -14,13 +12,17 @@ using namespace loom::cpu;
 
 namespace {
 
-/// Below this, the host allocator's own free lists serve better.
-constexpr size_t kMappedBytes = size_t(1) << 20;
+/// Whether a request goes through the size classes: below kMappedHostBytes
+/// the host allocator's own free lists serve, and beyond 2^62 no class is
+/// computed without overflow.
+bool classed(size_t bytes) {
+  return bytes >= runtime::kMappedHostBytes && bytes <= (size_t(1) << 62);
+}
 
 } // namespace
 
 size_t MappedBlocks::classBytes(size_t bytes) {
-  size_t power = kMappedBytes;
+  size_t power = runtime::kMappedHostBytes;
   while (power <= bytes / 2)
     power *= 2;
   // [power, 2 * power) in four steps of power / 4 (a multiple of the page).
@@ -31,7 +33,7 @@ size_t MappedBlocks::classBytes(size_t bytes) {
 MappedBlocks::~MappedBlocks() { trimLocked(); }
 
 ErrorOr<void *> MappedBlocks::allocate(size_t bytes) {
-  if (bytes < kMappedBytes || bytes > (size_t(1) << 62))
+  if (!classed(bytes))
     return runtime::allocateHostMemory(bytes);
   size_t size = classBytes(bytes);
   {
@@ -41,51 +43,45 @@ ErrorOr<void *> MappedBlocks::allocate(size_t bytes) {
         continue;
       void *block = it->second;
       free.erase(std::next(it).base());
-      kept -= size;
+      keptSize -= size;
       std::memset(block, 0, bytes);
       return block;
     }
   }
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p != MAP_FAILED)
-      return p;
-    if (attempt == 0)
-      trim(); // what is kept must not make this fail
-    else
-      return Status::failure("cannot map " + std::to_string(size) +
-                                 " bytes: " + std::strerror(errno),
-                             ErrorCode::OutOfMemory);
+  // A fresh mapping of the whole class; what is kept must not make it fail.
+  ErrorOr<void *> fresh = runtime::allocateHostMemory(size);
+  if (!fresh) {
+    trim();
+    fresh = runtime::allocateHostMemory(size);
   }
-  return Status::failure("unreachable", ErrorCode::OutOfMemory);
+  return fresh;
 }
 
 void MappedBlocks::release(void *memory, size_t bytes) {
   if (!memory)
     return;
-  if (bytes < kMappedBytes || bytes > (size_t(1) << 62)) {
+  if (!classed(bytes)) {
     runtime::freeHostMemory(memory, bytes);
     return;
   }
   size_t size = classBytes(bytes);
   if (size > limit) {
-    munmap(memory, size);
+    runtime::freeHostMemory(memory, size);
     return;
   }
   std::vector<std::pair<size_t, void *>> evicted;
   {
     std::lock_guard<std::mutex> lock(mutex);
     free.emplace_back(size, memory);
-    kept += size;
-    while (kept > limit) {
+    keptSize += size;
+    while (keptSize > limit) {
       evicted.push_back(free.front());
-      kept -= free.front().first;
+      keptSize -= free.front().first;
       free.pop_front();
     }
   }
-  for (auto &[bytes, block] : evicted)
-    munmap(block, bytes);
+  for (auto &[blockSize, block] : evicted)
+    runtime::freeHostMemory(block, blockSize);
 }
 
 void MappedBlocks::trim() {
@@ -95,12 +91,12 @@ void MappedBlocks::trim() {
 
 void MappedBlocks::trimLocked() {
   for (auto &[size, block] : free)
-    munmap(block, size);
+    runtime::freeHostMemory(block, size);
   free.clear();
-  kept = 0;
+  keptSize = 0;
 }
 
 size_t MappedBlocks::keptBytes() const {
   std::lock_guard<std::mutex> lock(mutex);
-  return kept;
+  return keptSize;
 }

@@ -57,7 +57,7 @@ private:
   const size_t limit;
   mutable std::mutex mutex;
   std::deque<std::pair<size_t, void *>> free; // class size, block; oldest first
-  size_t kept = 0;
+  size_t keptSize = 0;
 };
 
 } // namespace loom::cpu
