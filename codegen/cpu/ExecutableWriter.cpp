@@ -5,6 +5,7 @@
 #include "codegen/cpu/ObjectEmitter.h"
 #include "codegen/cpu/RegionCodegen.h"
 #include "ir/ArenaPlan.h"
+#include "runtime/cpu/PackedGemm.h"
 
 #include <map>
 
@@ -69,10 +70,10 @@ writeCpuExecutable(ModuleOp planned, const CpuExecutableOptions &options) {
   llvm::Expected<cpu::CodegenTarget> target = cpu::codegenTarget(options.cpu);
   if (!target)
     return planned.emitError(llvm::toString(target.takeError()));
-  if (options.linearPrecision != "fp32" && options.linearPrecision != "int8" &&
-      options.linearPrecision != "bf16")
-    return planned.emitError("unknown linear precision '")
-           << options.linearPrecision << "' (fp32, int8 or bf16)";
+  if (ErrorOr<cpu::LinearPrecision> precision =
+          cpu::parseLinearPrecision(options.linearPrecision);
+      !precision)
+    return planned.emitError(precision.error());
   CpuKernelTarget kernels(planned.getContext(), *target);
   FailureOr<runtime::Executable> exe =
       buildExecutable(planned, options, kernels);

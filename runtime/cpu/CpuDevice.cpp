@@ -50,23 +50,18 @@ struct CpuCode final : runtime::DeviceCode {
 /// it: bf16 only where the CPU has AVX512-BF16 (elsewhere oneDNN would
 /// emulate it, slower than f32).
 ErrorOr<LinearPrecision> linearPrecisionOf(const std::string &name) {
-  if (name.empty() || name == "fp32")
-    return LinearPrecision::F32;
-  if (name == "int8")
-    return LinearPrecision::Int8;
-  if (name == "bf16") {
-    std::vector<std::string> features = hostCpuFeatures();
-    if (std::find(features.begin(), features.end(), "avx512bf16") ==
-        features.end())
-      return Status::failure("the executable multiplies in bf16, which needs "
-                             "a CPU with AVX512-BF16; this one has none "
-                             "(compile it with --precision fp32 or int8)",
-                             ErrorCode::Unsupported);
-    return LinearPrecision::BF16;
-  }
-  return Status::failure("the executable names an unknown linear precision '" +
-                             name + "' (fp32, int8 or bf16)",
-                         ErrorCode::Corrupt);
+  ErrorOr<LinearPrecision> precision = parseLinearPrecision(name);
+  if (!precision)
+    return precision.status().withContext("the executable");
+  std::vector<std::string> features = hostCpuFeatures();
+  if (*precision == LinearPrecision::BF16 &&
+      std::find(features.begin(), features.end(), "avx512bf16") ==
+          features.end())
+    return Status::failure("the executable multiplies in bf16, which needs "
+                           "a CPU with AVX512-BF16; this one has none "
+                           "(compile it with --precision fp32 or int8)",
+                           ErrorCode::Unsupported);
+  return precision;
 }
 
 /// Opens `code` as a shared object without leaving a file behind, from a

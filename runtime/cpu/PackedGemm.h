@@ -32,13 +32,21 @@
 #ifndef LOOM_RUNTIME_CPU_PACKEDGEMM_H
 #define LOOM_RUNTIME_CPU_PACKEDGEMM_H
 
+#include "abi/Error.h"
+
 #include <cstdint>
 #include <memory>
+#include <string>
 
 namespace loom::cpu {
 
 /// What a packed linear layer multiplies in.
 enum class LinearPrecision { F32, Int8, BF16 };
+
+/// The precision CpuTarget.linear_precision names: "" or "fp32", "int8",
+/// "bf16"; anything else is Corrupt. (Whether this CPU runs it is the
+/// device's question.)
+ErrorOr<LinearPrecision> parseLinearPrecision(const std::string &name);
 
 class PackedWeights {
 public:

@@ -45,6 +45,18 @@ double worstError(const std::vector<float> &x, const std::vector<float> &w,
   return worst;
 }
 
+TEST(PackedWeights, ParsesTheNamesAnExecutableRecords) {
+  EXPECT_EQ(*cpu::parseLinearPrecision(""), cpu::LinearPrecision::F32);
+  EXPECT_EQ(*cpu::parseLinearPrecision("fp32"), cpu::LinearPrecision::F32);
+  EXPECT_EQ(*cpu::parseLinearPrecision("int8"), cpu::LinearPrecision::Int8);
+  EXPECT_EQ(*cpu::parseLinearPrecision("bf16"), cpu::LinearPrecision::BF16);
+  auto bad = cpu::parseLinearPrecision("int4");
+  ASSERT_FALSE(bool(bad));
+  EXPECT_EQ(bad.code(), ErrorCode::Corrupt);
+  EXPECT_EQ(bad.error(),
+            "unknown linear precision 'int4' (fp32, int8 or bf16)");
+}
+
 TEST(PackedWeights, PacksOnTheSecondCallWithTheSameVersion) {
   const int64_t n = 67, k = 131;
   std::vector<float> w = randomVector(n * k, 1);

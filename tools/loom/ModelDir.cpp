@@ -64,9 +64,10 @@ std::string staleReason(const runtime::Executable &exe,
     if (Status status = cpu::checkCpuTarget(exe.cpu_target()); !status.ok())
       return status.message();
     std::string precision = exe.cpu_target().linear_precision();
-    if ((precision.empty() ? "fp32" : precision) != target.precision)
-      return "it multiplies in " + (precision.empty() ? "fp32" : precision) +
-             ", not " + target.precision;
+    if (precision.empty())
+      precision = "fp32";
+    if (precision != target.precision)
+      return "it multiplies in " + precision + ", not " + target.precision;
   }
   for (const char *entry : {"encode", "decode_step"}) {
     bool found = false;
