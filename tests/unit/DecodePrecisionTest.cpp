@@ -146,11 +146,7 @@ TEST(DecodePrecision, Int8AndBf16AgreeWithFp32OnATrainedModel) {
     }
     auto lower = test::cpuSession(executableAt(precision), 1);
     ASSERT_TRUE(lower);
-    for (const std::string &name : fp32->parameterNames()) {
-      auto value = fp32->getState(name);
-      ASSERT_TRUE(bool(value)) << value.error();
-      ASSERT_TRUE(lower->setState(name, value->ref()).ok());
-    }
+    ASSERT_TRUE(test::copyState(*fp32, *lower));
     // Twice: the first run multiplies in f32 (the weights are packed, and
     // quantized, the second time they are seen).
     ASSERT_TRUE(bool(runtime::beamSearch(*lower, src.ref(), greedy)));

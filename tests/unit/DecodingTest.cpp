@@ -242,11 +242,7 @@ TEST_F(DecodingTest, DecodingAfterAParameterChangedUsesTheNewParameter) {
   // A session that had these parameters from the start.
   auto fresh = test::cpuSession(model->program().executable(), 1);
   ASSERT_TRUE(fresh);
-  for (const std::string &state : model->stateNames()) {
-    auto value = model->getState(state);
-    ASSERT_TRUE(bool(value)) << value.error();
-    ASSERT_TRUE(fresh->setState(state, value->ref()).ok());
-  }
+  ASSERT_TRUE(test::copyState(*model, *fresh));
   auto expected = runtime::greedyDecode(*fresh, src.ref(), greedy);
   ASSERT_TRUE(bool(expected)) << expected.error();
   EXPECT_EQ(*after, *expected);

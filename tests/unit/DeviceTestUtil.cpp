@@ -53,6 +53,18 @@ std::unique_ptr<runtime::Session> cpuSession(runtime::Executable exe,
   return std::move(*session);
 }
 
+::testing::AssertionResult copyState(const runtime::Session &from,
+                                     runtime::Session &to) {
+  for (const std::string &name : from.stateNames()) {
+    ErrorOr<runtime::Tensor> value = from.getState(name);
+    if (!value)
+      return ::testing::AssertionFailure() << name << ": " << value.error();
+    if (Status set = to.setState(name, value->ref()); !set.ok())
+      return ::testing::AssertionFailure() << name << ": " << set.message();
+  }
+  return ::testing::AssertionSuccess();
+}
+
 std::vector<std::string> deviceKindsUnderTest() {
   std::vector<std::string> kinds = runtime::deviceKinds();
   if (std::find(kinds.begin(), kinds.end(), "cuda") == kinds.end())

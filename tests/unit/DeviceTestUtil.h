@@ -32,6 +32,11 @@ runtime::Tensor idsOf(const std::vector<std::vector<int32_t>> &rows);
 std::unique_ptr<runtime::Session> cpuSession(runtime::Executable exe,
                                              int threads);
 
+/// Copies every state tensor (parameters and optimizer moments) of `from`
+/// into `to`, a session of the same model.
+::testing::AssertionResult copyState(const runtime::Session &from,
+                                     runtime::Session &to);
+
 /// The device kinds this runtime was built with, and "cuda" in any case: a
 /// build or machine without it shows the CUDA cases of the conformance
 /// suite as skipped rather than not at all.
