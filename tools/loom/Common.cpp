@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -230,6 +231,17 @@ llvm::Error checkBackend(const std::string &backend) {
   return error(formatv("unknown backend '{0}'; the backends are 'cpu' and "
                        "'interpreter'",
                        backend));
+}
+
+llvm::Expected<int64_t> bucketBytes(double mb) {
+  if (!(mb * (1 << 20) >= 4 && mb <= (1 << 20))) {
+    char given[32];
+    std::snprintf(given, sizeof given, "%g", mb);
+    return error(formatv("--bucket-mb must be between 4 bytes and 1 TiB "
+                         "(1048576), got {0}",
+                         given));
+  }
+  return int64_t(mb * (1 << 20));
 }
 
 } // namespace loom::cli

@@ -84,6 +84,10 @@ llvm::Error saveWeights(const std::string &path, const NamedTensors &tensors);
 /// Checks `--backend`: cpu or interpreter.
 llvm::Error checkBackend(const std::string &backend);
 
+/// The bytes of `--bucket-mb` MiB of gradients per all-reduce: at least a
+/// float, at most 1 TiB.
+llvm::Expected<int64_t> bucketBytes(double mb);
+
 } // namespace loom::cli
 
 #endif // LOOM_TOOLS_LOOM_COMMON_H

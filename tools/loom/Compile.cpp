@@ -111,11 +111,9 @@ llvm::Error compile(const CompileOptions &options) {
   if (options.warmup <= 0)
     return error("--warmup must be positive, got " +
                  llvm::Twine(options.warmup));
-  // At least a float, at most 1 TiB.
-  if (!(options.bucketMb * (1 << 20) >= 4 && options.bucketMb <= (1 << 20)))
-    return error("--bucket-mb must be between 4 bytes and 1 TiB (1048576), "
-                 "got " +
-                 llvm::Twine(std::to_string(options.bucketMb)));
+  llvm::Expected<int64_t> bucket = bucketBytes(options.bucketMb);
+  if (!bucket)
+    return bucket.takeError();
   auto config = options.model.load();
   if (!config)
     return config.takeError();
@@ -135,7 +133,7 @@ llvm::Error compile(const CompileOptions &options) {
   pipeline.maxBatch = options.maxBatch;
   pipeline.remarks = options.remarks;
   pipeline.training.dataParallel = options.dataParallel;
-  pipeline.training.bucketBytes = int64_t(options.bucketMb * (1 << 20));
+  pipeline.training.bucketBytes = *bucket;
 
   mlir::MLIRContext ctx;
   ctx.printOpOnDiagnostic(false);

@@ -202,10 +202,8 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
     return fail(error(llvm::formatv("--comm-timeout must be in (0, {0}] "
                                     "seconds, got {1}",
                                     kMaxCommTimeout, o.commTimeout)));
-  if (!(o.bucketMb * (1 << 20) >= 4 && o.bucketMb <= (1 << 20)))
-    return fail(error(llvm::formatv("--bucket-mb must be between 4 bytes and "
-                                    "1 TiB (1048576), got {0}",
-                                    o.bucketMb)));
+  if (llvm::Expected<int64_t> bucket = bucketBytes(o.bucketMb); !bucket)
+    return fail(bucket.takeError());
   // Under an MPI launcher (mpirun, srun) this process is one rank of a
   // data-parallel job.
   std::shared_ptr<runtime::Collectives> job;
@@ -383,7 +381,8 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
   pipeline.training.lrScale = o.lrScale;
   pipeline.training.clipNorm = o.clipNorm;
   pipeline.training.dataParallel = job != nullptr;
-  pipeline.training.bucketBytes = int64_t(o.bucketMb * (1 << 20));
+  // Checked when the options were read.
+  pipeline.training.bucketBytes = llvm::cantFail(bucketBytes(o.bucketMb));
   auto device = openCommandDevice(o.device, o.threads);
 #ifdef LOOM_NCCL
   if (device && job && o.device != "cpu") {
