@@ -292,9 +292,7 @@ void addBenchCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("--beam", o->beam,
                   "decode: hypotheses per sentence (1: greedy)")
       ->capture_default_str();
-  cmd->add_option("--precision", o->precision, kPrecisionHelp)
-      ->check(CLI::IsMember(kPrecisions))
-      ->capture_default_str();
+  addPrecisionOption(cmd, o->precision);
   cmd->add_option("--steps", o->steps, "Timed steps")->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "Untimed steps first")
       ->capture_default_str();

@@ -233,6 +233,17 @@ llvm::Error checkBackend(const std::string &backend) {
                        backend));
 }
 
+CLI::Option *addPrecisionOption(CLI::App *cmd, std::string &precision) {
+  return cmd
+      ->add_option("--precision", precision,
+                   "What decoding's linear layers multiply in on the CPU: "
+                   "fp32, int8 (weights quantized per output channel when "
+                   "loaded, rows per row at run time) or bf16 (a CPU with "
+                   "AVX512-BF16)")
+      ->check(CLI::IsMember({"fp32", "int8", "bf16"}))
+      ->capture_default_str();
+}
+
 llvm::Expected<int64_t> bucketBytes(double mb) {
   if (!(mb * (1 << 20) >= 4 && mb <= (1 << 20))) {
     char given[32];

@@ -84,6 +84,11 @@ llvm::Error saveWeights(const std::string &path, const NamedTensors &tensors);
 /// Checks `--backend`: cpu or interpreter.
 llvm::Error checkBackend(const std::string &backend);
 
+/// Adds `--precision` (fp32, int8 or bf16: what decoding's linear layers
+/// multiply in on the CPU) to `cmd`, as every command that compiles a
+/// decoder takes it.
+CLI::Option *addPrecisionOption(CLI::App *cmd, std::string &precision);
+
 /// The bytes of `--bucket-mb` MiB of gradients per all-reduce: at least a
 /// float, at most 1 TiB.
 llvm::Expected<int64_t> bucketBytes(double mb);

@@ -208,9 +208,7 @@ void addCompileCommand(CLI::App &app, int &exitCode) {
                   "for the CPU --cpu names; cuda: an executable for the GPU "
                   "--cuda-arch names")
       ->capture_default_str();
-  cmd->add_option("--precision", options->precision, kPrecisionHelp)
-      ->check(CLI::IsMember(kPrecisions))
-      ->capture_default_str();
+  addPrecisionOption(cmd, options->precision);
   cmd->add_option("--cpu", options->cpu,
                   "With --target cpu: the CPU to generate code for. native: "
                   "this machine (its code may not run on older CPUs); "

@@ -65,13 +65,6 @@ struct CodeTarget {
   std::string name() const { return cuda() ? cudaArch : cpu; }
 };
 
-/// The help text and the choices of every command's --precision.
-inline constexpr const char *kPrecisionHelp =
-    "What decoding's linear layers multiply in on the CPU: fp32, int8 "
-    "(weights quantized per output channel when loaded, rows per row at "
-    "run time) or bf16 (a CPU with AVX512-BF16)";
-inline const std::vector<std::string> kPrecisions = {"fp32", "int8", "bf16"};
-
 /// The target whose code runs natively on `device`: this CPU, or the GPU's
 /// architecture (the newest the compiler knows, whose PTX the driver
 /// compiles, for a GPU newer than all of them).

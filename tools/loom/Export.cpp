@@ -231,9 +231,7 @@ void addExportCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("--weights", o->weights,
                   "Parameters to ship instead of the directory's "
                   "model.safetensors");
-  cmd->add_option("--precision", o->precision, kPrecisionHelp)
-      ->check(CLI::IsMember(kPrecisions))
-      ->capture_default_str();
+  addPrecisionOption(cmd, o->precision);
   cmd->add_option("--cpu", o->cpu,
                   "The CPUs it must run on: native (this one) or "
                   "x86-64-v2, x86-64-v3, x86-64-v4")

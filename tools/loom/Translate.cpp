@@ -90,12 +90,10 @@ void addTranslateCommand(CLI::App &app, int &exitCode) {
                    "and its compiled translate.loomx (built when stale)");
   cmd->add_option("--model", o->model, "The model directory")->required();
   addTranslateFlags(cmd, o->input, o->opening, o->translation);
-  cmd->add_option("--precision", o->precision,
-                  std::string(kPrecisionHelp) +
-                      "; the decoder compiled for it is kept as "
-                      "translate.<precision>.loomx")
-      ->check(CLI::IsMember(kPrecisions))
-      ->capture_default_str();
+  CLI::Option *precision = addPrecisionOption(cmd, o->precision);
+  precision->description(precision->get_description() +
+                         "; the decoder compiled for it is kept as "
+                         "translate.<precision>.loomx");
   cmd->callback([o, &exitCode] {
     if (llvm::Error err = translate(*o))
       exitCode = fail("translate", std::move(err));
