@@ -29,7 +29,7 @@ inline constexpr const char kSrc[] = "src";       // [batch, src_len] i32
 inline constexpr const char kTgt[] = "tgt";       // [batch, tgt_len] i32
 inline constexpr const char kSeed[] = "seed";     // i64: dropout's seed
 inline constexpr const char kStep[] = "step";     // i64: Adam's step, from 1
-inline constexpr const char kTokens[] = "tokens"; // [batch, 1] i32
+inline constexpr const char kTokens[] = "tokens"; // [batch, beam] i32
 inline constexpr const char kPosition[] = "position"; // i64
 
 // Outputs.
@@ -38,9 +38,11 @@ inline constexpr const char kLogProbs[] = "log_probs"; // f32
 inline constexpr const char kGradPrefix[] = "grad.";   // grad.<param>
 
 // Decoder caches, one per decoder layer `i`: the cross-attention keys and
-// values of the source (from @encode) and the self-attention keys and values
-// of the positions decoded so far (in and out of @decode_step), each
-// [batch, heads, length, head_dim].
+// values of each sentence's source (from @encode), [batch, heads, src_len,
+// head_dim], and the self-attention keys and values of each hypothesis's
+// positions decoded so far (in and out of @decode_step), [batch, beam,
+// heads, length, head_dim]. @decode_step's log_probs are [batch * beam,
+// vocab], hypothesis j of sentence s in row s * beam + j.
 inline constexpr const char kCrossKeyPrefix[] = "cross_k.";
 inline constexpr const char kCrossValuePrefix[] = "cross_v.";
 inline constexpr const char kSelfKeyPrefix[] = "self_k.";

@@ -162,13 +162,14 @@ InterpretedModel::greedy(const HostTensor &src, int64_t maxLen, int64_t bos,
     return encoded.takeError();
   NamedTensors state = std::move(*encoded);
   state[abi::kSrc] = src;
-  // Empty self-attention caches [B, H, 0, Dh], shaped like the cross caches.
+  // Empty self-attention caches [B, 1, H, 0, Dh]: one hypothesis each.
   for (auto &[key, value] : NamedTensors(state)) {
     StringRef k(key);
     if (!k.consume_front("cross_"))
       continue;
     std::vector<int64_t> shape = value.shape;
-    shape[2] = 0;
+    shape.insert(shape.begin() + 1, 1);
+    shape[3] = 0;
     state[("self_" + k).str()] = HostTensor(shape, value.kind);
   }
   std::vector<std::vector<int64_t>> out(batch);

@@ -163,6 +163,16 @@ void buildEncode(ModuleOp module, const TransformerModel &model) {
   g.finish(outputs);
 }
 
+/// The self-attention keys or values of one layer: [N, K, H, ?, Dh].
+RankedTensorType selfCacheType(Graph &g, const TransformerConfig &cfg) {
+  return tensorOf({kDyn, kDyn, cfg.heads(), kDyn, cfg.d_model() / cfg.heads()},
+                  g.f32());
+}
+
+/// One step of K hypotheses of each of N sentences (beam search, K = 1 for
+/// greedy). The source, its mask and the cross-attention K/V are per
+/// sentence and the self-attention caches per hypothesis; `beam` is a batch
+/// dim, so the rows of a step, batch x beam, are bounded by max-batch.
 void buildDecodeStep(ModuleOp module, const TransformerModel &model) {
   const TransformerConfig &cfg = model.config();
   int64_t layers = cfg.decoder_layers();
@@ -178,20 +188,21 @@ void buildDecodeStep(ModuleOp module, const TransformerModel &model) {
   }
   for (int64_t i = 0; i < layers; ++i) {
     std::string index = std::to_string(i);
-    selfK.push_back(g.input(abi::kSelfKeyPrefix + index, cacheType(g, cfg),
-                            {"batch", "", "cache_len", ""}));
-    selfV.push_back(g.input(abi::kSelfValuePrefix + index, cacheType(g, cfg),
-                            {"batch", "", "cache_len", ""}));
+    selfK.push_back(g.input(abi::kSelfKeyPrefix + index, selfCacheType(g, cfg),
+                            {"batch", "beam", "", "cache_len", ""}));
+    selfV.push_back(g.input(abi::kSelfValuePrefix + index,
+                            selfCacheType(g, cfg),
+                            {"batch", "beam", "", "cache_len", ""}));
   }
   Tensor tokens =
-      g.input(abi::kTokens, tensorOf({kDyn, 1}, g.i32()), {"batch", ""});
+      g.input(abi::kTokens, tensorOf({kDyn, kDyn}, g.i32()), {"batch", "beam"});
   Tensor position = g.input(abi::kPosition, tensorOf({}, g.i64()));
 
   nn::Context ctx(g);
-  Tensor srcMask = paddingMask(src, 0, g.f32());
+  Tensor srcMask = paddingMask(src, 0, g.f32()); // [N, 1, 1, S]
   nn::PositionalEncoding pe{cfg.d_model()};
   Tensor x = model.embed(ctx, model.targetEmbedding(), tokens,
-                         pe.atPosition(position)); // [B, 1, d]
+                         pe.atPosition(position)); // [N, K, d]
   std::vector<std::pair<std::string, Tensor>> caches;
   for (int64_t i = 0; i < layers; ++i) {
     auto step = model.decoderLayer(i).step(ctx, x, selfK[i], selfV[i],
@@ -201,8 +212,8 @@ void buildDecodeStep(ModuleOp module, const TransformerModel &model) {
     caches.push_back({abi::kSelfKeyPrefix + index, step.selfK});
     caches.push_back({abi::kSelfValuePrefix + index, step.selfV});
   }
-  Tensor logits = model.generate(g, model.decoderNorm(g, x)); // [B, 1, V]
-  Tensor logProbs = reshape(logSoftmax(logits, -1), {0, cfg.tgt_vocab()});
+  Tensor logits = model.generate(g, model.decoderNorm(g, x)); // [N, K, V]
+  Tensor logProbs = reshape(logSoftmax(logits, -1), {-1, cfg.tgt_vocab()});
   std::vector<std::pair<std::string, Tensor>> outputs = {
       {abi::kLogProbs, logProbs}};
   outputs.insert(outputs.end(), caches.begin(), caches.end());

@@ -79,8 +79,23 @@ Tensor MultiHeadAttention::project(Graph &g, Tensor x, Projection which) const {
   return transpose(split, {0, 2, 1, 3});               // [B, H, S, Dh]
 }
 
-Tensor MultiHeadAttention::attend(Context &ctx, Tensor q, Tensor k, Tensor v,
-                                  llvm::ArrayRef<Tensor> masks) const {
+Tensor MultiHeadAttention::projectRows(Graph &g, Tensor x,
+                                       Projection which) const {
+  Graph::Scope scope(g, name);
+  Tensor packedW = g.param(name + ".in_proj_weight", {3 * dModel, dModel});
+  Tensor packedB = g.param(name + ".in_proj_bias", {3 * dModel});
+  int64_t start = static_cast<int64_t>(which) * dModel;
+  Tensor w = slice(packedW, 0, start, start + dModel);
+  Tensor b = slice(packedB, 0, start, start + dModel);
+  Tensor y = linear(x, w, b); // [..., d]
+  llvm::SmallVector<int64_t> shape(x.rank() - 1, 0);
+  shape.append({heads, 1, headDim()});
+  return reshape(y, shape); // [..., H, 1, Dh]
+}
+
+Tensor MultiHeadAttention::attendHeads(Context &ctx, Tensor q, Tensor k,
+                                       Tensor v,
+                                       llvm::ArrayRef<Tensor> masks) const {
   Graph &g = ctx.graph;
   Graph::Scope scope(g, name);
   Tensor scores = matmul(q, k, false, /*transposeB=*/true) *
@@ -88,10 +103,19 @@ Tensor MultiHeadAttention::attend(Context &ctx, Tensor q, Tensor k, Tensor v,
   for (Tensor mask : masks)
     scores = scores + mask;
   Tensor probs = ctx.dropout(softmax(scores, -1));
-  Tensor perHead = matmul(probs, v);                // [B, H, Sq, Dh]
+  return matmul(probs, v);
+}
+
+Tensor MultiHeadAttention::attend(Context &ctx, Tensor q, Tensor k, Tensor v,
+                                  llvm::ArrayRef<Tensor> masks) const {
+  Tensor perHead = attendHeads(ctx, q, k, v, masks); // [B, H, Sq, Dh]
+  Graph::Scope scope(ctx.graph, name);
   Tensor merged = transpose(perHead, {0, 2, 1, 3}); // [B, Sq, H, Dh]
-  Tensor out = reshape(merged, {0, 0, dModel});     // [B, Sq, d]
-  return Linear{name + ".out_proj", dModel, dModel}(g, out);
+  return outProject(ctx.graph, reshape(merged, {0, 0, dModel}));
+}
+
+Tensor MultiHeadAttention::outProject(Graph &g, Tensor x) const {
+  return Linear{name + ".out_proj", dModel, dModel}(g, x);
 }
 
 Tensor MultiHeadAttention::operator()(Context &ctx, Tensor query, Tensor memory,
@@ -178,12 +202,19 @@ DecoderLayer::StepResult DecoderLayer::step(Context &ctx, Tensor x,
   MultiHeadAttention self = selfAttention(), cross = crossAttention();
   StepResult result;
   x = residual(ctx, x, norm(1), sizes.preNorm, [&](Tensor h) {
-    result.selfK = concat({selfK, self.project(g, h, Projection::Key)}, 2);
-    result.selfV = concat({selfV, self.project(g, h, Projection::Value)}, 2);
-    return self.attend(ctx, self.project(g, h, Projection::Query), result.selfK,
-                       result.selfV, {});
+    // [N, K, H, 1, Dh]: each hypothesis is its own batch entry with one
+    // query row, so its keys are its own cache.
+    result.selfK = concat({selfK, self.projectRows(g, h, Projection::Key)}, 3);
+    result.selfV =
+        concat({selfV, self.projectRows(g, h, Projection::Value)}, 3);
+    Tensor perHead =
+        self.attendHeads(ctx, self.projectRows(g, h, Projection::Query),
+                         result.selfK, result.selfV, {});
+    return self.outProject(g, reshape(perHead, {0, 0, sizes.dModel}));
   });
   x = residual(ctx, x, norm(2), sizes.preNorm, [&](Tensor h) {
+    // project() splits [N, K, d] into [N, H, K, Dh]: the hypotheses of a
+    // sentence are the query rows of its memory.
     return cross.attend(ctx, cross.project(g, h, Projection::Query), crossK,
                         crossV, {srcMask});
   });

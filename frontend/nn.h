@@ -96,11 +96,20 @@ struct MultiHeadAttention {
   int64_t headDim() const { return dModel / heads; }
   /// x [B, S, d] projected and split into heads: [B, H, S, Dh].
   Tensor project(Graph &g, Tensor x, Projection which) const;
-  /// Attention of q [B, H, Sq, Dh] over k, v [B, H, Sk, Dh] with additive
-  /// masks that broadcast against the scores [B, H, Sq, Sk]; heads merged
+  /// x [..., d] projected and split into heads as one query row each:
+  /// [..., H, 1, Dh], a view of the projection (no transpose).
+  Tensor projectRows(Graph &g, Tensor x, Projection which) const;
+  /// Attention of q [..., Sq, Dh] over k, v [..., Sk, Dh] with additive
+  /// masks that broadcast against the scores [..., Sq, Sk]; heads not
+  /// merged.
+  Tensor attendHeads(Context &ctx, Tensor q, Tensor k, Tensor v,
+                     llvm::ArrayRef<Tensor> masks) const;
+  /// attendHeads of q [B, H, Sq, Dh] over k, v [B, H, Sk, Dh]; heads merged
   /// and `out_proj` applied: [B, Sq, d].
   Tensor attend(Context &ctx, Tensor q, Tensor k, Tensor v,
                 llvm::ArrayRef<Tensor> masks) const;
+  /// `out_proj` of x [..., d].
+  Tensor outProject(Graph &g, Tensor x) const;
   /// Queries from `query` [B, Sq, d], keys and values from `memory`.
   Tensor operator()(Context &ctx, Tensor query, Tensor memory,
                     llvm::ArrayRef<Tensor> masks) const;
@@ -155,11 +164,14 @@ struct DecoderLayer {
   Tensor operator()(Context &ctx, Tensor x, Tensor memory, Tensor selfMask,
                     Tensor srcMask) const;
 
-  /// One target position x [B, 1, d] during decoding. `selfK`/`selfV`
-  /// [B, H, T, Dh] hold the projected self-attention keys and values of the
-  /// T earlier positions; the new position's are appended to them (no
-  /// causal mask is needed: nothing later exists). `crossK`/`crossV` are
-  /// the projected memory.
+  /// One target position of K hypotheses of each of N sentences during
+  /// decoding, x [N, K, d]. `selfK`/`selfV` [N, K, H, T, Dh] hold each
+  /// hypothesis's projected self-attention keys and values of the T earlier
+  /// positions; the new position's are appended to them (no causal mask is
+  /// needed: nothing later exists). `crossK`/`crossV` [N, H, S, Dh] are the
+  /// projected memory of each sentence, which its K hypotheses read as K
+  /// query rows: the memory is read once per sentence, not once per
+  /// hypothesis.
   struct StepResult {
     Tensor output, selfK, selfV;
   };

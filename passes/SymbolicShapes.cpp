@@ -342,7 +342,11 @@ std::optional<int64_t> SymbolicShapes::bound(const SizeExpr &size,
     int64_t batches = llvm::count_if(t.symbols, [&](unsigned id) {
       return StringRef(names[id]).starts_with("batch");
     });
-    int64_t lengths = t.symbols.size() - batches;
+    int64_t beams = llvm::count_if(
+        t.symbols, [&](unsigned id) { return names[id] == "beam"; });
+    int64_t lengths = t.symbols.size() - batches - beams;
+    // A beam multiplies a batch into the rows of one decode step.
+    batches = std::max(batches, beams);
     std::optional<int64_t> m = t.coefficient;
     if (batches && lengths) {
       m = mul(m, pair);

@@ -14,7 +14,9 @@
 //   batch*tgt_len - batch, 512
 //
 // An element count is bounded term by term. Names that start with "batch"
-// are batch sizes, all others lengths; one batch times one length is at most
+// are batch sizes, "beam" is the hypotheses of each sentence of a decode
+// step (a batch times a beam counts as one batch: the step's rows), all
+// others lengths; one batch times one length is at most
 // `maxTokens` (a batch holds that many tokens), every other length at most
 // `maxLen`, every other batch at most `maxBatch`. Negative terms are dropped,
 // which only loosens the bound.

@@ -26,6 +26,28 @@ ErrorOr<Tensor> gatherRows(Device &device, const Tensor &t,
   return out;
 }
 
+/// `t` [a, b, ...] seen as [a * b, ...].
+TensorRef mergeLeadingDims(TensorRef t) {
+  t.shape[1] *= t.shape[0];
+  t.shape.erase(t.shape.begin());
+  return t;
+}
+
+/// Hypotheses `rows` (row s * beam + j is hypothesis j of sentence s) of a
+/// [sentences, beam, ...] device tensor, in that order: [rows / beam, beam,
+/// ...].
+ErrorOr<Tensor> gatherHypotheses(Device &device, const Tensor &t,
+                                 const std::vector<int64_t> &rows) {
+  std::vector<int64_t> shape = t.shape();
+  shape[0] = static_cast<int64_t>(rows.size()) / shape[1];
+  ErrorOr<Tensor> out = Tensor::onDevice(device, t.dtype(), shape);
+  if (!out)
+    return out;
+  LOOM_RETURN_IF_ERROR(device.gatherRows(mergeLeadingDims(t.ref()), rows,
+                                         mergeLeadingDims(out->ref())));
+  return out;
+}
+
 /// Log-probabilities come from a log-softmax, so the best of a row is at
 /// least -log(vocab) and none is NaN or +Inf; anything else means the model
 /// overflowed (finite parameters too large for f32 arithmetic) or was
@@ -60,25 +82,32 @@ struct Candidate {
   int32_t token;
 };
 
-/// What @decode_step reads besides the tokens and the position, one row per
-/// hypothesis, in the device's memory: the source ids, the encoder's
-/// cross-attention K/V and the self-attention caches.
+/// What @decode_step reads besides the tokens and the position, in the
+/// device's memory: per sentence the source ids and the encoder's
+/// cross-attention K/V, per hypothesis the self-attention caches.
 struct DecoderState {
   Tensor src;
   std::map<std::string, Tensor> caches; // "cross_*" and "self_*"
+  int64_t beam = 1;                     // hypotheses per sentence
 
-  /// Runs @encode on host `src`; each sentence's row is repeated `copies`
-  /// times, and the self-attention caches start empty.
+  /// Runs @encode on host `src`; each sentence gets `beam` hypotheses whose
+  /// self-attention caches start empty.
   static ErrorOr<DecoderState> start(Session &session, const TensorRef &src,
-                                     int64_t copies);
-  /// One @decode_step: keeps the new self-attention caches (one row per
-  /// row of `tokens`) and returns the log-probabilities [rows, vocab].
+                                     int64_t beam);
+  /// One @decode_step on `tokens`, hypothesis j of sentence s at
+  /// s * beam + j: keeps the new self-attention caches and returns the
+  /// log-probabilities [rows, vocab].
   ErrorOr<Tensor> step(Session &session, const std::vector<int32_t> &tokens,
                        int64_t position);
+  /// Keeps the hypotheses `rows` (each row's self-attention caches, in that
+  /// order) of the sentences `sentences` (indices into the current ones),
+  /// `beam` rows per sentence.
+  Status keep(Device &device, const std::vector<int64_t> &sentences,
+              const std::vector<int64_t> &rows);
 };
 
-ErrorOr<DecoderState>
-DecoderState::start(Session &session, const TensorRef &src, int64_t copies) {
+ErrorOr<DecoderState> DecoderState::start(Session &session,
+                                          const TensorRef &src, int64_t beam) {
   Device &device = session.device();
   ErrorOr<Tensor> deviceSrc = toDevice(device, src);
   if (!deviceSrc)
@@ -86,15 +115,9 @@ DecoderState::start(Session &session, const TensorRef &src, int64_t copies) {
   auto encoded = session.run(abi::kEncode, {deviceSrc->ref()});
   if (!encoded)
     return encoded.status();
-  std::vector<int64_t> rows;
-  for (int64_t s = 0; s < src.shape[0]; ++s)
-    for (int64_t j = 0; j < copies; ++j)
-      rows.push_back(s);
   DecoderState state;
-  ErrorOr<Tensor> repeated = gatherRows(device, *deviceSrc, rows);
-  if (!repeated)
-    return repeated.status();
-  state.src = std::move(*repeated);
+  state.beam = beam;
+  state.src = std::move(*deviceSrc);
   for (NamedTensor &t : *encoded) {
     if (!abi::hasPrefix(t.name, abi::kCrossPrefix) ||
         t.tensor.shape().size() != 4)
@@ -102,33 +125,48 @@ DecoderState::start(Session &session, const TensorRef &src, int64_t copies) {
                                  "', not a [batch, heads, len, dim] cross "
                                  "cache",
                              ErrorCode::Corrupt);
-    // Empty self-attention caches, shaped like the cross ones.
+    // Empty self-attention caches [batch, beam, heads, 0, dim].
     std::vector<int64_t> shape = t.tensor.shape();
-    shape[0] = static_cast<int64_t>(rows.size());
-    shape[2] = 0;
+    shape.insert(shape.begin() + 1, beam);
+    shape[3] = 0;
     ErrorOr<Tensor> empty = Tensor::onDevice(device, t.tensor.dtype(), shape);
     if (!empty)
       return empty.status();
     std::string layer =
         t.name.substr(std::char_traits<char>::length(abi::kCrossPrefix));
     state.caches[abi::kSelfPrefix + layer] = std::move(*empty);
-    if (copies == 1) {
-      state.caches[t.name] = std::move(t.tensor);
-    } else {
-      ErrorOr<Tensor> gathered = gatherRows(device, t.tensor, rows);
-      if (!gathered)
-        return gathered.status();
-      state.caches[t.name] = std::move(*gathered);
-    }
+    state.caches[t.name] = std::move(t.tensor);
   }
   return state;
+}
+
+Status DecoderState::keep(Device &device, const std::vector<int64_t> &sentences,
+                          const std::vector<int64_t> &rows) {
+  bool shrank = int64_t(sentences.size()) != src.shape()[0];
+  for (auto &[name, tensor] : caches) {
+    bool self = abi::hasPrefix(name, abi::kSelfPrefix);
+    if (!self && !shrank)
+      continue;
+    ErrorOr<Tensor> gathered = self ? gatherHypotheses(device, tensor, rows)
+                                    : gatherRows(device, tensor, sentences);
+    if (!gathered)
+      return gathered.status();
+    tensor = std::move(*gathered);
+  }
+  if (shrank) {
+    ErrorOr<Tensor> gathered = gatherRows(device, src, sentences);
+    if (!gathered)
+      return gathered.status();
+    src = std::move(*gathered);
+  }
+  return Status::success();
 }
 
 ErrorOr<Tensor> DecoderState::step(Session &session,
                                    const std::vector<int32_t> &tokens,
                                    int64_t position) {
-  ErrorOr<Tensor> ids =
-      Tensor::host(DType::I32, {static_cast<int64_t>(tokens.size()), 1});
+  ErrorOr<Tensor> ids = Tensor::host(
+      DType::I32, {static_cast<int64_t>(tokens.size()) / beam, beam});
   ErrorOr<Tensor> at = Tensor::host(DType::I64, {});
   if (!ids || !at)
     return !ids ? ids.status() : at.status();
@@ -184,14 +222,21 @@ greedyDecode(Session &session, const TensorRef &src,
   std::vector<int32_t> last(batch, options.bos);
   std::vector<std::vector<int32_t>> out(batch);
   std::vector<bool> done(batch, false);
+  // The sentence of each row. A finished sentence's row stays until enough
+  // have finished to pay for gathering the caches without them (an eighth
+  // of the rows), then they leave the batch together.
+  std::vector<int64_t> rowSentence(batch);
+  for (int64_t b = 0; b < batch; ++b)
+    rowSentence[b] = b;
+  Device &device = session.device();
   for (int64_t t = 0; t < options.maxLen; ++t) {
     auto logProbs = state->step(session, last, t);
     if (!logProbs)
       return logProbs.status();
+    int64_t rows = static_cast<int64_t>(rowSentence.size());
     // The best token of each row and its log-probability, which must be
     // finite. Where the device's memory is the host's the value is read in
     // place beside argmax; elsewhere a top-1 brings both.
-    Device &device = session.device();
     std::vector<float> bestValues;
     if (device.sharesHostMemory()) {
       ErrorOr<std::vector<int32_t>> best = device.argmax(logProbs->ref());
@@ -199,8 +244,8 @@ greedyDecode(Session &session, const TensorRef &src,
         return best.status();
       last = std::move(*best);
       int64_t vocab = logProbs->shape()[1];
-      for (int64_t b = 0; b < batch; ++b)
-        bestValues.push_back(logProbs->f32()[b * vocab + last[b]]);
+      for (int64_t r = 0; r < rows; ++r)
+        bestValues.push_back(logProbs->f32()[r * vocab + last[r]]);
     } else {
       ErrorOr<Device::TopK> top = device.topK(logProbs->ref(), 1);
       if (!top)
@@ -208,21 +253,38 @@ greedyDecode(Session &session, const TensorRef &src,
       last = std::move(top->indices);
       bestValues = std::move(top->values);
     }
-    for (int64_t b = 0; b < batch; ++b)
-      if (!done[b] && !std::isfinite(bestValues[b]))
-        return nonFiniteLogProb(bestValues[b], b + 1, t + 1);
-    bool all = true;
-    for (int64_t b = 0; b < batch; ++b) {
+    int64_t finished = 0; // rows of finished sentences
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t b = rowSentence[r];
+      if (!done[b] && !std::isfinite(bestValues[r]))
+        return nonFiniteLogProb(bestValues[r], b + 1, t + 1);
       if (!done[b]) {
-        if (last[b] == options.eos)
+        if (last[r] == options.eos)
           done[b] = true;
         else
-          out[b].push_back(last[b]);
+          out[b].push_back(last[r]);
       }
-      all = all && done[b];
+      finished += done[b];
     }
-    if (all && options.stopAtEos)
+    if (!options.stopAtEos)
+      continue;
+    if (finished == rows)
       break;
+    if (finished == 0 || finished < std::max<int64_t>(1, rows / 8))
+      continue;
+    std::vector<int64_t> kept;
+    std::vector<int32_t> keptLast;
+    std::vector<int64_t> keptSentences;
+    for (int64_t r = 0; r < rows; ++r) {
+      if (done[rowSentence[r]])
+        continue;
+      kept.push_back(r);
+      keptLast.push_back(last[r]);
+      keptSentences.push_back(rowSentence[r]);
+    }
+    LOOM_RETURN_IF_ERROR(state->keep(device, kept, kept));
+    last = std::move(keptLast);
+    rowSentence = std::move(keptSentences);
   }
   return out;
 }
@@ -379,29 +441,8 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
 
     // The caches follow the surviving hypotheses; the encoder's K/V and the
     // source change only when a sentence left.
-    bool shrank = next.size() != beams.size();
-    std::vector<int64_t> sentenceRows;
-    for (int64_t i : kept)
-      for (int64_t j = 0; j < k; ++j)
-        sentenceRows.push_back(i * k + j);
-    if (!next.empty()) {
-      for (auto &[name, tensor] : state->caches) {
-        bool self = abi::hasPrefix(name, abi::kSelfPrefix);
-        if (!self && !shrank)
-          continue;
-        ErrorOr<Tensor> gathered =
-            gatherRows(device, tensor, self ? parents : sentenceRows);
-        if (!gathered)
-          return gathered.status();
-        tensor = std::move(*gathered);
-      }
-      if (shrank) {
-        ErrorOr<Tensor> gathered = gatherRows(device, state->src, sentenceRows);
-        if (!gathered)
-          return gathered.status();
-        state->src = std::move(*gathered);
-      }
-    }
+    if (!next.empty())
+      LOOM_RETURN_IF_ERROR(state->keep(device, kept, parents));
     beams = std::move(next);
   }
   return results;

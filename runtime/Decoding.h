@@ -2,9 +2,12 @@
 //
 // Greedy decoding and beam search on a session's @encode and @decode_step:
 // the encoder and the cross-attention K/V once per batch, then one position
-// per step with the self-attention K/V cached and appended. Written against
-// the Session and the Device's primitives (row gathers, per-row top-k and
-// argmax), so the scores and the caches stay in the device's memory and
+// per step with the self-attention K/V cached and appended. The hypotheses
+// of a sentence share its cross-attention K/V (@decode_step reads them as
+// the query rows of one attention), and a sentence that has finished leaves
+// the batch, in beam search and (a few at a time) in greedy decoding. Written
+// against the Session and the Device's primitives (row gathers, per-row top-k
+// and argmax), so the scores and the caches stay in the device's memory and
 // only the chosen tokens come to the host.
 //
 // A log-softmax cannot give NaN, +Inf or a best log-probability of -Inf, so
@@ -67,11 +70,11 @@ struct Hypothesis {
 
 /// Beam search over `src` ([batch, len] i32 on the host, 0-padded): per
 /// sentence the `nbest` best hypotheses by score. Every hypothesis of every
-/// sentence is one row of @decode_step; after each step the caches are gathered
-/// to follow the surviving hypotheses, and a sentence whose beam has finished
-/// (`beam` hypotheses ended in eos, or maxLen reached) leaves the batch,
-/// its rows dropped from the caches and the encoder's K/V. With beam 1 this
-/// is greedy decoding.
+/// sentence is one row of @decode_step; after each step the self-attention
+/// caches are gathered to follow the surviving hypotheses, and a sentence
+/// whose beam has finished (`beam` hypotheses ended in eos, or maxLen
+/// reached) leaves the batch, its rows dropped from the caches and its
+/// source from the encoder's K/V. With beam 1 this is greedy decoding.
 ErrorOr<std::vector<std::vector<Hypothesis>>>
 beamSearch(Session &session, const TensorRef &src, const BeamOptions &options);
 

@@ -73,8 +73,10 @@ inline runtime::Buffer::DType wireOfDType(DType dtype) {
 
 /// The only format version this runtime reads. Bump it whenever a change to
 /// executable.proto changes what an existing field means, or what a file
-/// must carry (3: generated kernels record their signature).
-constexpr uint32_t kFormatVersion = 3;
+/// must carry, or the model ABI of an entry point (3: generated kernels
+/// record their signature; 4: @decode_step takes [batch, beam] tokens and
+/// per-sentence cross-attention K/V).
+constexpr uint32_t kFormatVersion = 4;
 
 /// FNV-1a 64 of `bytes`, the checksum stored in Executable.code_checksum.
 uint64_t fnv1a64(const std::string &bytes);

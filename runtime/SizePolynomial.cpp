@@ -211,10 +211,14 @@ SizePolynomial::bound(const std::vector<std::string> &names, int64_t maxTokens,
   for (const auto &[monomial, coefficient] : terms) {
     if (coefficient <= 0)
       continue;
-    int64_t batches = 0;
-    for (int32_t s : monomial)
+    int64_t batches = 0, beams = 0;
+    for (int32_t s : monomial) {
       batches += names.at(s).compare(0, 5, "batch") == 0;
-    int64_t lengths = static_cast<int64_t>(monomial.size()) - batches;
+      beams += names.at(s) == "beam";
+    }
+    int64_t lengths = static_cast<int64_t>(monomial.size()) - batches - beams;
+    // A beam multiplies a batch into the rows of one decode step.
+    batches = std::max(batches, beams);
     int64_t m = coefficient;
     bool ok = true;
     if (batches && lengths) {

@@ -64,7 +64,8 @@ public:
 
   /// An upper bound over the sizes the arenas were planned for, by the
   /// planner's rule (passes/SymbolicShapes.h): a symbol whose name starts
-  /// with "batch" is a batch size, any other a length; one batch times one
+  /// with "batch" is a batch size, "beam" multiplies a batch into one (the
+  /// rows of a decode step), any other is a length; one batch times one
   /// length is at most `maxTokens`, each other length at most `maxLen`,
   /// each other batch at most `maxBatch`; negative terms count as 0.
   /// Nothing on overflow.

@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <set>
 
 using namespace loom;
 
@@ -126,6 +127,19 @@ TEST(DecodePrecision, Int8AndBf16AgreeWithFp32OnATrainedModel) {
     exact += tokens == toInt32({syntheticAnswer(task, heldOut[s].src)})[0];
   }
   EXPECT_GE(exact, kHeldOut / 2) << "too few right answers to compare on";
+
+  // Greedy decoding drops finished sentences from the batch a few at a time
+  // (beam search at once); neither may change what a sentence decodes to.
+  runtime::GreedyOptions plainGreedy;
+  plainGreedy.maxLen = greedy.maxLen;
+  auto dropping = runtime::greedyDecode(*fp32, src.ref(), plainGreedy);
+  ASSERT_TRUE(bool(dropping)) << dropping.error();
+  std::set<size_t> lengths;
+  for (int64_t s = 0; s < kHeldOut; ++s) {
+    EXPECT_EQ((*dropping)[s], (*expected)[s][0].tokens) << "sentence " << s;
+    lengths.insert((*dropping)[s].size());
+  }
+  EXPECT_GE(lengths.size(), 3u) << "sentences must end at different steps";
 
   std::vector<std::string> features = cpu::hostCpuFeatures();
   bool bf16 = std::count(features.begin(), features.end(), "avx512bf16");

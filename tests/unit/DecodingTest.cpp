@@ -72,7 +72,8 @@ protected:
     std::map<std::string, runtime::Tensor> state;
     for (runtime::NamedTensor &t : *encoded) {
       std::vector<int64_t> shape = t.tensor.shape();
-      shape[2] = 0;
+      shape.insert(shape.begin() + 1, 1); // one hypothesis
+      shape[3] = 0;
       state["self_" + t.name.substr(6)] =
           test::hostTensor(t.tensor.dtype(), shape);
       state[t.name] = std::move(t.tensor);

@@ -159,13 +159,13 @@ TEST(FuseElementwise, TinyModelComputesTheSameWithFarFewerOps) {
     inputs["exp_avg." + name] = uniform(shape, -1e-2, 1e-2, rng);
     inputs["exp_avg_sq." + name] = uniform(shape, 1e-6, 1e-4, rng);
   }
-  int64_t batch = 3, srcLen = 5, tgtLen = 4, cacheLen = 2;
+  int64_t batch = 3, beam = 2, srcLen = 5, tgtLen = 4, cacheLen = 2;
   int64_t heads = config->heads(), dHead = config->d_model() / heads;
   inputs["src"] = ids(batch, srcLen, config->src_vocab(), 2, rng);
   inputs["tgt"] = ids(batch, tgtLen, config->tgt_vocab(), 1, rng);
   inputs["seed"] = HostTensor::scalar(5, DType::I64);
   inputs["step"] = HostTensor::scalar(3, DType::I64);
-  inputs["tokens"] = ids(batch, 1, config->tgt_vocab(), 0, rng);
+  inputs["tokens"] = ids(batch, beam, config->tgt_vocab(), 0, rng);
   inputs["position"] = HostTensor::scalar(cacheLen, DType::I64);
   for (int64_t i = 0; i < config->decoder_layers(); ++i) {
     for (const char *kv : {"k.", "v."}) {
@@ -173,7 +173,7 @@ TEST(FuseElementwise, TinyModelComputesTheSameWithFarFewerOps) {
       inputs["cross_" + suffix] =
           uniform({batch, heads, srcLen, dHead}, -1, 1, rng);
       inputs["self_" + suffix] =
-          uniform({batch, heads, cacheLen, dHead}, -1, 1, rng);
+          uniform({batch, beam, heads, cacheLen, dHead}, -1, 1, rng);
     }
   }
   for (const char *fn : entries) {

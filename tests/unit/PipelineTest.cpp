@@ -101,18 +101,20 @@ TEST_P(PipelineTest, EveryEntryPointKeepsItsMeaning) {
        {"loss", "loss_grad", "train_step", "token_log_probs", "encode"})
     expectSameResults(plain, compiled, fn, inputs);
 
-  // One decoding step after two cached positions.
+  // One decoding step of two hypotheses per sentence after two cached
+  // positions.
   auto encoded = plain.call("encode", inputs);
   ASSERT_TRUE(bool(encoded)) << llvm::toString(encoded.takeError());
   NamedTensors step = *encoded;
   step["src"] = src;
   for (auto &[name, value] : *encoded) {
-    std::vector<int64_t> shape = value.shape;
-    shape[2] = 2;
+    std::vector<int64_t> shape = value.shape; // [N, H, S, Dh]
+    shape.insert(shape.begin() + 1, 2);       // [N, 2, H, S, Dh]
+    shape[3] = 2;
     step["self_" + name.substr(std::string("cross_").size())] =
         randomFloats(rng, shape);
   }
-  step["tokens"] = test::randomIds(rng, vocab, {1, 1, 1}, 1, false);
+  step["tokens"] = test::randomIds(rng, vocab, {2, 2, 2}, 2, false);
   step["position"] = HostTensor::scalar(2, DType::I64);
   expectSameResults(plain, compiled, "decode_step", step);
 }

@@ -231,7 +231,7 @@ NamedTensors tinyInputs(const InterpretedModel &model) {
                          {"tgt", ids(rng, {3, 6})},
                          {"seed", HostTensor::scalar(7, DType::I64)},
                          {"step", HostTensor::scalar(3, DType::I64)},
-                         {"tokens", ids(rng, {3, 1})},
+                         {"tokens", ids(rng, {3, 2})},
                          {"position", HostTensor::scalar(2, DType::I64)}};
   for (auto &[name, value] : model.parameters()) {
     inputs["exp_avg." + name] = floats(rng, value.shape, 1e-2);
@@ -240,12 +240,14 @@ NamedTensors tinyInputs(const InterpretedModel &model) {
       x = static_cast<float>(x * x);
     inputs["exp_avg_sq." + name] = v;
   }
-  // Two cached positions for one decoding step; the cross-attention memory
-  // of the 5 source positions.
-  for (const char *cache : {"self_k.", "self_v.", "cross_k.", "cross_v."})
-    for (int layer = 0; layer < 2; ++layer)
-      inputs[cache + std::to_string(layer)] =
-          floats(rng, {3, 2, cache[0] == 's' ? 2 : 5, 16});
+  // Two hypotheses per sentence with two cached positions each for one
+  // decoding step; the cross-attention memory of the 5 source positions.
+  for (int layer = 0; layer < 2; ++layer) {
+    for (const char *cache : {"self_k.", "self_v."})
+      inputs[cache + std::to_string(layer)] = floats(rng, {3, 2, 2, 2, 16});
+    for (const char *cache : {"cross_k.", "cross_v."})
+      inputs[cache + std::to_string(layer)] = floats(rng, {3, 2, 5, 16});
+  }
   return inputs;
 }
 

@@ -177,13 +177,14 @@ TEST_P(ModelRegions, EveryRegionMatchesTheInterpreter) {
   step["src"] = src;
   for (auto &[name, value] : recorder.outputs) {
     if (llvm::StringRef(name).starts_with("cross_")) {
-      std::vector<int64_t> shape = value.shape;
-      shape[2] = 2;
+      std::vector<int64_t> shape = value.shape; // [N, H, S, Dh]
+      shape.insert(shape.begin() + 1, 2);       // two hypotheses each
+      shape[3] = 2;
       step["self_" + name.substr(std::string("cross_").size())] =
           randomTensor(rng, shape);
     }
   }
-  step["tokens"] = test::randomIds(rng, vocab, {1, 1, 1}, 1, false);
+  step["tokens"] = test::randomIds(rng, vocab, {2, 2, 2}, 2, false);
   step["position"] = HostTensor::scalar(2, DType::I64);
   auto decoded = recorder.run("decode_step", model.parameters(), step);
   ASSERT_TRUE(bool(decoded)) << llvm::toString(decoded.takeError());
