@@ -67,27 +67,28 @@ Tensor LayerNorm::operator()(Graph &g, Tensor x) const {
   return layerNorm(x, gamma, beta, epsilon);
 }
 
-Tensor MultiHeadAttention::project(Graph &g, Tensor x, Projection which) const {
+Tensor MultiHeadAttention::projectLinear(Graph &g, Tensor x,
+                                         Projection which) const {
   Graph::Scope scope(g, name);
   Tensor packedW = g.param(name + ".in_proj_weight", {3 * dModel, dModel});
   Tensor packedB = g.param(name + ".in_proj_bias", {3 * dModel});
   int64_t start = static_cast<int64_t>(which) * dModel;
   Tensor w = slice(packedW, 0, start, start + dModel);
   Tensor b = slice(packedB, 0, start, start + dModel);
-  Tensor y = linear(x, w, b);                          // [B, S, d]
+  return linear(x, w, b);
+}
+
+Tensor MultiHeadAttention::project(Graph &g, Tensor x, Projection which) const {
+  Tensor y = projectLinear(g, x, which); // [B, S, d]
+  Graph::Scope scope(g, name);
   Tensor split = reshape(y, {0, 0, heads, headDim()}); // [B, S, H, Dh]
   return transpose(split, {0, 2, 1, 3});               // [B, H, S, Dh]
 }
 
 Tensor MultiHeadAttention::projectRows(Graph &g, Tensor x,
                                        Projection which) const {
+  Tensor y = projectLinear(g, x, which); // [..., d]
   Graph::Scope scope(g, name);
-  Tensor packedW = g.param(name + ".in_proj_weight", {3 * dModel, dModel});
-  Tensor packedB = g.param(name + ".in_proj_bias", {3 * dModel});
-  int64_t start = static_cast<int64_t>(which) * dModel;
-  Tensor w = slice(packedW, 0, start, start + dModel);
-  Tensor b = slice(packedB, 0, start, start + dModel);
-  Tensor y = linear(x, w, b); // [..., d]
   llvm::SmallVector<int64_t> shape(x.rank() - 1, 0);
   shape.append({heads, 1, headDim()});
   return reshape(y, shape); // [..., H, 1, Dh]

@@ -94,6 +94,8 @@ struct MultiHeadAttention {
   int64_t dModel, heads;
 
   int64_t headDim() const { return dModel / heads; }
+  /// x [..., d] projected by the packed weight's `which` rows: [..., d].
+  Tensor projectLinear(Graph &g, Tensor x, Projection which) const;
   /// x [B, S, d] projected and split into heads: [B, H, S, Dh].
   Tensor project(Graph &g, Tensor x, Projection which) const;
   /// x [..., d] projected and split into heads as one query row each:
