@@ -160,17 +160,18 @@ ErrorOr<CrossEntropyCall> CrossEntropyCall::decode(const CallAttrs &attrs) {
 
 CallAttrs AttentionCall::encode() const {
   return {{hasMask ? 1 : 0, hasSeed ? 1 : 0, causal ? 1 : 0,
-           static_cast<int64_t>(dropoutOffset)},
+           static_cast<int64_t>(dropoutOffset), keysPositionMajor ? 1 : 0},
           {scale, dropoutRate}};
 }
 
 ErrorOr<AttentionCall> AttentionCall::decode(const CallAttrs &attrs) {
-  LOOM_RETURN_IF_ERROR(expectCounts(
-      attrs, 4, 2,
-      "[hasMask, hasSeed, causal, dropoutOffset] [scale, dropoutRate]"));
+  LOOM_RETURN_IF_ERROR(expectCounts(attrs, 5, 2,
+                                    "[hasMask, hasSeed, causal, dropoutOffset, "
+                                    "keysPositionMajor] [scale, dropoutRate]"));
   LOOM_RETURN_IF_ERROR(expectFlag(attrs.ints[0], "hasMask"));
   LOOM_RETURN_IF_ERROR(expectFlag(attrs.ints[1], "hasSeed"));
   LOOM_RETURN_IF_ERROR(expectFlag(attrs.ints[2], "causal"));
+  LOOM_RETURN_IF_ERROR(expectFlag(attrs.ints[4], "keysPositionMajor"));
   LOOM_RETURN_IF_ERROR(expectRate(attrs.floats[1], "dropout rate"));
   if (!std::isfinite(attrs.floats[0]))
     return Status::failure("attention scale is not finite", ErrorCode::Corrupt);
@@ -179,6 +180,7 @@ ErrorOr<AttentionCall> AttentionCall::decode(const CallAttrs &attrs) {
   call.hasSeed = attrs.ints[1];
   call.causal = attrs.ints[2];
   call.dropoutOffset = static_cast<uint64_t>(attrs.ints[3]);
+  call.keysPositionMajor = attrs.ints[4];
   call.scale = attrs.floats[0];
   call.dropoutRate = attrs.floats[1];
   return call;

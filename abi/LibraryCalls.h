@@ -134,6 +134,8 @@ struct CrossEntropyCall {
 /// present, since the kernel sees only a list of tensors.
 struct AttentionCall {
   bool hasMask = false, hasSeed = false, causal = false;
+  /// k and v are [Sk, ..., D] (loom.attention's keys_position_major).
+  bool keysPositionMajor = false;
   uint64_t dropoutOffset = 0;
   double scale = 1, dropoutRate = 0; // rate in [0, 1)
   CallAttrs encode() const;

@@ -40,9 +40,12 @@ inline constexpr const char kGradPrefix[] = "grad.";   // grad.<param>
 // Decoder caches, one per decoder layer `i`: the cross-attention keys and
 // values of each sentence's source (from @encode), [batch, heads, src_len,
 // head_dim], and the self-attention keys and values of each hypothesis's
-// positions decoded so far (in and out of @decode_step), [batch, beam,
-// heads, length, head_dim]. @decode_step's log_probs are [batch * beam,
-// vocab], hypothesis j of sentence s in row s * beam + j.
+// positions decoded so far (in and out of @decode_step), position first:
+// [length, batch, beam, heads, head_dim]. @decode_step's cache outputs are
+// its inputs with one position appended, so a caller that gives the cache
+// room writes them in place (Session::run's appendInto). @decode_step's
+// log_probs are [batch * beam, vocab], hypothesis j of sentence s in row s *
+// beam + j.
 inline constexpr const char kCrossKeyPrefix[] = "cross_k.";
 inline constexpr const char kCrossValuePrefix[] = "cross_v.";
 inline constexpr const char kSelfKeyPrefix[] = "self_k.";

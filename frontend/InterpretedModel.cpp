@@ -162,14 +162,14 @@ InterpretedModel::greedy(const HostTensor &src, int64_t maxLen, int64_t bos,
     return encoded.takeError();
   NamedTensors state = std::move(*encoded);
   state[abi::kSrc] = src;
-  // Empty self-attention caches [B, 1, H, 0, Dh]: one hypothesis each.
+  // Empty self-attention caches [0, B, 1, H, Dh]: position first, one
+  // hypothesis each.
   for (auto &[key, value] : NamedTensors(state)) {
     StringRef k(key);
     if (!k.consume_front("cross_"))
       continue;
-    std::vector<int64_t> shape = value.shape;
-    shape.insert(shape.begin() + 1, 1);
-    shape[3] = 0;
+    std::vector<int64_t> shape = {0, value.shape[0], 1, value.shape[1],
+                                  value.shape[3]};
     state[("self_" + k).str()] = HostTensor(shape, value.kind);
   }
   std::vector<std::vector<int64_t>> out(batch);

@@ -163,9 +163,10 @@ void buildEncode(ModuleOp module, const TransformerModel &model) {
   g.finish(outputs);
 }
 
-/// The self-attention keys or values of one layer: [N, K, H, ?, Dh].
+/// The self-attention keys or values of one layer, position first:
+/// [T, N, K, H, Dh].
 RankedTensorType selfCacheType(Graph &g, const TransformerConfig &cfg) {
-  return tensorOf({kDyn, kDyn, cfg.heads(), kDyn, cfg.d_model() / cfg.heads()},
+  return tensorOf({kDyn, kDyn, kDyn, cfg.heads(), cfg.d_model() / cfg.heads()},
                   g.f32());
 }
 
@@ -189,10 +190,10 @@ void buildDecodeStep(ModuleOp module, const TransformerModel &model) {
   for (int64_t i = 0; i < layers; ++i) {
     std::string index = std::to_string(i);
     selfK.push_back(g.input(abi::kSelfKeyPrefix + index, selfCacheType(g, cfg),
-                            {"batch", "beam", "", "cache_len", ""}));
+                            {"cache_len", "batch", "beam", "", ""}));
     selfV.push_back(g.input(abi::kSelfValuePrefix + index,
                             selfCacheType(g, cfg),
-                            {"batch", "beam", "", "cache_len", ""}));
+                            {"cache_len", "batch", "beam", "", ""}));
   }
   Tensor tokens =
       g.input(abi::kTokens, tensorOf({kDyn, kDyn}, g.i32()), {"batch", "beam"});

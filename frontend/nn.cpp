@@ -203,14 +203,21 @@ DecoderLayer::StepResult DecoderLayer::step(Context &ctx, Tensor x,
   MultiHeadAttention self = selfAttention(), cross = crossAttention();
   StepResult result;
   x = residual(ctx, x, norm(1), sizes.preNorm, [&](Tensor h) {
-    // [N, K, H, 1, Dh]: each hypothesis is its own batch entry with one
-    // query row, so its keys are its own cache.
-    result.selfK = concat({selfK, self.projectRows(g, h, Projection::Key)}, 3);
-    result.selfV =
-        concat({selfV, self.projectRows(g, h, Projection::Value)}, 3);
-    Tensor perHead =
-        self.attendHeads(ctx, self.projectRows(g, h, Projection::Query),
-                         result.selfK, result.selfV, {});
+    // The caches hold positions first, [T, N, K, H, Dh], so that the new
+    // position is appended after the earlier ones (in place, where the
+    // runtime gives the cache room). The attention reads them as
+    // [N, K, H, T + 1, Dh]: each hypothesis its own batch entry with one
+    // query row over its own keys.
+    auto newPosition = [&](Projection which) {
+      Tensor y = self.projectLinear(g, h, which); // [N, K, d]
+      return expandDims(reshape(y, {0, 0, sizes.heads, self.headDim()}), {0});
+    };
+    result.selfK = concat({selfK, newPosition(Projection::Key)}, 0);
+    result.selfV = concat({selfV, newPosition(Projection::Value)}, 0);
+    Tensor keys = transpose(result.selfK, {1, 2, 3, 0, 4});
+    Tensor values = transpose(result.selfV, {1, 2, 3, 0, 4});
+    Tensor perHead = self.attendHeads(
+        ctx, self.projectRows(g, h, Projection::Query), keys, values, {});
     return self.outProject(g, reshape(perHead, {0, 0, sizes.dModel}));
   });
   x = residual(ctx, x, norm(2), sizes.preNorm, [&](Tensor h) {

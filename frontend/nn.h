@@ -167,12 +167,12 @@ struct DecoderLayer {
                     Tensor srcMask) const;
 
   /// One target position of K hypotheses of each of N sentences during
-  /// decoding, x [N, K, d]. `selfK`/`selfV` [N, K, H, T, Dh] hold each
+  /// decoding, x [N, K, d]. `selfK`/`selfV` [T, N, K, H, Dh] hold each
   /// hypothesis's projected self-attention keys and values of the T earlier
-  /// positions; the new position's are appended to them (no causal mask is
-  /// needed: nothing later exists). `crossK`/`crossV` [N, H, S, Dh] are the
-  /// projected memory of each sentence, which its K hypotheses read as K
-  /// query rows: the memory is read once per sentence, not once per
+  /// positions, position first; the new position's are appended to them (no
+  /// causal mask is needed: nothing later exists). `crossK`/`crossV` [N, H, S,
+  /// Dh] are the projected memory of each sentence, which its K hypotheses read
+  /// as K query rows: the memory is read once per sentence, not once per
   /// hypothesis.
   struct StepResult {
     Tensor output, selfK, selfV;

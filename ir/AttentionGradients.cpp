@@ -35,6 +35,9 @@ AttentionOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   if (!isZeros(resultGrads[1]))
     return emitOpError("the loss depends on the lse result, which has no "
                        "gradient rule: lse is only for loom.attention_grad");
+  if (getKeysPositionMajor())
+    return emitOpError("keys_position_major is for inference and has no "
+                       "gradient rule");
   auto grad = b.create<AttentionGradOp>(
       getLoc(), getQ().getType(), getK().getType(), getV().getType(), getQ(),
       getK(), getV(), getOut(), getLse(), resultGrads[0], getMask(), getSeed(),

@@ -32,11 +32,30 @@ static bool compatibleShapes(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
 
 /// Shared by attention and its gradient: q [..., Sq, D], k [..., Sk, D],
 /// v [..., Sk, Dv], mask broadcasting to [..., Sq, Sk], dropout settings.
+/// Whether `op` reads its keys position first ([Sk, ..., D]).
+static bool keysPositionMajor(AttentionOp op) {
+  return op.getKeysPositionMajor();
+}
+static bool keysPositionMajor(AttentionGradOp) { return false; }
+
+/// `type` [Sk, ..., D] as the [..., Sk, D] it stands for.
+static RankedTensorType positionMinor(RankedTensorType type) {
+  if (!type || type.getRank() < 2)
+    return type;
+  SmallVector<int64_t> shape = llvm::to_vector(type.getShape().drop_front());
+  shape.insert(shape.end() - 1, type.getDimSize(0));
+  return RankedTensorType::get(shape, type.getElementType());
+}
+
 template <typename OpTy> static LogicalResult verifyAttentionOperands(OpTy op) {
   auto q = rankedOrNull(op.getQ()), k = rankedOrNull(op.getK()),
        v = rankedOrNull(op.getV());
   if (!q || !k || !v)
     return op.emitOpError("needs ranked q, k and v");
+  if (keysPositionMajor(op)) {
+    k = positionMinor(k);
+    v = positionMinor(v);
+  }
   if (q.getRank() < 2 || q.getRank() != k.getRank() ||
       q.getRank() != v.getRank())
     return op.emitOpError("needs q, k and v of one rank (2 or more), got ")
@@ -101,6 +120,8 @@ static LogicalResult verifyAttentionOutputs(OpTy op, Value out, Value lse) {
 LogicalResult AttentionOp::verify() {
   if (failed(verifyAttentionOperands(*this)))
     return failure();
+  if (getKeysPositionMajor() && getDropoutRate().convertToDouble() > 0.0)
+    return emitOpError("keys_position_major is for inference: no dropout");
   return verifyAttentionOutputs(*this, getOut(), getLse());
 }
 

@@ -164,6 +164,31 @@ llvm::Expected<AttentionRows> prepare(OpTy op, Operands operands,
 
 llvm::Expected<Results> interp::evaluateAttention(AttentionOp op,
                                                   Operands operands) {
+  // Keys held position first, [Sk, ..., D]: the same attention over them
+  // moved to [..., Sk, D].
+  std::vector<HostTensor> moved;
+  std::vector<const HostTensor *> list(operands.begin(), operands.end());
+  if (op.getKeysPositionMajor()) {
+    for (int i : {1, 2}) {
+      int64_t r = list[i]->rank();
+      if (r < 2)
+        return kernelError("keys_position_major needs k and v of rank 2 or "
+                           "more, got " +
+                           shapeString(list[i]->shape));
+      Shape perm;
+      for (int64_t d = 1; d < r - 1; ++d)
+        perm.push_back(d);
+      perm.push_back(0);
+      perm.push_back(r - 1);
+      auto t = transpose(*list[i], perm);
+      if (!t)
+        return t.takeError();
+      moved.push_back(std::move(*t));
+    }
+    list[1] = &moved[0];
+    list[2] = &moved[1];
+  }
+  operands = list;
   auto prepared = prepare(op, operands, 3);
   if (!prepared)
     return prepared.takeError();

@@ -396,6 +396,11 @@ def Loom_AttentionOp : Loom_Op<"attention", [Pure, AttrSizedOperandSegments,
     would, so the fused op computes what the unfused graph computed. The
     backward (`loom.attention_grad`) recomputes the probabilities from `lse`:
     nothing Sq x Sk is kept between forward and backward.
+
+    With `keys_position_major`, k and v hold the keys position first,
+    [Sk, ..., D] and [Sk, ..., Dv], as a decoder's self-attention cache that
+    grows by appending a position does; the op computes what it computes on
+    k and v transposed to [..., Sk, D]. It is for inference (no gradient).
   }];
   let arguments = (ins Loom_FloatTensor:$q, Loom_FloatTensor:$k,
                        Loom_FloatTensor:$v,
@@ -403,7 +408,8 @@ def Loom_AttentionOp : Loom_Op<"attention", [Pure, AttrSizedOperandSegments,
                        Optional<TensorOf<[I64]>>:$seed,
                        F64Attr:$scale, UnitAttr:$causal,
                        DefaultValuedAttr<F64Attr, "0.0">:$dropout_rate,
-                       DefaultValuedAttr<I64Attr, "0">:$dropout_offset);
+                       DefaultValuedAttr<I64Attr, "0">:$dropout_offset,
+                       UnitAttr:$keys_position_major);
   let results = (outs Loom_FloatTensor:$out, Loom_FloatTensor:$lse);
   let assemblyFormat = [{
     $q `,` $k `,` $v (`mask` `(` $mask^ `:` type($mask) `)`)?

@@ -92,6 +92,24 @@ def LoomFuseAttention : Pass<"loom-fuse-attention", "mlir::func::FuncOp"> {
   let dependentDialects = ["::loom::LoomDialect"];
 }
 
+def LoomAttentionKeyLayout
+    : Pass<"loom-attention-key-layout", "mlir::func::FuncOp"> {
+  let summary = "Let loom.attention read keys held position first";
+  let description = [{
+    Runs after autodiff. Where loom.attention's k and v are both a transpose
+    of a [T, ..., D] tensor to [..., T, D] (a decoder cache that grows by
+    appending a position), the attention reads the tensor itself with
+    `keys_position_major` and the transposes go. Not with dropout. With
+    `remarks`, each attention with a transposed k or v that is not rewritten
+    gets a remark saying why.
+  }];
+  let options = [
+    Option<"remarks", "remarks", "bool", "false",
+           "Explain each candidate that is not rewritten">
+  ];
+  let dependentDialects = ["::loom::LoomDialect"];
+}
+
 def LoomFuseLayerNorm : Pass<"loom-fuse-layer-norm", "mlir::func::FuncOp"> {
   let summary = "Recognize LayerNorm written out; fuse residual add + LayerNorm";
   let description = [{

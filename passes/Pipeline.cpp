@@ -87,6 +87,12 @@ loom::compilePipelineStages(const CompilePipelineOptions &options) {
   stages.push_back({"cse", [](OpPassManager &pm) {
                       pm.addNestedPass<func::FuncOp>(createCSEPass());
                     }});
+  if (options.fuse && options.keysPositionMajor)
+    stages.push_back(
+        {"loom-attention-key-layout", [remarks](OpPassManager &pm) {
+           pm.addNestedPass<func::FuncOp>(
+               createLoomAttentionKeyLayout({remarks}));
+         }});
   if (options.fuse)
     stages.push_back({"loom-fuse-elementwise", [remarks](OpPassManager &pm) {
                         pm.addNestedPass<func::FuncOp>(

@@ -67,6 +67,10 @@ struct CompilePipelineOptions {
   bool planMemory = true;
   /// Fusion passes explain, as remarks, each candidate they decline.
   bool remarks = false;
+  /// Attention reads keys held position first where they lie
+  /// (loom-attention-key-layout): for devices whose attention kernel takes
+  /// them (the CPU's).
+  bool keysPositionMajor = false;
 };
 
 /// One step of the compile pipeline: its name (the pass's argument) and what

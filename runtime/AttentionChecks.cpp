@@ -79,19 +79,31 @@ loom::kernels::checkAttentionCall(const std::vector<TensorRef> &args,
                                      DType::F32)
                              .withContext(kernel));
 
-  // q [lead..., Sq, D], k [lead..., Sk, D], v [lead..., Sk, Dv].
+  // q [lead..., Sq, D], k [lead..., Sk, D], v [lead..., Sk, Dv]; keys held
+  // position first are [Sk, lead..., D] and [Sk, lead..., Dv].
+  std::vector<int64_t> ks = k.shape, vs = v.shape;
+  if (attrs->keysPositionMajor) {
+    if (backward)
+      return fail("keys held position first are for inference only");
+    for (std::vector<int64_t> *shape : {&ks, &vs})
+      if (shape->size() >= 2)
+        std::rotate(shape->begin(), shape->begin() + 1, shape->end() - 1);
+  }
   int64_t r = q.rank();
   if (r < 2 || k.rank() != r || v.rank() != r ||
-      !std::equal(q.shape.begin(), q.shape.end() - 2, k.shape.begin()) ||
-      !std::equal(q.shape.begin(), q.shape.end() - 2, v.shape.begin()))
+      !std::equal(q.shape.begin(), q.shape.end() - 2, ks.begin()) ||
+      !std::equal(q.shape.begin(), q.shape.end() - 2, vs.begin()))
     return fail("needs q, k and v of one rank (2 or more) with equal leading "
                 "dims, got " +
                 shapeString(q.shape) + ", " + shapeString(k.shape) + " and " +
-                shapeString(v.shape));
-  if (q.shape[r - 1] != k.shape[r - 1] || k.shape[r - 2] != v.shape[r - 2])
+                shapeString(v.shape) +
+                (attrs->keysPositionMajor ? " (keys position first)" : ""));
+  if (q.shape[r - 1] != ks[r - 1] || ks[r - 2] != vs[r - 2])
     return fail("q " + shapeString(q.shape) + ", k " + shapeString(k.shape) +
-                " and v " + shapeString(v.shape) +
-                " do not fit [..., Sq, D], [..., Sk, D], [..., Sk, Dv]");
+                " and v " + shapeString(v.shape) + " do not fit " +
+                (attrs->keysPositionMajor
+                     ? "[..., Sq, D], [Sk, ..., D], [Sk, ..., Dv]"
+                     : "[..., Sq, D], [..., Sk, D], [..., Sk, Dv]"));
   AttentionShape s;
   s.attrs = *attrs;
   s.q = &q;
@@ -103,8 +115,8 @@ loom::kernels::checkAttentionCall(const std::vector<TensorRef> &args,
   s.batch = runtime::numelOf(s.lead);
   s.sq = q.shape[r - 2];
   s.d = q.shape[r - 1];
-  s.sk = k.shape[r - 2];
-  s.dv = v.shape[r - 1];
+  s.sk = ks[r - 2];
+  s.dv = vs[r - 1];
 
   std::vector<int64_t> rows = s.lead, scores = s.lead, out = s.lead;
   rows.push_back(s.sq);

@@ -26,28 +26,6 @@ ErrorOr<Tensor> gatherRows(Device &device, const Tensor &t,
   return out;
 }
 
-/// `t` [a, b, ...] seen as [a * b, ...].
-TensorRef mergeLeadingDims(TensorRef t) {
-  t.shape[1] *= t.shape[0];
-  t.shape.erase(t.shape.begin());
-  return t;
-}
-
-/// Hypotheses `rows` (row s * beam + j is hypothesis j of sentence s) of a
-/// [sentences, beam, ...] device tensor, in that order: [rows / beam, beam,
-/// ...].
-ErrorOr<Tensor> gatherHypotheses(Device &device, const Tensor &t,
-                                 const std::vector<int64_t> &rows) {
-  std::vector<int64_t> shape = t.shape();
-  shape[0] = static_cast<int64_t>(rows.size()) / shape[1];
-  ErrorOr<Tensor> out = Tensor::onDevice(device, t.dtype(), shape);
-  if (!out)
-    return out;
-  LOOM_RETURN_IF_ERROR(device.gatherRows(mergeLeadingDims(t.ref()), rows,
-                                         mergeLeadingDims(out->ref())));
-  return out;
-}
-
 /// Log-probabilities come from a log-softmax, so the best of a row is at
 /// least -log(vocab) and none is NaN or +Inf; anything else means the model
 /// overflowed (finite parameters too large for f32 arithmetic) or was
@@ -82,32 +60,57 @@ struct Candidate {
   int32_t token;
 };
 
+/// One self-attention cache ("self_k.0"), position first: [length, sentences,
+/// beam, heads, head_dim], the prefix of a buffer with room for every
+/// position decoding may reach, which each @decode_step appends to in place.
+/// Following the hypotheses gathers every position's rows into a second
+/// buffer of the same room, and the two swap.
+struct SelfCache {
+  std::string name;
+  Tensor room[2];
+  int current = 0;
+};
+
 /// What @decode_step reads besides the tokens and the position, in the
 /// device's memory: per sentence the source ids and the encoder's
 /// cross-attention K/V, per hypothesis the self-attention caches.
 struct DecoderState {
   Tensor src;
-  std::map<std::string, Tensor> caches; // "cross_*" and "self_*"
-  int64_t beam = 1;                     // hypotheses per sentence
+  std::map<std::string, Tensor> cross; // "cross_k.0", ...
+  std::vector<SelfCache> self;
+  int64_t sentences = 0, beam = 1;  // hypotheses per sentence
+  int64_t length = 0, capacity = 0; // positions held, and room for
+  int64_t rowElements = 0;          // heads * head_dim
+  DType dtype = DType::F32;
 
   /// Runs @encode on host `src`; each sentence gets `beam` hypotheses whose
-  /// self-attention caches start empty.
+  /// self-attention caches start empty, with room for `steps` positions.
   static ErrorOr<DecoderState> start(Session &session, const TensorRef &src,
-                                     int64_t beam);
+                                     int64_t beam, int64_t steps);
   /// One @decode_step on `tokens`, hypothesis j of sentence s at
-  /// s * beam + j: keeps the new self-attention caches and returns the
-  /// log-probabilities [rows, vocab].
+  /// s * beam + j: appends the position to the self-attention caches and
+  /// returns the log-probabilities [rows, vocab].
   ErrorOr<Tensor> step(Session &session, const std::vector<int32_t> &tokens,
                        int64_t position);
   /// Keeps the hypotheses `rows` (each row's self-attention caches, in that
   /// order) of the sentences `sentences` (indices into the current ones),
   /// `beam` rows per sentence.
-  Status keep(Device &device, const std::vector<int64_t> &sentences,
+  Status keep(Device &device, const std::vector<int64_t> &keptSentences,
               const std::vector<int64_t> &rows);
+
+  /// Cache `c` as @decode_step reads it.
+  TensorRef cacheRef(const SelfCache &c) const {
+    TensorRef ref = c.room[c.current].ref();
+    int64_t heads = headShape[0], headDim = headShape[1];
+    ref.shape = {length, sentences, beam, heads, headDim};
+    return ref;
+  }
+  std::vector<int64_t> headShape; // [heads, head_dim]
 };
 
 ErrorOr<DecoderState> DecoderState::start(Session &session,
-                                          const TensorRef &src, int64_t beam) {
+                                          const TensorRef &src, int64_t beam,
+                                          int64_t steps) {
   Device &device = session.device();
   ErrorOr<Tensor> deviceSrc = toDevice(device, src);
   if (!deviceSrc)
@@ -116,48 +119,77 @@ ErrorOr<DecoderState> DecoderState::start(Session &session,
   if (!encoded)
     return encoded.status();
   DecoderState state;
+  state.sentences = src.shape[0];
   state.beam = beam;
+  state.capacity = steps;
   state.src = std::move(*deviceSrc);
   for (NamedTensor &t : *encoded) {
-    if (!abi::hasPrefix(t.name, abi::kCrossPrefix) ||
-        t.tensor.shape().size() != 4)
+    const std::vector<int64_t> &shape = t.tensor.shape();
+    if (!abi::hasPrefix(t.name, abi::kCrossPrefix) || shape.size() != 4)
       return Status::failure("@encode returns '" + t.name +
                                  "', not a [batch, heads, len, dim] cross "
                                  "cache",
                              ErrorCode::Corrupt);
-    // Empty self-attention caches [batch, beam, heads, 0, dim].
-    std::vector<int64_t> shape = t.tensor.shape();
-    shape.insert(shape.begin() + 1, beam);
-    shape[3] = 0;
-    ErrorOr<Tensor> empty = Tensor::onDevice(device, t.tensor.dtype(), shape);
-    if (!empty)
-      return empty.status();
-    std::string layer =
+    state.headShape = {shape[1], shape[3]};
+    state.rowElements = shape[1] * shape[3];
+    state.dtype = t.tensor.dtype();
+    SelfCache cache;
+    cache.name =
+        abi::kSelfPrefix +
         t.name.substr(std::char_traits<char>::length(abi::kCrossPrefix));
-    state.caches[abi::kSelfPrefix + layer] = std::move(*empty);
-    state.caches[t.name] = std::move(t.tensor);
+    // Mapped lazily: the pages of positions never reached cost nothing.
+    ErrorOr<Tensor> room =
+        Tensor::onDevice(device, state.dtype,
+                         {std::max<int64_t>(steps, 1), state.sentences * beam,
+                          shape[1], shape[3]});
+    if (!room)
+      return room.status();
+    cache.room[0] = std::move(*room);
+    state.self.push_back(std::move(cache));
+    state.cross[t.name] = std::move(t.tensor);
   }
   return state;
 }
 
-Status DecoderState::keep(Device &device, const std::vector<int64_t> &sentences,
+Status DecoderState::keep(Device &device,
+                          const std::vector<int64_t> &keptSentences,
                           const std::vector<int64_t> &rows) {
-  bool shrank = int64_t(sentences.size()) != src.shape()[0];
-  for (auto &[name, tensor] : caches) {
-    bool self = abi::hasPrefix(name, abi::kSelfPrefix);
-    if (!self && !shrank)
-      continue;
-    ErrorOr<Tensor> gathered = self ? gatherHypotheses(device, tensor, rows)
-                                    : gatherRows(device, tensor, sentences);
-    if (!gathered)
-      return gathered.status();
-    tensor = std::move(*gathered);
+  int64_t oldRows = sentences * beam, newRows = int64_t(rows.size());
+  int64_t esize = dtypeSize(dtype);
+  for (SelfCache &c : self) {
+    Tensor &other = c.room[1 - c.current];
+    if (!other.data()) {
+      ErrorOr<Tensor> room =
+          Tensor::onDevice(device, dtype, c.room[c.current].shape());
+      if (!room)
+        return room.status();
+      other = std::move(*room);
+    }
+    for (int64_t t = 0; t < length; ++t) {
+      TensorRef from{static_cast<char *>(c.room[c.current].data()) +
+                         t * oldRows * rowElements * esize,
+                     dtype,
+                     {oldRows, rowElements}};
+      TensorRef to{static_cast<char *>(other.data()) +
+                       t * newRows * rowElements * esize,
+                   dtype,
+                   {newRows, rowElements}};
+      LOOM_RETURN_IF_ERROR(device.gatherRows(from, rows, to));
+    }
+    c.current = 1 - c.current;
   }
-  if (shrank) {
-    ErrorOr<Tensor> gathered = gatherRows(device, src, sentences);
+  if (int64_t(keptSentences.size()) != sentences) {
+    for (auto &[name, tensor] : cross) {
+      ErrorOr<Tensor> gathered = gatherRows(device, tensor, keptSentences);
+      if (!gathered)
+        return gathered.status();
+      tensor = std::move(*gathered);
+    }
+    ErrorOr<Tensor> gathered = gatherRows(device, src, keptSentences);
     if (!gathered)
       return gathered.status();
     src = std::move(*gathered);
+    sentences = static_cast<int64_t>(keptSentences.size());
   }
   return Status::success();
 }
@@ -165,8 +197,10 @@ Status DecoderState::keep(Device &device, const std::vector<int64_t> &sentences,
 ErrorOr<Tensor> DecoderState::step(Session &session,
                                    const std::vector<int32_t> &tokens,
                                    int64_t position) {
-  ErrorOr<Tensor> ids = Tensor::host(
-      DType::I32, {static_cast<int64_t>(tokens.size()) / beam, beam});
+  if (length >= capacity)
+    return Status::failure("decoding ran past the " + std::to_string(capacity) +
+                           " positions its caches have room for");
+  ErrorOr<Tensor> ids = Tensor::host(DType::I32, {sentences, beam});
   ErrorOr<Tensor> at = Tensor::host(DType::I64, {});
   if (!ids || !at)
     return !ids ? ids.status() : at.status();
@@ -174,6 +208,7 @@ ErrorOr<Tensor> DecoderState::step(Session &session,
   *static_cast<int64_t *>(at->data()) = position;
   std::vector<Tensor> staging;
   std::vector<TensorRef> inputs;
+  std::map<std::string, TensorRef> appendInto;
   for (const std::string &name : session.inputNames(abi::kDecodeStep)) {
     if (name == abi::kSrc) {
       inputs.push_back(src.ref());
@@ -184,24 +219,31 @@ ErrorOr<Tensor> DecoderState::step(Session &session,
       if (!input)
         return input.status();
       inputs.push_back(*input);
-    } else if (auto it = caches.find(name); it != caches.end()) {
+    } else if (auto it = cross.find(name); it != cross.end()) {
       inputs.push_back(it->second.ref());
+    } else if (auto c = std::find_if(
+                   self.begin(), self.end(),
+                   [&](const SelfCache &c) { return c.name == name; });
+               c != self.end()) {
+      inputs.push_back(cacheRef(*c));
+      // The room from the cache's start: the step appends its position.
+      const Tensor &room = c->room[c->current];
+      appendInto[name] =
+          TensorRef{const_cast<void *>(room.data()), dtype, {room.numel()}};
     } else {
       return Status::failure("@decode_step takes an input '" + name +
                                  "' that decoding does not know",
                              ErrorCode::Unsupported);
     }
   }
-  auto outputs = session.run(abi::kDecodeStep, inputs);
+  auto outputs = session.run(abi::kDecodeStep, inputs, appendInto);
   if (!outputs)
     return outputs.status();
+  ++length;
   std::optional<Tensor> logProbs;
-  for (NamedTensor &r : *outputs) {
+  for (NamedTensor &r : *outputs)
     if (r.name == abi::kLogProbs)
       logProbs = std::move(r.tensor);
-    else
-      caches[r.name] = std::move(r.tensor);
-  }
   if (!logProbs || logProbs->shape().size() != 2)
     return Status::failure("@decode_step returns no [rows, vocab] log_probs",
                            ErrorCode::Corrupt);
@@ -216,7 +258,7 @@ greedyDecode(Session &session, const TensorRef &src,
   if (src.rank() != 2 || src.dtype != DType::I32)
     return Status::failure("greedy decoding takes [batch, len] i32 ids");
   int64_t batch = src.shape[0];
-  auto state = DecoderState::start(session, src, 1);
+  auto state = DecoderState::start(session, src, 1, options.maxLen);
   if (!state)
     return state.status();
   std::vector<int32_t> last(batch, options.bos);
@@ -326,7 +368,7 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
   Device &device = session.device();
 
   // Every sentence's rows repeat its source and encoder K/V `k` times.
-  auto state = DecoderState::start(session, src, k);
+  auto state = DecoderState::start(session, src, k, steps);
   if (!state)
     return state.status();
 

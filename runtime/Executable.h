@@ -75,8 +75,9 @@ inline runtime::Buffer::DType wireOfDType(DType dtype) {
 /// executable.proto changes what an existing field means, or what a file
 /// must carry, or the model ABI of an entry point (3: generated kernels
 /// record their signature; 4: @decode_step takes [batch, beam] tokens and
-/// per-sentence cross-attention K/V).
-constexpr uint32_t kFormatVersion = 4;
+/// per-sentence cross-attention K/V; 5: its self-attention caches are
+/// position first, and attention calls carry keysPositionMajor).
+constexpr uint32_t kFormatVersion = 5;
 
 /// FNV-1a 64 of `bytes`, the checksum stored in Executable.code_checksum.
 uint64_t fnv1a64(const std::string &bytes);

@@ -64,11 +64,6 @@ bool isState(Buffer::Role role) {
   return role == Buffer::PARAMETER || role == Buffer::OPTIMIZER_STATE;
 }
 
-/// The buffer whose memory `b` is: itself, or the buffer it views.
-int rootOf(const Executable &exe, int b) {
-  return exe.buffers(b).has_view_of() ? exe.buffers(b).view_of() : b;
-}
-
 /// Where a buffer's bytes lie during one call of an entry point: a slice of
 /// the arena, or (from `offset`) the memory of a persistent buffer.
 struct Storage {
@@ -483,6 +478,10 @@ std::string describeEntry(const Executable &exe, int index) {
 std::string describeStep(const Executable &exe, int entry, int step) {
   return "step " + std::to_string(step) + " of '" +
          exe.entry_points(entry).name() + "'";
+}
+
+int rootOf(const Executable &exe, int b) {
+  return exe.buffers(b).has_view_of() ? exe.buffers(b).view_of() : b;
 }
 
 std::string localBufferName(const std::string &name) {

@@ -54,6 +54,9 @@ std::map<std::string, int> stateBuffersByName(const Executable &exe);
 int stateWrittenBy(const Executable &exe,
                    const std::map<std::string, int> &state, int output);
 
+/// The buffer whose memory buffer `b` is: itself, or the buffer it views.
+int rootOf(const Executable &exe, int b);
+
 /// The output or input name in a per-entry buffer name ("encode/input/src"
 /// is "src").
 std::string localBufferName(const std::string &name);

@@ -2,6 +2,7 @@
 
 #include "runtime/Program.h"
 
+#include "abi/LibraryCalls.h"
 #include "runtime/ExecutableValidation.h"
 #include "runtime/SizePolynomial.h"
 
@@ -21,7 +22,63 @@ int32_t bareSymbol(const Dim &dim) {
   return term.symbols(0);
 }
 
+/// Whether `step` writes its argument `a`, by its kernel's record: the
+/// generated kernel's signature, the library kernel's, and for a collective
+/// (or a library kernel this runtime does not know) every argument.
+ErrorOr<bool> stepWrites(const Executable &exe, const Step &step, int a) {
+  const Kernel &kernel = exe.kernels(step.kernel());
+  if (kernel.kind() == Kernel::GENERATED)
+    return kernel.args(a).written();
+  const abi::LibrarySignature *signature =
+      kernel.kind() == Kernel::LIBRARY ? abi::librarySignature(kernel.symbol())
+                                       : nullptr;
+  if (!signature)
+    return true;
+  abi::CallAttrs attrs;
+  attrs.ints.assign(step.int_attrs().begin(), step.int_attrs().end());
+  attrs.floats.assign(step.float_attrs().begin(), step.float_attrs().end());
+  auto args = abi::libraryCallArgs(*signature, attrs, step.args_size());
+  if (!args)
+    return args.status();
+  return (*args)[a]->written;
+}
+
 } // namespace
+
+Status Program::findAppends(const Executable &exe, Entry &entry) {
+  std::map<int, int> inputIndex; // buffer -> index into entry.inputs
+  for (size_t i = 0; i < entry.inputs.size(); ++i)
+    inputIndex[entry.inputs[i].buffer] = static_cast<int>(i);
+  std::map<int, std::vector<int>> writers; // root buffer -> steps
+  for (int s = 0; s < entry.proto->steps_size(); ++s) {
+    const Step &step = entry.proto->steps(s);
+    for (int a = 0; a < step.args_size(); ++a) {
+      ErrorOr<bool> writes = stepWrites(exe, step, a);
+      if (!writes)
+        return writes.status();
+      if (*writes)
+        writers[rootOf(exe, step.args(a))].push_back(s);
+    }
+  }
+  for (Value &output : entry.outputs) {
+    const std::vector<int> &by = writers[output.buffer];
+    if (output.state >= 0 || by.size() != 1)
+      continue;
+    const Step &step = entry.proto->steps(by[0]);
+    const Kernel &kernel = exe.kernels(step.kernel());
+    int last = step.args_size() - 1;
+    if (kernel.kind() != Kernel::LIBRARY || kernel.symbol() != "concat" ||
+        last < 1 || step.args(last) != output.buffer)
+      continue;
+    abi::CallAttrs attrs;
+    attrs.ints.assign(step.int_attrs().begin(), step.int_attrs().end());
+    ErrorOr<abi::ConcatCall> concat = abi::ConcatCall::decode(attrs);
+    auto input = inputIndex.find(step.args(0));
+    if (concat && concat->dim == 0 && input != inputIndex.end())
+      output.appendsTo = input->second;
+  }
+  return Status::success();
+}
 
 ErrorOr<std::shared_ptr<const Program>> Program::create(Executable exe) {
   LOOM_RETURN_IF_ERROR(validateExecutable(exe));
@@ -125,6 +182,7 @@ Status Program::prepare() {
     for (const Step &step : proto.steps())
       for (int b : step.args())
         use(b);
+    LOOM_RETURN_IF_ERROR(findAppends(exe, entry));
     entryList.push_back(std::move(entry));
   }
   return Status::success();

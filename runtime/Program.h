@@ -33,6 +33,12 @@ public:
     /// Outputs only: the index into state() this output is written over
     /// (`param.w` over parameter `w`, `exp_avg.w` over itself), or -1.
     int state = -1;
+    /// Outputs only: the index into the entry's inputs this output appends
+    /// to, or -1. It does when its one writer is a concat along dim 0 whose
+    /// first operand is that input: the output is the input's bytes
+    /// followed by new ones, so it may be written into memory that holds
+    /// the input and has room after it (Session::run's `appendInto`).
+    int appendsTo = -1;
   };
   struct Entry {
     std::string name;
@@ -96,6 +102,8 @@ private:
   Program() = default;
   static ErrorOr<std::shared_ptr<const Program>> fromValidated(Executable exe);
   Status prepare();
+  /// Sets Value::appendsTo of `entry`'s outputs.
+  static Status findAppends(const Executable &exe, Entry &entry);
 
   /// A generated kernel's accesses (Kernel.accesses), flattened: per
   /// access its argument (-1: a constant of the kernel's) and per dim a

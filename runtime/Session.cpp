@@ -145,6 +145,12 @@ ErrorOr<char *> Session::arenaFor(int64_t bytes) {
 
 ErrorOr<std::vector<NamedTensor>>
 Session::run(const std::string &name, const std::vector<TensorRef> &inputs) {
+  return run(name, inputs, {});
+}
+
+ErrorOr<std::vector<NamedTensor>>
+Session::run(const std::string &name, const std::vector<TensorRef> &inputs,
+             const std::map<std::string, TensorRef> &appendInto) {
   const Executable &exe = prog->executable();
   ErrorOr<const Program::Entry *> found = prog->entry(name);
   if (!found)
@@ -181,11 +187,37 @@ Session::run(const std::string &name, const std::vector<TensorRef> &inputs) {
   std::vector<Tensor> outputs(entry.outputs.size());
   for (size_t i = 0; i < inputs.size(); ++i)
     refs[entry.inputs[i].buffer].data = inputs[i].data;
+  std::vector<bool> appended(entry.outputs.size(), false);
+  for (const auto &[outputName, room] : appendInto) {
+    auto it = std::find_if(
+        entry.outputs.begin(), entry.outputs.end(),
+        [&](const Program::Value &v) { return v.name == outputName; });
+    if (it == entry.outputs.end() || it->appendsTo < 0)
+      return Status::failure("'" + name + "' has no output '" + outputName +
+                             "' that appends to an input");
+    const TensorRef &ref = refs[it->buffer];
+    const TensorRef &input = inputs[it->appendsTo];
+    if (room.data != input.data || room.dtype != ref.dtype ||
+        room.bytes() < ref.bytes())
+      return Status::failure(
+          "output '" + outputName + "' of '" + name + "' (" +
+          shapeString(ref.shape) + ") needs room that begins at input '" +
+          entry.inputs[it->appendsTo].name + "' and holds " +
+          std::to_string(ref.bytes()) + " bytes of " + dtypeName(ref.dtype) +
+          ", got " + std::to_string(room.bytes()) + " bytes of " +
+          dtypeName(room.dtype) +
+          (room.data == input.data ? "" : " elsewhere"));
+    appended[it - entry.outputs.begin()] = true;
+  }
   for (size_t o = 0; o < entry.outputs.size(); ++o) {
     const Program::Value &output = entry.outputs[o];
     TensorRef &ref = refs[output.buffer];
     if (output.state >= 0) {
       ref.data = buffers[prog->state()[output.state].buffer].data();
+      continue;
+    }
+    if (appended[o]) {
+      ref.data = inputs[output.appendsTo].data;
       continue;
     }
     ErrorOr<Tensor> t = Tensor::onDevice(*dev, ref.dtype, ref.shape);
@@ -282,7 +314,7 @@ Session::run(const std::string &name, const std::vector<TensorRef> &inputs) {
 
   std::vector<NamedTensor> results;
   for (size_t o = 0; o < entry.outputs.size(); ++o)
-    if (entry.outputs[o].state < 0)
+    if (entry.outputs[o].state < 0 && !appended[o])
       results.push_back({entry.outputs[o].name, std::move(outputs[o])});
   return results;
 }

@@ -78,6 +78,14 @@ public:
   /// in the device's memory.
   ErrorOr<std::vector<NamedTensor>> run(const std::string &entry,
                                         const std::vector<TensorRef> &inputs);
+  /// run(), with outputs that append to an input (Program::Value::appendsTo:
+  /// the input's bytes, then new ones) written in place: `appendInto` maps
+  /// such an output's name to memory that begins at its input's data and
+  /// holds at least the output's bytes (its dtype, any shape). Only the new
+  /// bytes are written there, and the output is not among those returned.
+  ErrorOr<std::vector<NamedTensor>>
+  run(const std::string &entry, const std::vector<TensorRef> &inputs,
+      const std::map<std::string, TensorRef> &appendInto);
 
   /// The job this session is one rank of: its all-reduces go through
   /// `collectives`. Without one (the default) it is the only rank.

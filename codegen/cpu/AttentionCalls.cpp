@@ -11,6 +11,8 @@
 
 #include "ir/LoomDialect.h"
 
+#include <type_traits>
+
 using namespace mlir;
 using namespace loom;
 
@@ -37,6 +39,8 @@ FailureOr<LibraryCall> encode(OpTy op, const char *kernel) {
   attrs.dropoutOffset = op.getDropoutOffset();
   attrs.scale = op.getScale().convertToDouble();
   attrs.dropoutRate = op.getDropoutRate().convertToDouble();
+  if constexpr (std::is_same_v<OpTy, AttentionOp>)
+    attrs.keysPositionMajor = op.getKeysPositionMajor();
   call.attrs = attrs.encode();
   return call;
 }

@@ -15,6 +15,10 @@
 // of the probability tensor; lse is the log-sum-exp of each row of masked
 // scores.
 //
+// Keys and values may be held position first ([Sk, ..., D], a decoder cache
+// that grows by appending), which only changes the strides they are read
+// with.
+//
 // The forward splits the queries of each batch entry into tiles of up to 64
 // rows, one task each, and walks the keys in blocks of 64 with an online
 // softmax (a running max and sum per row; the output accumulator is rescaled
@@ -67,6 +71,17 @@ Status attention::prepareAttention(const KernelCall &call, bool backward,
   p.d = shape->d;
   p.sk = shape->sk;
   p.dv = shape->dv;
+  if (shape->attrs.keysPositionMajor) {
+    p.keyStride = p.batch * p.d;
+    p.keyBatchStride = p.d;
+    p.valueStride = p.batch * p.dv;
+    p.valueBatchStride = p.dv;
+  } else {
+    p.keyStride = p.d;
+    p.keyBatchStride = p.sk * p.d;
+    p.valueStride = p.dv;
+    p.valueBatchStride = p.sk * p.dv;
+  }
   if (shape->mask) {
     p.mask = shape->mask->f32();
     p.maskStrides = shape->maskStrides;
@@ -134,7 +149,9 @@ void forwardTile(const Problem &p, int64_t b, int64_t i0, int64_t rows,
   double *shift = scratch.takeDoubles(rows);
 
   const float *qt = p.q + (b * p.sq + i0) * d;
-  const float *kb = p.k + b * p.sk * d, *vb = p.v + b * p.sk * dv;
+  const float *kb = p.k + b * p.keyBatchStride;
+  const float *vb = p.v + b * p.valueBatchStride;
+  const int64_t ks = p.keyStride, vs = p.valueStride;
   int64_t maskBase = p.mask ? p.maskBase(b) : 0;
   rowShifts(p, maskBase, i0, rows, shift);
   const float inf = std::numeric_limits<float>::infinity();
@@ -152,10 +169,10 @@ void forwardTile(const Problem &p, int64_t b, int64_t i0, int64_t rows,
       continue;
     if (transposed) {
       int64_t padded = roundUp(cols, kLanes);
-      transpose(kb + j0 * d, cols, d, d, kt, padded);
+      transpose(kb + j0 * ks, cols, d, ks, kt, padded);
       gemm<false>(rows, padded, d, qt, d, 1, kt, padded, s, bk);
     } else {
-      dotRows(rows, cols, d, qt, d, kb + j0 * d, d, s, bk);
+      dotRows(rows, cols, d, qt, d, kb + j0 * ks, ks, s, bk);
     }
     const int64_t cols8 = roundUp(cols, 8);
     const Vec8 scale = splat8(p.scale);
@@ -184,7 +201,7 @@ void forwardTile(const Problem &p, int64_t b, int64_t i0, int64_t rows,
         for (float *a = acc + r * dv, *e = a + dv; a != e; ++a)
           *a *= alpha;
     }
-    gemm<true>(rows, dv, cols, s, bk, 1, vb + j0 * dv, dv, acc, dv);
+    gemm<true>(rows, dv, cols, s, bk, 1, vb + j0 * vs, vs, acc, dv);
   }
 
   for (int64_t r = 0; r < rows; ++r) {

@@ -67,6 +67,11 @@ struct Problem {
   const float *q = nullptr, *k = nullptr, *v = nullptr, *mask = nullptr;
   std::vector<int64_t> lead;
   int64_t batch = 1, sq = 0, sk = 0, d = 0, dv = 0;
+  /// Elements from one key (value) of a batch entry to its next, and from
+  /// batch entry b's first key to b + 1's: [lead..., Sk, D] keys by default,
+  /// [Sk, lead..., D] with keys held position first.
+  int64_t keyStride = 0, keyBatchStride = 0;
+  int64_t valueStride = 0, valueBatchStride = 0;
   /// The mask's strides over the scores [lead..., Sq, Sk], 0 on broadcast
   /// dims.
   std::vector<int64_t> maskStrides;

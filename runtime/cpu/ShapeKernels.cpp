@@ -217,7 +217,12 @@ Status loom::cpu::concatKernel(const KernelCall &call) {
       for (size_t i = 0; i < numInputs; ++i) {
         const TensorRef &t = call.args[i];
         int64_t chunk = t.shape[dim] * inner;
-        std::memcpy(row, static_cast<const char *>(t.data) + o * chunk, chunk);
+        const char *src = static_cast<const char *>(t.data) + o * chunk;
+        // An input already in place (an append: the result written over
+        // the input's memory, Session::run's appendInto) is not copied onto
+        // itself.
+        if (src != row)
+          std::memcpy(row, src, chunk);
         row += chunk;
       }
     }

@@ -443,6 +443,13 @@ ErrorOr<AttentionShape> prepare(const CudaKernelCall &call, bool backward,
     return shape.status();
   const AttentionShape &s = *shape;
   int rank = static_cast<int>(s.lead.size()) + 2;
+  // The CPU reads such keys through their position stride; this kernel
+  // does not yet (the compiler keeps the transpose for CUDA).
+  if (s.attrs.keysPositionMajor)
+    return Status::failure(std::string(kernel) +
+                               ": the CUDA kernel takes keys [..., Sk, D], "
+                               "not position first",
+                           ErrorCode::Unsupported);
   if (s.mask && rank > kMaxRank)
     return Status::failure(std::string(kernel) +
                                ": the CUDA kernel takes a mask over scores "

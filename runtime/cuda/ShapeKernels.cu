@@ -377,7 +377,9 @@ Status loom::cuda::concatKernel(const CudaKernelCall &call) {
     int64_t chunk = t.shape[dim] * inner;
     char *dst = static_cast<char *>(out.data) + column;
     column += chunk;
-    if (chunk == 0 || outer == 0)
+    // An input already in place (an append: the result written over the
+    // input's memory, Session::run's appendInto) is not copied onto itself.
+    if (chunk == 0 || outer == 0 || (outer == 1 && dst == t.data))
       continue;
     int64_t unit = widestUnit({chunk, outRow}, {dst, t.data});
     int64_t count = outer * chunk / unit;

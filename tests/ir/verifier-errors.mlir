@@ -528,3 +528,20 @@ func.func @f(%a: tensor<3xi32>) {
   %0 = loom.exp %a : (tensor<3xi32>) -> tensor<3xi32>
   return
 }
+
+// -----
+
+// Keys held position first must fit q's leading dims once moved.
+func.func @f(%q: tensor<3x2x1x8xf32>, %k: tensor<5x2x3x8xf32>) {
+  // expected-error @+1 {{'loom.attention' op needs equal leading dims of q, k and v}}
+  %o, %l = loom.attention %q, %k, %k {keys_position_major, scale = 0.5 : f64} : tensor<3x2x1x8xf32>, tensor<5x2x3x8xf32>, tensor<5x2x3x8xf32> -> tensor<3x2x1x8xf32>, tensor<3x2x1xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<3x2x1x8xf32>, %k: tensor<5x3x2x8xf32>, %seed: tensor<i64>) {
+  // expected-error @+1 {{'loom.attention' op keys_position_major is for inference: no dropout}}
+  %o, %l = loom.attention %q, %k, %k seed(%seed : tensor<i64>) {keys_position_major, scale = 0.5 : f64, dropout_rate = 0.1 : f64} : tensor<3x2x1x8xf32>, tensor<5x3x2x8xf32>, tensor<5x3x2x8xf32> -> tensor<3x2x1x8xf32>, tensor<3x2x1xf32>
+  return
+}

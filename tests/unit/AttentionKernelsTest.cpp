@@ -59,6 +59,8 @@ struct Case {
   double rate = 0;
   /// Spread of q and k: larger values give peakier softmax rows.
   double spread = 1.5;
+  /// k and v are [Sk, ..., D] (forward only: inference).
+  bool keysPositionMajor = false;
 };
 
 std::string tensorType(const std::vector<int64_t> &shape,
@@ -103,6 +105,9 @@ std::string moduleText(const Case &c) {
   if (c.rate > 0)
     attrs << ", dropout_rate = " << c.rate
           << " : f64, dropout_offset = 5 : i64";
+  std::string backwardAttrs = attrs.str() + "}";
+  if (c.keysPositionMajor)
+    attrs << ", keys_position_major";
   attrs << "}";
   std::ostringstream os;
   os << "func.func @fwd(%q: " << tq << ", %k: " << tk << ", %v: " << tv
@@ -111,13 +116,15 @@ std::string moduleText(const Case &c) {
      << attrs.str() << " : " << tq << ", " << tk << ", " << tv << " -> " << to
      << ", " << tl << "\n"
      << "  return %o, %l : " << to << ", " << tl << "\n}\n";
+  if (c.keysPositionMajor)
+    return os.str(); // no gradient
   os << "func.func @bwd(%q: " << tq << ", %k: " << tk << ", %v: " << tv
      << ", %o: " << to << ", %l: " << tl << ", %do: " << to << extraArgs
      << ") -> (" << tq << ", " << tk << ", " << tv << ") {\n"
      << "  %dq, %dk, %dv = loom.attention_grad %q, %k, %v, %o, %l, %do"
-     << extraOperands << " " << attrs.str() << " : " << tq << ", " << tk << ", "
-     << tv << ", " << to << ", " << tl << ", " << to << " -> " << tq << ", "
-     << tk << ", " << tv << "\n"
+     << extraOperands << " " << backwardAttrs << " : " << tq << ", " << tk
+     << ", " << tv << ", " << to << ", " << tl << ", " << to << " -> " << tq
+     << ", " << tk << ", " << tv << "\n"
      << "  return %dq, %dk, %dv : " << tq << ", " << tk << ", " << tv
      << "\n}\n";
   return os.str();
@@ -360,6 +367,8 @@ protected:
     for (size_t i = 1; i < variants.size(); ++i)
       EXPECT_EQ(runKernel(fwd, fwdArgs, variants[i]), got)
           << variants[i].label << " differs from " << variants.front().label;
+    if (c.keysPositionMajor)
+      return;
 
     std::vector<HostTensor> bwdArgs = {
         fwdArgs[0], fwdArgs[1], fwdArgs[2],
@@ -408,6 +417,18 @@ INSTANTIATE_TEST_SUITE_P(DeviceAttention, AttentionKernels,
                          testing::ValuesIn(test::deviceKindsUnderTest()),
                          test::deviceKindName);
 
+/// A forward call over tensors of the given shapes (no mask, no seed), f32
+/// unless changed; expectRefused places them on the device.
+struct RawCall {
+  runtime::LibraryCallArgs call;
+  RawCall(const std::vector<std::vector<int64_t>> &shapes) {
+    for (const auto &shape : shapes)
+      call.tensors.push_back({nullptr, DType::F32, shape});
+    call.attrs.ints = {0, 0, 0, 0, 0};
+    call.attrs.floats = {0.5, 0.0};
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // Against the interpreter
 //===----------------------------------------------------------------------===//
@@ -455,6 +476,56 @@ TEST_P(AttentionKernels, DecodeStepOverPaddedCache) {
   c.k = c.v = {4, 2, 11, 8};
   c.mask = {4, 1, 1, 11};
   checkCase(c, 5);
+}
+
+// A decoder's self-attention cache held position first, [T, N, K, H, D]:
+// one query row per hypothesis, and four query rows (the transposed-block
+// path) over a padded cache.
+TEST_P(AttentionKernels, DecodeStepOverPositionFirstCache) {
+  Case one;
+  one.q = {3, 2, 2, 1, 8};
+  one.k = one.v = {5, 3, 2, 2, 8};
+  one.keysPositionMajor = true;
+  Case four;
+  four.q = {3, 2, 4, 8};
+  four.k = {7, 3, 2, 8};
+  four.v = {7, 3, 2, 6};
+  four.mask = {3, 1, 1, 7};
+  four.keysPositionMajor = true;
+  if (GetParam() == "cuda") {
+    // The CUDA kernel takes such keys transposed (the compiler keeps the
+    // transpose for it), and says so.
+    RawCall a({{3, 2, 2, 1, 8},
+               {5, 3, 2, 2, 8},
+               {5, 3, 2, 2, 8},
+               {3, 2, 2, 1, 8},
+               {3, 2, 2, 1}});
+    a.call.attrs.ints[4] = 1;
+    expectRefused(a.call, false, "not position first", ErrorCode::Unsupported);
+    return;
+  }
+  checkCase(one, 21);
+  checkCase(four, 22);
+}
+
+TEST_P(AttentionKernels, RefusesPositionFirstKeysThatDoNotFit) {
+  // Keys position first whose leading dims are not q's.
+  RawCall a(
+      {{3, 2, 1, 8}, {5, 2, 3, 8}, {5, 2, 3, 8}, {3, 2, 1, 8}, {3, 2, 1}});
+  a.call.attrs.ints[4] = 1;
+  expectRefused(a.call, false, "(keys position first)");
+  // ... and the backward, which has no such layout.
+  RawCall b({{3, 1, 8},
+             {5, 3, 8},
+             {5, 3, 8},
+             {3, 1, 8},
+             {3, 1},
+             {3, 1, 8},
+             {3, 1, 8},
+             {5, 3, 8},
+             {5, 3, 8}});
+  b.call.attrs.ints[4] = 1;
+  expectRefused(b.call, true, "for inference only");
 }
 
 TEST_P(AttentionKernels, DecodeStepCausalSeesOnlyKeyZero) {
@@ -584,7 +655,7 @@ TEST(AttentionEncoding, EncodesOperandsResultsAndAttributes) {
   auto f = encodeAttentionCall(fwd);
   ASSERT_TRUE(succeeded(f));
   EXPECT_EQ(f->kernel, "attention");
-  EXPECT_EQ(f->attrs.ints, (std::vector<int64_t>{1, 1, 1, 5}));
+  EXPECT_EQ(f->attrs.ints, (std::vector<int64_t>{1, 1, 1, 5, 0}));
   EXPECT_EQ(f->attrs.floats, (std::vector<double>{0.5, 0.25}));
   ErrorOr<loom::abi::AttentionCall> decoded =
       loom::abi::AttentionCall::decode(f->attrs);
@@ -600,7 +671,7 @@ TEST(AttentionEncoding, EncodesOperandsResultsAndAttributes) {
   auto g = encodeAttentionCall(bwd);
   ASSERT_TRUE(succeeded(g));
   EXPECT_EQ(g->kernel, "attention_grad");
-  EXPECT_EQ(g->attrs.ints, (std::vector<int64_t>{1, 1, 1, 5}));
+  EXPECT_EQ(g->attrs.ints, (std::vector<int64_t>{1, 1, 1, 5, 0}));
   EXPECT_EQ(g->args.size(), 11u);
   EXPECT_EQ(g->args[8], bwd->getResult(0));
 
@@ -611,7 +682,7 @@ TEST(AttentionEncoding, EncodesOperandsResultsAndAttributes) {
   ASSERT_TRUE(module2);
   auto p = encodeAttentionCall(findOp(*module2, "bwd"));
   ASSERT_TRUE(succeeded(p));
-  EXPECT_EQ(p->attrs.ints, (std::vector<int64_t>{0, 0, 0, 0}));
+  EXPECT_EQ(p->attrs.ints, (std::vector<int64_t>{0, 0, 0, 0, 0}));
   EXPECT_EQ(p->args.size(), 9u);
 }
 
@@ -645,18 +716,6 @@ TEST(CpuAttention, RegisteredByName) {
   EXPECT_EQ(cpu::findLibraryKernel("attention"), &cpu::attentionForward);
   EXPECT_EQ(cpu::findLibraryKernel("attention_grad"), &cpu::attentionBackward);
 }
-
-/// A forward call over tensors of the given shapes (no mask, no seed), f32
-/// unless changed; expectRefused places them on the device.
-struct RawCall {
-  runtime::LibraryCallArgs call;
-  RawCall(const std::vector<std::vector<int64_t>> &shapes) {
-    for (const auto &shape : shapes)
-      call.tensors.push_back({nullptr, DType::F32, shape});
-    call.attrs.ints = {0, 0, 0, 0};
-    call.attrs.floats = {0.5, 0.0};
-  }
-};
 
 TEST_P(AttentionKernels, RefusesMismatchedShapes) {
   // k's head dim differs from q's.
@@ -721,7 +780,7 @@ TEST_P(AttentionKernels, RefusesDamagedAttributes) {
   expectRefused(scale.call, false, "scale is not finite", ErrorCode::Corrupt);
   RawCall missing(shapes);
   missing.call.attrs.ints.pop_back();
-  expectRefused(missing.call, false, "expected 4 integer and 2 float",
+  expectRefused(missing.call, false, "expected 5 integer and 2 float",
                 ErrorCode::Corrupt);
   // The backward decodes the same struct and names itself.
   RawCall backward({{2, 3, 8},
@@ -734,7 +793,7 @@ TEST_P(AttentionKernels, RefusesDamagedAttributes) {
                     {2, 5, 8},
                     {2, 5, 8}});
   backward.call.attrs.floats = {0.5};
-  expectRefused(backward.call, true, "attention_grad: expected 4 integer",
+  expectRefused(backward.call, true, "attention_grad: expected 5 integer",
                 ErrorCode::Corrupt);
 }
 

@@ -87,6 +87,8 @@ protected:
     ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
     config = *parsed;
     CompilePipelineOptions options;
+    // The CPU reads the decoder caches position first where they lie.
+    options.keysPositionMajor = true;
     options.training.dModel = config.d_model();
     options.training.warmup = 10;
     options.maxTokens = 64;
@@ -198,9 +200,9 @@ TEST_P(CpuBackendTest, EveryEntryPointMatchesTheInterpreter) {
   NamedTensors step = *encoded;
   step["src"] = src;
   for (auto &[name, value] : *encoded) {
-    std::vector<int64_t> shape = value.shape; // [N, H, S, Dh]
-    shape.insert(shape.begin() + 1, 2);       // [N, 2, H, S, Dh]
-    shape[3] = 2;
+    // [N, H, S, Dh] -> [T = 2, N, 2, H, Dh], position first.
+    std::vector<int64_t> shape = {2, value.shape[0], 2, value.shape[1],
+                                  value.shape[3]};
     step["self_" + name.substr(std::string("cross_").size())] =
         randomFloats(rng, shape);
   }

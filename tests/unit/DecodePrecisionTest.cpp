@@ -52,6 +52,8 @@ TEST(DecodePrecision, Int8AndBf16AgreeWithFp32OnATrainedModel) {
   auto config = presetConfig("tiny");
   ASSERT_TRUE(bool(config)) << llvm::toString(config.takeError());
   CompilePipelineOptions options;
+  // The CPU reads the decoder caches position first where they lie.
+  options.keysPositionMajor = true;
   options.training.dModel = config->d_model();
   options.training.warmup = 100;
   options.maxTokens = kHeldOut * 16;

@@ -22,7 +22,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <map>
 #include <random>
 
 using namespace loom;
@@ -37,6 +39,8 @@ protected:
     ASSERT_TRUE(bool(parsed));
     config = *parsed;
     CompilePipelineOptions options;
+    // The CPU reads the decoder caches position first where they lie.
+    options.keysPositionMajor = true;
     options.training.dModel = config.d_model();
     options.maxLen = 16;
     options.maxBatch = 16;
@@ -71,9 +75,9 @@ protected:
     EXPECT_TRUE(bool(encoded));
     std::map<std::string, runtime::Tensor> state;
     for (runtime::NamedTensor &t : *encoded) {
-      std::vector<int64_t> shape = t.tensor.shape();
-      shape.insert(shape.begin() + 1, 1); // one hypothesis
-      shape[3] = 0;
+      // [0, N, 1, H, Dh]: position first, one hypothesis.
+      std::vector<int64_t> shape = {0, t.tensor.shape()[0], 1,
+                                    t.tensor.shape()[1], t.tensor.shape()[3]};
       state["self_" + t.name.substr(6)] =
           test::hostTensor(t.tensor.dtype(), shape);
       state[t.name] = std::move(t.tensor);
@@ -274,6 +278,95 @@ TEST_F(DecodingTest, BeamRefusesEosBeforeTheMinimumLength) {
       EXPECT_EQ(std::count(h.tokens.begin(), h.tokens.end(), o.eos), 0);
     }
   }
+}
+
+// The self-attention caches that @decode_step returns are its inputs with
+// one position appended, and the program knows it; Session::run writes
+// them into the room a caller gives only where that holds.
+TEST_F(DecodingTest, CachesAppendInPlaceOnlyWhereTheStepAppends) {
+  auto entry = model->program().entry("decode_step");
+  ASSERT_TRUE(bool(entry)) << entry.error();
+  int appending = 0;
+  for (const runtime::Program::Value &output : (*entry)->outputs) {
+    bool self = output.name.rfind("self_", 0) == 0;
+    EXPECT_EQ(output.appendsTo >= 0, self) << output.name;
+    if (self) {
+      ++appending;
+      EXPECT_EQ((*entry)->inputs[output.appendsTo].name, output.name);
+    }
+  }
+  EXPECT_EQ(appending, 2 * config.decoder_layers());
+
+  // One step of one sentence, by hand, with and without room.
+  runtime::Tensor src = sources({kSources[0]});
+  auto encoded = model->run("encode", {src.ref()});
+  ASSERT_TRUE(bool(encoded)) << encoded.error();
+  std::map<std::string, runtime::Tensor> state;
+  std::map<std::string, runtime::Tensor> rooms;
+  for (runtime::NamedTensor &t : *encoded) {
+    std::vector<int64_t> room = {4, 1, 1, t.tensor.shape()[1],
+                                 t.tensor.shape()[3]};
+    rooms["self_" + t.name.substr(6)] = test::hostTensor(DType::F32, room);
+    state[t.name] = std::move(t.tensor);
+  }
+  runtime::Tensor tokens = test::hostTensor(DType::I32, {1, 1});
+  *static_cast<int32_t *>(tokens.data()) = 2;
+  runtime::Tensor position = test::hostTensor(DType::I64, {});
+  auto inputsWith = [&](int64_t length) {
+    std::vector<runtime::TensorRef> inputs;
+    for (const std::string &name : model->inputNames("decode_step")) {
+      if (rooms.count(name)) {
+        runtime::TensorRef ref = rooms.at(name).ref();
+        ref.shape[0] = length;
+        inputs.push_back(ref);
+      } else {
+        inputs.push_back(name == "src"        ? src.ref()
+                         : name == "tokens"   ? tokens.ref()
+                         : name == "position" ? position.ref()
+                                              : state.at(name).ref());
+      }
+    }
+    return inputs;
+  };
+  // Without room: the caches come back as new tensors. (A first run makes
+  // the CPU pack the weights, which the two compared runs then share.)
+  ASSERT_TRUE(bool(model->run("decode_step", inputsWith(0))));
+  auto plain = model->run("decode_step", inputsWith(0));
+  ASSERT_TRUE(bool(plain)) << plain.error();
+  std::map<std::string, runtime::TensorRef> into;
+  for (auto &[name, room] : rooms)
+    into[name] = room.ref();
+  auto appended = model->run("decode_step", inputsWith(0), into);
+  ASSERT_TRUE(bool(appended)) << appended.error();
+  ASSERT_EQ(appended->size(), 1u); // only log_probs comes back
+  for (runtime::NamedTensor &t : *plain) {
+    if (t.name == "log_probs") {
+      EXPECT_EQ(0, std::memcmp(t.tensor.data(), (*appended)[0].tensor.data(),
+                               t.tensor.bytes()));
+      continue;
+    }
+    // Position 0 of the room holds what the plain step returned.
+    EXPECT_EQ(0, std::memcmp(t.tensor.data(), rooms.at(t.name).data(),
+                             t.tensor.bytes()))
+        << t.name;
+  }
+
+  // Refused: an output that does not append, room that does not start at
+  // the input, and room too small for the appended position.
+  auto refused = [&](std::map<std::string, runtime::TensorRef> bad,
+                     const std::string &part) {
+    auto out = model->run("decode_step", inputsWith(1), bad);
+    ASSERT_FALSE(bool(out)) << part;
+    EXPECT_NE(out.error().find(part), std::string::npos) << out.error();
+  };
+  refused({{"log_probs", rooms.begin()->second.ref()}},
+          "no output 'log_probs' that appends");
+  runtime::TensorRef elsewhere = rooms.begin()->second.ref();
+  elsewhere.data = static_cast<char *>(elsewhere.data) + 4;
+  refused({{rooms.begin()->first, elsewhere}}, "elsewhere");
+  runtime::TensorRef small = rooms.begin()->second.ref();
+  small.shape[0] = 1;
+  refused({{rooms.begin()->first, small}}, "needs room");
 }
 
 TEST_F(DecodingTest, RefusesBadOptions) {

@@ -173,7 +173,7 @@ TEST(FuseElementwise, TinyModelComputesTheSameWithFarFewerOps) {
       inputs["cross_" + suffix] =
           uniform({batch, heads, srcLen, dHead}, -1, 1, rng);
       inputs["self_" + suffix] =
-          uniform({batch, beam, heads, cacheLen, dHead}, -1, 1, rng);
+          uniform({cacheLen, batch, beam, heads, dHead}, -1, 1, rng);
     }
   }
   for (const char *fn : entries) {

@@ -64,6 +64,8 @@ TEST_P(PipelineTest, EveryEntryPointKeepsItsMeaning) {
   options.maxTokens = 64;
   options.maxLen = 16;
   options.maxBatch = 8;
+  // The CPU's pipeline: attention reads the decoder caches position first.
+  options.keysPositionMajor = true;
 
   auto plainModule = buildModelModule(*ctx, *config);
   auto compiledModule = buildModelModule(*ctx, *config);
@@ -108,9 +110,9 @@ TEST_P(PipelineTest, EveryEntryPointKeepsItsMeaning) {
   NamedTensors step = *encoded;
   step["src"] = src;
   for (auto &[name, value] : *encoded) {
-    std::vector<int64_t> shape = value.shape; // [N, H, S, Dh]
-    shape.insert(shape.begin() + 1, 2);       // [N, 2, H, S, Dh]
-    shape[3] = 2;
+    // [N, H, S, Dh] -> [T = 2, N, 2, H, Dh], position first.
+    std::vector<int64_t> shape = {2, value.shape[0], 2, value.shape[1],
+                                  value.shape[3]};
     step["self_" + name.substr(std::string("cross_").size())] =
         randomFloats(rng, shape);
   }

@@ -244,7 +244,7 @@ NamedTensors tinyInputs(const InterpretedModel &model) {
   // decoding step; the cross-attention memory of the 5 source positions.
   for (int layer = 0; layer < 2; ++layer) {
     for (const char *cache : {"self_k.", "self_v."})
-      inputs[cache + std::to_string(layer)] = floats(rng, {3, 2, 2, 2, 16});
+      inputs[cache + std::to_string(layer)] = floats(rng, {2, 3, 2, 2, 16});
     for (const char *cache : {"cross_k.", "cross_v."})
       inputs[cache + std::to_string(layer)] = floats(rng, {3, 2, 5, 16});
   }

@@ -177,9 +177,10 @@ TEST_P(ModelRegions, EveryRegionMatchesTheInterpreter) {
   step["src"] = src;
   for (auto &[name, value] : recorder.outputs) {
     if (llvm::StringRef(name).starts_with("cross_")) {
-      std::vector<int64_t> shape = value.shape; // [N, H, S, Dh]
-      shape.insert(shape.begin() + 1, 2);       // two hypotheses each
-      shape[3] = 2;
+      // [N, H, S, Dh] -> [T = 2, N, 2, H, Dh]: two positions of two
+      // hypotheses each, position first.
+      std::vector<int64_t> shape = {2, value.shape[0], 2, value.shape[1],
+                                    value.shape[3]};
       step["self_" + name.substr(std::string("cross_").size())] =
           randomTensor(rng, shape);
     }

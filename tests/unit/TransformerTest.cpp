@@ -350,7 +350,7 @@ void checkIncrementalDecoding(const TransformerConfig &c) {
   for (int64_t i = 0; i < c.decoder_layers(); ++i)
     for (const char *kind : {"self_k.", "self_v."})
       state[kind + std::to_string(i)] =
-          HostTensor({2, 1, heads, 0, headDim}, DType::F32);
+          HostTensor({0, 2, 1, heads, headDim}, DType::F32);
 
   int64_t length = tgt.shape[1];
   for (int64_t t = 0; t + 1 < length; ++t) {
@@ -373,7 +373,7 @@ void checkIncrementalDecoding(const TransformerConfig &c) {
     for (auto &[name, value] : *step)
       if (llvm::StringRef(name).starts_with("self_")) {
         EXPECT_EQ(value.shape,
-                  (std::vector<int64_t>{2, 1, heads, t + 1, headDim}));
+                  (std::vector<int64_t>{t + 1, 2, 1, heads, headDim}));
         state[name] = value;
       }
   }

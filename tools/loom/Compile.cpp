@@ -134,6 +134,9 @@ llvm::Error compile(const CompileOptions &options) {
   pipeline.remarks = options.remarks;
   pipeline.training.dataParallel = options.dataParallel;
   pipeline.training.bucketBytes = *bucket;
+  // The CPU's attention reads the decoder's position-first caches where
+  // they lie (the IR printed with --target ir is the CPU's).
+  pipeline.keysPositionMajor = options.target != "cuda";
 
   mlir::MLIRContext ctx;
   ctx.printOpOnDiagnostic(false);

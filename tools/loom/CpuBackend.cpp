@@ -147,7 +147,11 @@ compileExecutable(const TransformerConfig &config,
   auto module = buildModelModule(ctx, config);
   if (!module)
     return error("could not build the model module");
-  if (mlir::failed(runCompilePipeline(*module, pipeline, dumpDir)))
+  // The CPU's attention kernel reads the decoder's position-first caches
+  // where they lie; the CUDA one takes the transposed copy.
+  CompilePipelineOptions forTarget = pipeline;
+  forTarget.keysPositionMajor = !target.cuda();
+  if (mlir::failed(runCompilePipeline(*module, forTarget, dumpDir)))
     return error("the compile pipeline failed");
   if (mlir::failed(mlir::verify(*module)))
     return error("the compiled module does not verify");

@@ -47,3 +47,11 @@ func.func @fusion(%m: tensor<8xf32>, %g: tensor<8xf32>) -> (tensor<8xf32>, tenso
   }
   return %r#0, %r#1 : tensor<8xf32>, tensor<8xf32>
 }
+
+// Keys and values held position first ([T, ..., D]).
+// CHECK-LABEL: func.func @attention_keys_position_major
+// CHECK: loom.attention %{{.*}}, %{{.*}}, %{{.*}} {keys_position_major, scale = 1.250000e-01 : f64} : tensor<?x?x4x1x8xf32>, tensor<?x?x?x4x8xf32>, tensor<?x?x?x4x8xf32> -> tensor<?x?x4x1x8xf32>, tensor<?x?x4x1xf32>
+func.func @attention_keys_position_major(%q: tensor<?x?x4x1x8xf32>, %k: tensor<?x?x?x4x8xf32>) -> tensor<?x?x4x1x8xf32> {
+  %o, %l = loom.attention %q, %k, %k {keys_position_major, scale = 0.125 : f64} : tensor<?x?x4x1x8xf32>, tensor<?x?x?x4x8xf32>, tensor<?x?x?x4x8xf32> -> tensor<?x?x4x1x8xf32>, tensor<?x?x4x1xf32>
+  return %o : tensor<?x?x4x1x8xf32>
+}
