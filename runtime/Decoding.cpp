@@ -80,7 +80,6 @@ struct DecoderState {
   std::vector<SelfCache> self;
   int64_t sentences = 0, beam = 1;  // hypotheses per sentence
   int64_t length = 0, capacity = 0; // positions held, and room for
-  int64_t rowElements = 0;          // heads * head_dim
   DType dtype = DType::F32;
 
   /// Runs @encode on host `src`; each sentence gets `beam` hypotheses whose
@@ -93,7 +92,7 @@ struct DecoderState {
   ErrorOr<Tensor> step(Session &session, const std::vector<int32_t> &tokens,
                        int64_t position);
   /// Keeps the hypotheses `rows` (each row's self-attention caches, in that
-  /// order) of the sentences `sentences` (indices into the current ones),
+  /// order) of the sentences `keptSentences` (indices into the current ones),
   /// `beam` rows per sentence.
   Status keep(Device &device, const std::vector<int64_t> &keptSentences,
               const std::vector<int64_t> &rows);
@@ -131,7 +130,6 @@ ErrorOr<DecoderState> DecoderState::start(Session &session,
                                  "cache",
                              ErrorCode::Corrupt);
     state.headShape = {shape[1], shape[3]};
-    state.rowElements = shape[1] * shape[3];
     state.dtype = t.tensor.dtype();
     SelfCache cache;
     cache.name =
@@ -155,6 +153,7 @@ Status DecoderState::keep(Device &device,
                           const std::vector<int64_t> &keptSentences,
                           const std::vector<int64_t> &rows) {
   int64_t oldRows = sentences * beam, newRows = int64_t(rows.size());
+  int64_t rowElements = headShape[0] * headShape[1];
   int64_t esize = dtypeSize(dtype);
   for (SelfCache &c : self) {
     Tensor &other = c.room[1 - c.current];
