@@ -155,27 +155,60 @@ Status DecoderState::keep(Device &device,
   int64_t oldRows = sentences * beam, newRows = int64_t(rows.size());
   int64_t rowElements = headShape[0] * headShape[1];
   int64_t esize = dtypeSize(dtype);
-  for (SelfCache &c : self) {
-    Tensor &other = c.room[1 - c.current];
-    if (!other.data()) {
-      ErrorOr<Tensor> room =
-          Tensor::onDevice(device, dtype, c.room[c.current].shape());
-      if (!room)
-        return room.status();
-      other = std::move(*room);
-    }
-    for (int64_t t = 0; t < length; ++t) {
-      TensorRef from{static_cast<char *>(c.room[c.current].data()) +
-                         t * oldRows * rowElements * esize,
+  // A row that keeps its hypothesis costs nothing. When no row is both read
+  // by one that moves and moved itself, the rows that change move in place;
+  // beam search puts a parent's first child on the parent's row, so that is
+  // the rule and only a parent's later children move.
+  bool inPlace = newRows == oldRows;
+  if (inPlace) {
+    std::vector<uint8_t> use(static_cast<size_t>(oldRows),
+                             0); // 1 read, 2 written
+    for (int64_t i = 0; i < newRows; ++i)
+      if (rows[i] != i) {
+        use[i] |= 2;
+        use[rows[i]] |= 1;
+      }
+    inPlace =
+        std::none_of(use.begin(), use.end(), [](uint8_t u) { return u == 3; });
+  }
+  if (inPlace) {
+    std::vector<int64_t> from, to;
+    for (int64_t t = 0; t < length; ++t)
+      for (int64_t i = 0; i < newRows; ++i)
+        if (rows[i] != i) {
+          from.push_back(t * oldRows + rows[i]);
+          to.push_back(t * oldRows + i);
+        }
+    if (!from.empty())
+      for (SelfCache &c : self)
+        LOOM_RETURN_IF_ERROR(
+            device.moveRows(TensorRef{c.room[c.current].data(),
+                                      dtype,
+                                      {length * oldRows, rowElements}},
+                            from, to));
+  } else {
+    for (SelfCache &c : self) {
+      Tensor &other = c.room[1 - c.current];
+      if (!other.data()) {
+        ErrorOr<Tensor> room =
+            Tensor::onDevice(device, dtype, c.room[c.current].shape());
+        if (!room)
+          return room.status();
+        other = std::move(*room);
+      }
+      for (int64_t t = 0; t < length; ++t) {
+        TensorRef from{static_cast<char *>(c.room[c.current].data()) +
+                           t * oldRows * rowElements * esize,
+                       dtype,
+                       {oldRows, rowElements}};
+        TensorRef to{static_cast<char *>(other.data()) +
+                         t * newRows * rowElements * esize,
                      dtype,
-                     {oldRows, rowElements}};
-      TensorRef to{static_cast<char *>(other.data()) +
-                       t * newRows * rowElements * esize,
-                   dtype,
-                   {newRows, rowElements}};
-      LOOM_RETURN_IF_ERROR(device.gatherRows(from, rows, to));
+                     {newRows, rowElements}};
+        LOOM_RETURN_IF_ERROR(device.gatherRows(from, rows, to));
+      }
+      c.current = 1 - c.current;
     }
-    c.current = 1 - c.current;
   }
   if (int64_t(keptSentences.size()) != sentences) {
     for (auto &[name, tensor] : cross) {
@@ -247,6 +280,50 @@ ErrorOr<Tensor> DecoderState::step(Session &session,
     return Status::failure("@decode_step returns no [rows, vocab] log_probs",
                            ErrorCode::Corrupt);
   return std::move(*logProbs);
+}
+
+/// Orders the `k` hypotheses `grown` just got (and their entries at the end
+/// of `parents` and `last`) so that each sits on its parent's row where no
+/// sibling sits first: a parent's first child then keeps the parent's caches
+/// where they are (DecoderState::keep), and only later children move, into
+/// the rows of parents that had none. `firstRow` is the beam's first row.
+void placeOnParentRows(Beam &grown, std::vector<int64_t> &parents,
+                       std::vector<int32_t> &last, int64_t firstRow,
+                       int64_t k) {
+  size_t base = parents.size() - size_t(k);
+  std::vector<int64_t> place(k, -1);
+  std::vector<bool> taken(k, false);
+  for (int64_t j = 0; j < k; ++j) {
+    int64_t parent = parents[base + j] - firstRow;
+    if (!taken[parent]) {
+      place[j] = parent;
+      taken[parent] = true;
+    }
+  }
+  int64_t free = 0;
+  for (int64_t j = 0; j < k; ++j) {
+    if (place[j] >= 0)
+      continue;
+    while (taken[free])
+      ++free;
+    place[j] = free;
+    taken[free] = true;
+  }
+  Beam placed;
+  placed.tokens.resize(k);
+  placed.logProbs.resize(k);
+  std::vector<int64_t> placedParents(k);
+  std::vector<int32_t> placedLast(k);
+  for (int64_t j = 0; j < k; ++j) {
+    placed.tokens[place[j]] = std::move(grown.tokens[j]);
+    placed.logProbs[place[j]] = grown.logProbs[j];
+    placedParents[place[j]] = parents[base + j];
+    placedLast[place[j]] = last[base + j];
+  }
+  grown.tokens = std::move(placed.tokens);
+  grown.logProbs = std::move(placed.logProbs);
+  std::copy(placedParents.begin(), placedParents.end(), parents.begin() + base);
+  std::copy(placedLast.begin(), placedLast.end(), last.begin() + base);
 }
 
 } // namespace
@@ -456,6 +533,8 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
         parents.push_back(parents.back());
         last.push_back(last.back());
       }
+      if (!done)
+        placeOnParentRows(grown, parents, last, int64_t(i) * k, k);
       if (done) {
         // Out of steps: the live hypotheses end here, without eos.
         if (lastStep)

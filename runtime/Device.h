@@ -115,6 +115,14 @@ public:
   virtual Status gatherRows(const TensorRef &src,
                             const std::vector<int64_t> &rows,
                             const TensorRef &dst) = 0;
+  /// Within `t`, along its first dim: row to[i] becomes a copy of row
+  /// from[i], for every i. No row is written twice or both written and read,
+  /// so the moves may run in any order. What this default does with the
+  /// primitives above (a gather of all of `t` into a temporary, copied back)
+  /// is correct on every device; a device overrides it to touch only the
+  /// moved rows.
+  virtual Status moveRows(const TensorRef &t, const std::vector<int64_t> &from,
+                          const std::vector<int64_t> &to);
   /// Per row of f32 `scores` [rows, n]: the index of the largest value (the
   /// lowest index among equals; NaN ranks below every number), on the host.
   virtual ErrorOr<std::vector<int32_t>> argmax(const TensorRef &scores) = 0;

@@ -6,12 +6,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Device.h"
+#include "runtime/KernelChecks.h"
+#include "runtime/Tensor.h"
 #include "runtime/cpu/CpuDevice.h"
 #ifdef LOOM_CUDA_DEVICE
 #include "runtime/cuda/CudaDevice.h"
 #endif
 
 #include <cctype>
+#include <numeric>
 
 namespace loom::runtime {
 
@@ -72,6 +75,22 @@ ErrorOr<std::shared_ptr<Device>> openDevice(const std::string &kind,
   return Status::failure("unknown device '" + kind +
                              "' (this runtime has: " + kinds + ")",
                          ErrorCode::NotFound);
+}
+
+Status Device::moveRows(const TensorRef &t, const std::vector<int64_t> &from,
+                        const std::vector<int64_t> &to) {
+  LOOM_RETURN_IF_ERROR(kernels::checkMoveRows(t, from, to));
+  if (from.empty() || t.bytes() == 0)
+    return Status::success();
+  std::vector<int64_t> rows(static_cast<size_t>(t.shape[0]));
+  std::iota(rows.begin(), rows.end(), 0);
+  for (size_t i = 0; i < from.size(); ++i)
+    rows[to[i]] = from[i];
+  ErrorOr<Tensor> moved = Tensor::onDevice(*this, t.dtype, t.shape);
+  if (!moved)
+    return moved.status();
+  LOOM_RETURN_IF_ERROR(gatherRows(t, rows, moved->ref()));
+  return copy(t.data, moved->data(), t.bytes(), CopyDirection::DeviceToDevice);
 }
 
 } // namespace loom::runtime

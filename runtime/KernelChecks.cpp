@@ -73,7 +73,7 @@ Status checkShape(const TensorRef &out, const std::vector<int64_t> &shape,
                          shapeString(shape));
 }
 
-//===-- Decoding primitives (Device::gatherRows, argmax, topK) -------===//
+//===-- Decoding primitives (Device::gatherRows, moveRows, argmax, topK) ===//
 
 // These speak of shapes as the runtime does ("[2, 3]").
 Status checkGatherRows(const TensorRef &src, const std::vector<int64_t> &rows,
@@ -89,6 +89,33 @@ Status checkGatherRows(const TensorRef &src, const std::vector<int64_t> &rows,
     if (row < 0 || row >= src.shape[0])
       return Status::failure("gatherRows: row " + std::to_string(row) + " of " +
                              std::to_string(src.shape[0]));
+  return Status::success();
+}
+
+Status checkMoveRows(const TensorRef &t, const std::vector<int64_t> &from,
+                     const std::vector<int64_t> &to) {
+  if (t.rank() < 1 || from.size() != to.size())
+    return Status::failure("moveRows: " + std::to_string(from.size()) +
+                           " sources for " + std::to_string(to.size()) +
+                           " rows of " + runtime::shapeString(t.shape));
+  int64_t rows = t.shape[0];
+  // 1: read, 2: written.
+  std::vector<uint8_t> use(static_cast<size_t>(rows), 0);
+  for (size_t i = 0; i < from.size(); ++i)
+    for (int64_t row : {from[i], to[i]})
+      if (row < 0 || row >= rows)
+        return Status::failure("moveRows: row " + std::to_string(row) + " of " +
+                               std::to_string(rows));
+  for (size_t i = 0; i < to.size(); ++i) {
+    if (use[to[i]] == 2)
+      return Status::failure("moveRows: row " + std::to_string(to[i]) +
+                             " is written twice");
+    use[to[i]] = 2;
+  }
+  for (int64_t row : from)
+    if (use[row] == 2)
+      return Status::failure("moveRows: row " + std::to_string(row) +
+                             " is both read and written");
   return Status::success();
 }
 

@@ -46,12 +46,16 @@ Status checkSameDType(const TensorRef &a, const TensorRef &b,
 Status checkShape(const TensorRef &out, const std::vector<int64_t> &shape,
                   const char *kernel);
 
-//===-- Decoding primitives (Device::gatherRows, argmax, topK) -------===//
+//===-- Decoding primitives (Device::gatherRows, moveRows, argmax, topK) ===//
 
 /// Success when `dst` holds rows.size() rows of `src` and every row lies
 /// in `src`.
 Status checkGatherRows(const TensorRef &src, const std::vector<int64_t> &rows,
                        const TensorRef &dst);
+/// Success when `from` and `to` are as long, every row lies in `t` and no
+/// row is written twice or both written and read (Device::moveRows).
+Status checkMoveRows(const TensorRef &t, const std::vector<int64_t> &from,
+                     const std::vector<int64_t> &to);
 /// Success when `scores` are f32 [rows, n] with n >= 1.
 Status checkScores(const TensorRef &scores, const char *what);
 /// checkScores, and k in [1, n].

@@ -282,6 +282,26 @@ Status CpuDevice::gatherRows(const TensorRef &src,
   return Status::success();
 }
 
+Status CpuDevice::moveRows(const TensorRef &t, const std::vector<int64_t> &from,
+                           const std::vector<int64_t> &to) {
+  LOOM_RETURN_IF_ERROR(kernels::checkMoveRows(t, from, to));
+  if (t.bytes() == 0)
+    return Status::success();
+  int64_t rowBytes = t.bytes() / t.shape[0];
+  char *base = static_cast<char *>(t.data);
+  // Memory-bound: both threads issue loads, which one core's misses do not
+  // keep the memory busy with.
+  threadPool.parallelFor(
+      static_cast<int64_t>(from.size()),
+      std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(rowBytes, 1)),
+      [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i)
+          std::memcpy(base + to[i] * rowBytes, base + from[i] * rowBytes,
+                      rowBytes);
+      });
+  return Status::success();
+}
+
 ErrorOr<std::vector<int32_t>> CpuDevice::argmax(const TensorRef &scores) {
   LOOM_RETURN_IF_ERROR(kernels::checkScores(scores, "argmax"));
   int64_t rows = scores.shape[0], n = scores.shape[1];

@@ -55,6 +55,9 @@ public:
   Status gatherRows(const runtime::TensorRef &src,
                     const std::vector<int64_t> &rows,
                     const runtime::TensorRef &dst) override;
+  Status moveRows(const runtime::TensorRef &t,
+                  const std::vector<int64_t> &from,
+                  const std::vector<int64_t> &to) override;
   ErrorOr<std::vector<int32_t>>
   argmax(const runtime::TensorRef &scores) override;
   ErrorOr<TopK> topK(const runtime::TensorRef &scores, int64_t k) override;

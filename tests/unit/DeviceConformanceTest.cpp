@@ -392,6 +392,56 @@ TEST_P(Primitives, GatherRowsRefusesRowsOutOfRangeAndMismatchedShapes) {
   }
 }
 
+// A beam's caches follow their hypotheses in place: rows that keep theirs
+// stay, the others become copies of rows that stay. Both the device's own
+// moveRows and the default every device inherits (a gather of the whole
+// tensor, copied back) must do it.
+TEST_P(Primitives, MoveRowsCopiesRowsInPlace) {
+  for (bool inherited : {false, true}) {
+    std::vector<float> rows6(18);
+    for (int r = 0; r < 6; ++r)
+      for (int c = 0; c < 3; ++c)
+        rows6[r * 3 + c] = static_cast<float>(r * 10 + c);
+    Tensor t = upload(DType::F32, {6, 3}, rows6);
+    std::vector<int64_t> from = {0, 0, 2}, to = {1, 4, 5};
+    Status status = inherited ? device->Device::moveRows(t.ref(), from, to)
+                              : device->moveRows(t.ref(), from, to);
+    ASSERT_TRUE(status.ok()) << status.message();
+    EXPECT_EQ(download<float>(t),
+              (std::vector<float>{0, 1, 2, 0, 1, 2, 20, 21, 22, 30, 31, 32, 0,
+                                  1, 2, 20, 21, 22}))
+        << (inherited ? "Device::moveRows" : "the device's moveRows");
+    status = inherited ? device->Device::moveRows(t.ref(), {}, {})
+                       : device->moveRows(t.ref(), {}, {});
+    EXPECT_TRUE(status.ok()) << status.message();
+  }
+}
+
+TEST_P(Primitives, MoveRowsRefusesMovesThatDependOnTheirOrder) {
+  std::vector<float> values(12);
+  std::iota(values.begin(), values.end(), 0.0f);
+  Tensor t = upload(DType::F32, {4, 3}, values);
+  struct Bad {
+    std::vector<int64_t> from, to;
+    const char *why;
+  };
+  const Bad bad[] = {
+      {{0, 1}, {2, 2}, "written twice"},
+      {{0, 1}, {1, 2}, "both read and written"},
+      {{0}, {4}, "row 4 of 4"},
+      {{-1}, {0}, "row -1 of 4"},
+      {{0, 1}, {2}, "2 sources for 1 rows"},
+  };
+  for (const Bad &b : bad) {
+    Status status = device->moveRows(t.ref(), b.from, b.to);
+    EXPECT_EQ(status.code(), ErrorCode::InvalidArgument) << b.why;
+    EXPECT_NE(status.message().find(b.why), std::string::npos)
+        << status.message();
+  }
+  // Nothing moved.
+  EXPECT_EQ(download<float>(t), values);
+}
+
 // A diverged model's NaN scores rank below every number, in both
 // primitives, so decoding never picks a NaN while a number is there.
 TEST_P(Primitives, NaNScoresRankBelowEveryNumber) {
