@@ -17,6 +17,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev
   zlib1g-dev libzstd-dev libedit-dev libxml2-dev libcurl4-openssl-dev
   python3 python3-torch python3-numpy python3-sentencepiece
+  libonnx-dev python3-onnx libonnx-testdata
 )
 
 case "${1:-}" in

@@ -61,3 +61,17 @@ try:
             config.available_features.add("avx512bf16")
 except OSError:
     pass
+# ONNX's backend-test data (Debian's libonnx-testdata), which `loom
+# onnx-test` runs; and PyTorch with ONNX export, for models exported here.
+onnx_data = "/usr/share/libonnx-testdata/data"
+if os.path.isdir(os.path.join(onnx_data, "node")):
+    config.available_features.add("onnx-testdata")
+    config.substitutions.append(("%onnx_data", onnx_data))
+try:
+    subprocess.run(["/usr/bin/python3", "-c", "import torch, onnx"], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   timeout=120)
+    config.available_features.add("torch-onnx")
+    config.substitutions.append(("%torch_python", "/usr/bin/python3"))
+except (OSError, subprocess.SubprocessError):
+    pass

@@ -35,6 +35,7 @@ int main(int argc, char **argv) {
   loom::cli::addAverageCommand(app, exitCode);
   loom::cli::addTrainCommand(app, exitCode);
   loom::cli::addInspectCommand(app, exitCode);
+  loom::cli::addOnnxCommands(app, exitCode);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

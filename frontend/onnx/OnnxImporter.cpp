@@ -1,0 +1,414 @@
+//===- OnnxImporter.cpp - ONNX graphs as loom functions -------------------===//
+//
+// The walk over a graph: inputs and initializers become arguments, each node
+// goes to its converter (OnnxImport.h), the outputs are returned, and the
+// function is verified. Every op a node builds is located at the node's name,
+// so a later diagnostic (or an interpreter error) points back into the ONNX
+// graph.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/onnx/OnnxImporter.h"
+#include "frontend/onnx/OnnxImport.h"
+
+#include "mlir/IR/Verifier.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <map>
+#include <set>
+
+using namespace loom;
+using namespace loom::onnx_import;
+using llvm::Error;
+using llvm::Expected;
+using llvm::StringRef;
+
+static Error importError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+namespace loom::onnx_import {
+
+class Importer {
+public:
+  Importer(mlir::ModuleOp module, const onnx::ModelProto &model,
+           const OnnxImportOptions &options)
+      : model(model), options(options), g(module, options.function),
+        handler(module.getContext(), [this](mlir::Diagnostic &d) {
+          if (d.getSeverity() == mlir::DiagnosticSeverity::Error)
+            diagnostics.push_back(d.str());
+          return mlir::success();
+        }) {}
+
+  Expected<OnnxImport> run();
+
+  const onnx::ModelProto &model;
+  const OnnxImportOptions &options;
+  Graph g;
+  std::map<std::string, ImportedValue> values;
+  std::vector<std::string> diagnostics;
+  mlir::ScopedDiagnosticHandler handler;
+  llvm::StringMap<Converter> converters;
+  std::vector<Tensor> shapeSources;
+
+private:
+  Error addArguments(OnnxImport &result);
+  Error convert(const onnx::NodeProto &node, int64_t index, int64_t opset);
+};
+
+} // namespace loom::onnx_import
+
+//===----------------------------------------------------------------------===//
+// NodeContext
+//===----------------------------------------------------------------------===//
+
+Graph &NodeContext::graph() { return importer.g; }
+
+std::vector<Tensor> &NodeContext::shapeSources() {
+  return importer.shapeSources;
+}
+
+std::optional<Tensor>
+NodeContext::tensorWithSizes(const std::vector<SymbolicSize> &sizes) {
+  for (auto it = importer.shapeSources.rbegin();
+       it != importer.shapeSources.rend(); ++it)
+    if (sizesOf(*it) == sizes)
+      return *it;
+  return std::nullopt;
+}
+
+const ImportedValue &NodeContext::input(int i) const {
+  return importer.values.at(node.input(i));
+}
+
+Expected<Tensor> NodeContext::tensor(int i) {
+  if (!hasInput(i))
+    return error(llvm::formatv("input {0} is missing", i));
+  const ImportedValue &v = input(i);
+  if (v.tensor)
+    return v.tensor;
+  if (v.constant) {
+    Expected<Tensor> t = constantTensor(*v.constant);
+    if (!t)
+      return t.takeError();
+    // Later uses share the materialized constant.
+    importer.values[node.input(i)].tensor = *t;
+    return *t;
+  }
+  return error("input '" + node.input(i) +
+               "' is a shape computed at run time (from a dynamic dim), "
+               "used here as data");
+}
+
+Expected<std::vector<int64_t>> NodeContext::constantInts(int i,
+                                                         StringRef what) {
+  if (!hasInput(i))
+    return error(what + " is missing");
+  const ImportedValue &v = input(i);
+  if (!v.constant ||
+      (v.constant->kind != DType::I64 && v.constant->kind != DType::I32))
+    return error(what + " ('" + node.input(i) +
+                 "') must be integers known when importing");
+  std::vector<int64_t> out;
+  for (double x : v.constant->data)
+    out.push_back(toInt64(x));
+  return out;
+}
+
+Expected<std::vector<SymbolicSize>> NodeContext::sizes(int i, StringRef what) {
+  if (!hasInput(i))
+    return error(what + " is missing");
+  const ImportedValue &v = input(i);
+  if (v.sizes)
+    return *v.sizes;
+  Expected<std::vector<int64_t>> ints = constantInts(i, what);
+  if (!ints)
+    return ints.takeError();
+  std::vector<SymbolicSize> out;
+  for (int64_t x : *ints)
+    out.push_back(SymbolicSize::of(x));
+  return out;
+}
+
+const onnx::AttributeProto *NodeContext::attribute(StringRef name) const {
+  for (const onnx::AttributeProto &a : node.attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+int64_t NodeContext::intAttr(StringRef name, int64_t otherwise) const {
+  const onnx::AttributeProto *a = attribute(name);
+  return a ? a->i() : otherwise;
+}
+
+float NodeContext::floatAttr(StringRef name, float otherwise) const {
+  const onnx::AttributeProto *a = attribute(name);
+  return a ? a->f() : otherwise;
+}
+
+std::string NodeContext::stringAttr(StringRef name, StringRef otherwise) const {
+  const onnx::AttributeProto *a = attribute(name);
+  return a ? a->s() : otherwise.str();
+}
+
+std::optional<std::vector<int64_t>>
+NodeContext::intsAttr(StringRef name) const {
+  const onnx::AttributeProto *a = attribute(name);
+  if (!a)
+    return std::nullopt;
+  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+Error NodeContext::unsupportedAttribute(StringRef name,
+                                        const llvm::Twine &value) {
+  return error("attribute " + name + " = " + value + " is not supported");
+}
+
+void NodeContext::setOutput(int i, ImportedValue value) {
+  if (i < node.output_size() && !node.output(i).empty())
+    importer.values[node.output(i)] = std::move(value);
+}
+
+Error NodeContext::error(const llvm::Twine &message) const {
+  std::string name = !node.name().empty() ? "'" + node.name() + "' "
+                     : index >= 0         ? "#" + std::to_string(index) + " "
+                                          : "";
+  return importError(llvm::formatv("node {0}({1}, opset {2}): {3}", name,
+                                   node.op_type(), opset, message.str()));
+}
+
+Expected<Tensor> NodeContext::constantTensor(const HostTensor &value) {
+  return graph().constant(value.data, value.shape, elementType(value.kind));
+}
+
+mlir::Type NodeContext::elementType(DType kind) {
+  mlir::Builder &b = builder();
+  switch (kind) {
+  case DType::F32:
+    return b.getF32Type();
+  case DType::F16:
+    return b.getF16Type();
+  case DType::BF16:
+    return b.getBF16Type();
+  case DType::F64:
+    return b.getF64Type();
+  case DType::I32:
+    return b.getI32Type();
+  case DType::I64:
+    return b.getI64Type();
+  case DType::I1:
+    return b.getI1Type();
+  }
+  return b.getF32Type();
+}
+
+void NodeContext::startDiagnostics() { importer.diagnostics.clear(); }
+
+std::string NodeContext::endDiagnostics() {
+  std::string all;
+  for (const std::string &d : importer.diagnostics)
+    all += (all.empty() ? "" : "; ") + d;
+  importer.diagnostics.clear();
+  return all;
+}
+
+//===----------------------------------------------------------------------===//
+// The walk
+//===----------------------------------------------------------------------===//
+
+/// The tensor type and dim names of graph input `info`; dims without a name
+/// get one from the input, so that each stays its own size.
+static Expected<std::pair<mlir::RankedTensorType, std::vector<std::string>>>
+inputType(NodeContext &types, const onnx::ValueInfoProto &info) {
+  if (!info.type().has_tensor_type())
+    return importError("graph input '" + info.name() + "' is not a tensor");
+  const onnx::TypeProto::Tensor &t = info.type().tensor_type();
+  Expected<DType> kind = dtypeOfOnnx(t.elem_type());
+  if (!kind)
+    return importError("graph input '" + info.name() +
+                       "': " + llvm::toString(kind.takeError()));
+  if (!t.has_shape())
+    return importError("graph input '" + info.name() +
+                       "' has no shape (not even a rank)");
+  std::vector<int64_t> shape;
+  std::vector<std::string> names;
+  for (int i = 0; i < t.shape().dim_size(); ++i) {
+    const onnx::TensorShapeProto::Dimension &d = t.shape().dim(i);
+    if (d.has_dim_value() && d.dim_value() >= 0) {
+      shape.push_back(d.dim_value());
+      names.push_back("");
+    } else {
+      shape.push_back(kDyn);
+      names.push_back(d.has_dim_param() && !d.dim_param().empty()
+                          ? d.dim_param()
+                          : info.name() + "." + std::to_string(i));
+    }
+  }
+  return std::make_pair(
+      mlir::RankedTensorType::get(shape, types.elementType(*kind)), names);
+}
+
+Error Importer::addArguments(OnnxImport &result) {
+  const onnx::GraphProto &graph = model.graph();
+  onnx::NodeProto none;
+  NodeContext types(*this, none, result.opset);
+  std::set<std::string> initializers;
+  for (const onnx::TensorProto &init : graph.initializer()) {
+    if (init.name().empty())
+      return importError("an initializer has no name");
+    if (!initializers.insert(init.name()).second)
+      return importError("initializer '" + init.name() + "' appears twice");
+    Expected<HostTensor> value = hostTensorOf(init);
+    if (!value)
+      return importError("initializer '" + init.name() +
+                         "': " + llvm::toString(value.takeError()));
+    ImportedValue v;
+    v.onnxType = init.data_type();
+    bool isFloat = value->kind == DType::F32 || value->kind == DType::F16 ||
+                   value->kind == DType::BF16 || value->kind == DType::F64;
+    if (isFloat) {
+      // A parameter: trained, saved and loaded under its ONNX name.
+      v.tensor =
+          g.param(init.name(), value->shape, types.elementType(value->kind));
+      result.parameters[init.name()] = std::move(*value);
+    } else {
+      v.constant = std::move(*value);
+    }
+    values[init.name()] = std::move(v);
+  }
+  size_t position = 0;
+  for (const onnx::ValueInfoProto &info : graph.input()) {
+    // Before IR version 4 every initializer was also listed as an input.
+    if (initializers.count(info.name()))
+      continue;
+    if (values.count(info.name()))
+      return importError("graph input '" + info.name() + "' appears twice");
+    size_t at = position++;
+    if (at < options.inputValues.size() && options.inputValues[at]) {
+      values[info.name()] = constantValue(*options.inputValues[at]);
+      continue;
+    }
+    auto typed = inputType(types, info);
+    if (!typed)
+      return typed.takeError();
+    std::vector<StringRef> dims;
+    if (llvm::any_of(typed->second,
+                     [](const std::string &n) { return !n.empty(); }))
+      dims.assign(typed->second.begin(), typed->second.end());
+    ImportedValue v;
+    v.tensor = g.input(info.name(), typed->first, dims);
+    values[info.name()] = std::move(v);
+    result.inputs.push_back(info.name());
+  }
+  return Error::success();
+}
+
+Error Importer::convert(const onnx::NodeProto &node, int64_t index,
+                        int64_t opset) {
+  NodeContext ctx(*this, node, opset, index);
+  if (!node.domain().empty() && node.domain() != "ai.onnx")
+    return ctx.error("the domain '" + node.domain() +
+                     "' is not ONNX's default one");
+  for (int i = 0; i < node.input_size(); ++i)
+    if (!node.input(i).empty() && !values.count(node.input(i)))
+      return ctx.error("input '" + node.input(i) +
+                       "' is not produced by an earlier node, an input or an "
+                       "initializer");
+  auto it = converters.find(node.op_type());
+  if (it == converters.end())
+    return ctx.error("Loom does not import " + node.op_type());
+  std::string scope = node.name().empty()
+                          ? node.op_type() + "." + std::to_string(index)
+                          : node.name();
+  Graph::Scope named(g, scope);
+  if (Error e = it->second(ctx))
+    return e;
+  return Error::success();
+}
+
+Expected<OnnxImport> Importer::run() {
+  OnnxImport result;
+  result.opset = -1;
+  for (const onnx::OperatorSetIdProto &set : model.opset_import())
+    if (set.domain().empty() || set.domain() == "ai.onnx")
+      result.opset = set.version();
+  if (result.opset < 0)
+    return importError("the model imports no opset of ONNX's default domain");
+  if (!model.has_graph())
+    return importError("the model has no graph");
+  addElementwiseConverters(converters);
+  addShapeConverters(converters);
+  addNNConverters(converters);
+  if (Error e = addArguments(result))
+    return std::move(e);
+  const onnx::GraphProto &graph = model.graph();
+  for (int i = 0; i < graph.node_size(); ++i)
+    if (Error e = convert(graph.node(i), i, result.opset))
+      return std::move(e);
+
+  std::vector<std::pair<std::string, Tensor>> outputs;
+  onnx::NodeProto none;
+  for (const onnx::ValueInfoProto &info : graph.output()) {
+    auto it = values.find(info.name());
+    if (it == values.end())
+      return importError("graph output '" + info.name() +
+                         "' is produced by no node");
+    none.clear_input();
+    none.add_input(info.name());
+    none.set_op_type("output");
+    NodeContext ctx(*this, none, result.opset);
+    Expected<Tensor> t = ctx.tensor(0);
+    if (!t)
+      return t.takeError();
+    outputs.push_back({info.name(), *t});
+    result.outputs.push_back(info.name());
+  }
+  if (outputs.empty())
+    return importError("the graph has no outputs");
+  mlir::func::FuncOp func = g.finish(outputs);
+  diagnostics.clear();
+  if (mlir::failed(mlir::verify(func))) {
+    std::string all;
+    for (const std::string &d : diagnostics)
+      all += (all.empty() ? "" : "; ") + d;
+    return importError("the imported function does not verify: " + all);
+  }
+  return result;
+}
+
+Expected<OnnxImport> loom::importOnnxModel(mlir::ModuleOp module,
+                                           const onnx::ModelProto &model,
+                                           const OnnxImportOptions &options) {
+  if (module.lookupSymbol(options.function))
+    return importError("the module already has a function @" +
+                       options.function);
+  Importer importer(module, model, options);
+  Expected<OnnxImport> result = importer.run();
+  if (!result) {
+    // Leave the module as it was.
+    if (mlir::Operation *f = module.lookupSymbol(options.function))
+      f->erase();
+  }
+  return result;
+}
+
+Expected<OnnxImport> loom::importOnnxFile(mlir::ModuleOp module, StringRef path,
+                                          const OnnxImportOptions &options) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return importError("cannot read '" + path +
+                       "': " + buffer.getError().message());
+  onnx::ModelProto model;
+  if ((*buffer)->getBufferSize() > size_t(INT32_MAX) ||
+      !model.ParseFromArray((*buffer)->getBufferStart(),
+                            static_cast<int>((*buffer)->getBufferSize())))
+    return importError("'" + path +
+                       "' is not an ONNX model (its protobuf "
+                       "does not parse)");
+  Expected<OnnxImport> result = importOnnxModel(module, model, options);
+  if (!result)
+    return importError(path + ": " + llvm::toString(result.takeError()));
+  return result;
+}

@@ -1,0 +1,841 @@
+//===- ShapeOps.cpp - ONNX shape ops and shape arithmetic -----------------===//
+//
+// Shape, Gather, Unsqueeze, Squeeze, Concat, Slice, Reshape, Flatten,
+// Transpose, Expand, ConstantOfShape and Range. An exported Transformer
+// computes the targets of its reshapes at run time from Shape nodes; here
+// those computations run on sizes (OnnxImport.h), and a reshape to sizes
+// becomes a loom.reshape whose 0s copy a dim and whose -1 infers the one
+// left:
+//
+//   %s = Shape(%x)            x : [batch, len, 512]
+//   %b = Gather(%s, 0)        -> size: dim 0 of x
+//   %t = Concat(%b, -1, 8, 64)
+//   %y = Reshape(%x, %t)      -> loom.reshape %x [0, -1, 8, 64]
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/onnx/OnnxImport.h"
+#include "frontend/onnx/OnnxImporter.h"
+
+#include <numeric>
+
+using namespace loom;
+using namespace loom::onnx_import;
+using llvm::Error;
+using llvm::Expected;
+
+namespace {
+
+/// A known value as a flat list of sizes with its rank (0 or 1).
+struct KnownVector {
+  std::vector<SymbolicSize> sizes;
+  bool scalar = false;
+  int32_t onnxType = onnx::TensorProto::INT64;
+};
+
+/// Input `i` as a rank-0 or rank-1 known integer value, or nothing.
+std::optional<KnownVector> knownVector(NodeContext &ctx, int i) {
+  if (!ctx.hasInput(i))
+    return std::nullopt;
+  const ImportedValue &v = ctx.input(i);
+  KnownVector out;
+  out.onnxType = v.onnxType ? v.onnxType : onnx::TensorProto::INT64;
+  if (v.sizes) {
+    out.sizes = *v.sizes;
+    out.scalar = v.sizesAreScalar;
+    return out;
+  }
+  if (v.constant && v.constant->rank() <= 1 &&
+      (v.constant->kind == DType::I64 || v.constant->kind == DType::I32)) {
+    for (double x : v.constant->data)
+      out.sizes.push_back(SymbolicSize::of(toInt64(x)));
+    out.scalar = v.constant->rank() == 0;
+    return out;
+  }
+  return std::nullopt;
+}
+
+int64_t normalizeAxis(int64_t axis, int64_t rank) {
+  return axis < 0 ? axis + rank : axis;
+}
+
+/// Reshapes `x` to `target`, one size per result dim (-1 allowed once).
+Expected<Tensor> reshapeTo(NodeContext &ctx, Tensor x,
+                           const std::vector<SymbolicSize> &target) {
+  std::vector<SymbolicSize> have = sizesOf(x);
+  std::vector<int64_t> spec(target.size());
+  int64_t inferred = -1;
+  std::vector<size_t> unresolved;
+  for (size_t i = 0; i < target.size(); ++i) {
+    const SymbolicSize &t = target[i];
+    if (t.isConstant()) {
+      if (t.factor == -1) {
+        if (inferred >= 0)
+          return ctx.error("more than one -1 in the target shape");
+        inferred = int64_t(i);
+        spec[i] = -1;
+      } else if (t.factor < 0) {
+        return ctx.error("a negative size " + std::to_string(t.factor) +
+                         " in the target shape");
+      } else if (t.factor == 0) {
+        // A zero-size dim: loom.reshape's 0 would copy instead.
+        if (i < have.size() && have[i] == t)
+          spec[i] = 0;
+        else
+          return ctx.error("a reshape to a zero-size dim");
+      } else {
+        spec[i] = t.factor;
+      }
+    } else if (i < have.size() && have[i] == t) {
+      spec[i] = 0;
+    } else {
+      unresolved.push_back(i);
+    }
+  }
+  if (unresolved.size() + (inferred >= 0) > 1) {
+    // Several dims from elsewhere (a flattened [len * batch, d] split back
+    // into [len, batch, d]): the shape of a tensor that has them.
+    if (inferred < 0)
+      if (std::optional<Tensor> like = ctx.tensorWithSizes(target))
+        return ctx.create<ReshapeAsOp>(x.value(), like->value());
+    return ctx.error("a reshape to more than one size known only at run time "
+                     "that is not the input's own dim at that index, and no "
+                     "tensor whose Shape the graph took has those sizes");
+  }
+  for (size_t i : unresolved)
+    spec[i] = -1;
+  return ctx.create<ReshapeOp>(x.value(), spec);
+}
+
+//===-- Shape -------------------------------------------------------------===//
+
+Error convertShape(NodeContext &ctx) {
+  const ImportedValue &a = ctx.input(0);
+  std::vector<SymbolicSize> sizes;
+  if (a.constant) {
+    for (int64_t d : a.constant->shape)
+      sizes.push_back(SymbolicSize::of(d));
+  } else if (a.tensor) {
+    sizes = sizesOf(a.tensor);
+    ctx.shapeSources().push_back(a.tensor);
+  } else {
+    int64_t n = a.sizes->size();
+    if (!a.sizesAreScalar)
+      sizes.push_back(SymbolicSize::of(n));
+  }
+  int64_t rank = static_cast<int64_t>(sizes.size());
+  int64_t start = std::clamp<int64_t>(
+      normalizeAxis(ctx.intAttr("start", 0), rank), 0, rank);
+  int64_t end = std::clamp<int64_t>(
+      normalizeAxis(ctx.intAttr("end", rank), rank), 0, rank);
+  std::vector<SymbolicSize> out(sizes.begin() + start,
+                                sizes.begin() + std::max(start, end));
+  ctx.setOutput(0, sizesValue(std::move(out), false));
+  return Error::success();
+}
+
+/// Size: the product of the dims, a size itself.
+Error convertSize(NodeContext &ctx) {
+  const ImportedValue &a = ctx.input(0);
+  SymbolicSize size;
+  if (a.constant) {
+    size.factor = a.constant->numel();
+  } else if (a.tensor) {
+    for (const SymbolicSize &d : sizesOf(a.tensor)) {
+      size.factor *= d.factor;
+      size.dims.append(d.dims.begin(), d.dims.end());
+    }
+  } else {
+    size.factor = a.sizes->size();
+  }
+  ctx.setOutput(0, sizesValue({size}, /*scalar=*/true));
+  return Error::success();
+}
+
+//===-- Gather ------------------------------------------------------------===//
+
+/// Gather on a constant of any rank along `axis` with constant `ids`.
+std::optional<HostTensor> foldGather(const HostTensor &data,
+                                     const HostTensor &ids, int64_t axis) {
+  int64_t n = data.shape[axis];
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= data.shape[d];
+  for (int64_t d = axis + 1; d < data.rank(); ++d)
+    inner *= data.shape[d];
+  std::vector<int64_t> shape(data.shape.begin(), data.shape.begin() + axis);
+  shape.insert(shape.end(), ids.shape.begin(), ids.shape.end());
+  shape.insert(shape.end(), data.shape.begin() + axis + 1, data.shape.end());
+  HostTensor out(shape, data.kind);
+  int64_t k = 0;
+  for (int64_t o = 0; o < outer; ++o)
+    for (double idv : ids.data) {
+      int64_t id = toInt64(idv);
+      if (id < 0)
+        id += n;
+      if (id < 0 || id >= n)
+        return std::nullopt;
+      for (int64_t i = 0; i < inner; ++i)
+        out.data[k++] = data.data[(o * n + id) * inner + i];
+    }
+  return out;
+}
+
+Error convertGather(NodeContext &ctx) {
+  if (ctx.numInputs() != 2)
+    return ctx.error("takes 2 inputs");
+  const ImportedValue &data = ctx.input(0), &ids = ctx.input(1);
+  int64_t axisAttr = ctx.intAttr("axis", 0);
+  if (data.constant && ids.constant) {
+    int64_t axis = normalizeAxis(axisAttr, data.constant->rank());
+    if (axis < 0 || axis >= data.constant->rank())
+      return ctx.error("axis " + std::to_string(axisAttr) + " out of range");
+    auto out = foldGather(*data.constant, *ids.constant, axis);
+    if (!out)
+      return ctx.error("an index out of range");
+    ctx.setOutput(0, constantValue(std::move(*out)));
+    return Error::success();
+  }
+  if (data.sizes && ids.constant) {
+    if (data.sizesAreScalar || ids.constant->rank() > 1 ||
+        normalizeAxis(axisAttr, 1) != 0)
+      return ctx.error("gathers from sizes other than along one vector");
+    std::vector<SymbolicSize> out;
+    int64_t n = data.sizes->size();
+    for (double idv : ids.constant->data) {
+      int64_t id = toInt64(idv);
+      if (id < 0)
+        id += n;
+      if (id < 0 || id >= n)
+        return ctx.error("an index out of range");
+      out.push_back((*data.sizes)[id]);
+    }
+    ctx.setOutput(0, sizesValue(std::move(out), ids.constant->rank() == 0,
+                                data.onnxType));
+    return Error::success();
+  }
+  Expected<Tensor> table = ctx.tensor(0);
+  if (!table)
+    return table.takeError();
+  int64_t rank = table->rank();
+  int64_t axis = normalizeAxis(axisAttr, rank);
+  if (axis < 0 || axis >= rank)
+    return ctx.error("axis " + std::to_string(axisAttr) + " out of range");
+  // Negative constant indices count from the end of a static dim.
+  if (ids.constant) {
+    for (double id : ids.constant->data)
+      if (id < 0 && table->dim(axis) == kDyn)
+        return ctx.error("a negative index into a dynamic dim");
+    if (table->dim(axis) != kDyn && ids.constant->rank() == 0) {
+      // One index: a slice without the dim.
+      int64_t id = toInt64(ids.constant->data[0]);
+      if (id < 0)
+        id += table->dim(axis);
+      if (id < 0 || id >= table->dim(axis))
+        return ctx.error("index " + std::to_string(id) + " out of range");
+      Expected<Tensor> one = ctx.create<SliceOp>(
+          table->value(), axis, id, id + 1 == table->dim(axis) ? 0 : id + 1);
+      if (!one)
+        return one.takeError();
+      std::vector<SymbolicSize> target = sizesOf(*one);
+      std::vector<SymbolicSize> without = target;
+      without.erase(without.begin() + axis);
+      // Sizes at and past the axis move one index down.
+      Expected<Tensor> out = reshapeTo(ctx, *one, without);
+      if (!out)
+        return out.takeError();
+      ctx.setOutput(0, *out);
+      return Error::success();
+    }
+  }
+  HostTensor fixedIds;
+  Expected<Tensor> idTensor = [&]() -> Expected<Tensor> {
+    if (ids.constant) {
+      fixedIds = *ids.constant;
+      for (double &id : fixedIds.data)
+        if (id < 0)
+          id += double(table->dim(axis));
+      return ctx.constantTensor(fixedIds);
+    }
+    return ctx.tensor(1);
+  }();
+  if (!idTensor)
+    return idTensor.takeError();
+  if (!ids.constant) {
+    // Run-time ids may count from the end: ids < 0 ? ids + n : ids, for a
+    // static n (loom.gather takes ids in [0, n)).
+    int64_t n = table->dim(axis);
+    if (n == kDyn)
+      return ctx.error("indices known only at run time into a dynamic dim "
+                       "(which may be negative)");
+    Expected<DType> idKind = dtypeOfType(idTensor->elementType());
+    if (!idKind)
+      return ctx.error(llvm::toString(idKind.takeError()));
+    Expected<Tensor> zero = ctx.constantTensor(HostTensor::scalar(0, *idKind));
+    Expected<Tensor> size =
+        ctx.constantTensor(HostTensor::scalar(double(n), *idKind));
+    if (!zero || !size)
+      return zero ? size.takeError() : zero.takeError();
+    Expected<Tensor> negative = ctx.create<CompareOp>(
+        ComparePredicate::lt, idTensor->value(), zero->value());
+    if (!negative)
+      return negative.takeError();
+    Expected<Tensor> wrapped =
+        ctx.create<AddOp>(idTensor->value(), size->value());
+    if (!wrapped)
+      return wrapped.takeError();
+    idTensor = ctx.create<SelectOp>(negative->value(), wrapped->value(),
+                                    idTensor->value());
+    if (!idTensor)
+      return idTensor.takeError();
+  }
+  Tensor source = *table;
+  std::vector<int64_t> toFront;
+  if (axis != 0) {
+    toFront.push_back(axis);
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != axis)
+        toFront.push_back(d);
+    Expected<Tensor> moved = ctx.create<TransposeOp>(source.value(), toFront);
+    if (!moved)
+      return moved.takeError();
+    source = *moved;
+  }
+  Expected<Tensor> rows =
+      ctx.create<GatherOp>(source.value(), idTensor->value());
+  if (!rows)
+    return rows.takeError();
+  if (axis == 0) {
+    ctx.setOutput(0, *rows);
+    return Error::success();
+  }
+  // rows: [ids..., d0 .. d(axis-1), d(axis+1) ..]; the ids go after d(axis-1).
+  int64_t idRank = idTensor->rank();
+  std::vector<int64_t> back;
+  for (int64_t d = 0; d < axis; ++d)
+    back.push_back(idRank + d);
+  for (int64_t d = 0; d < idRank; ++d)
+    back.push_back(d);
+  for (int64_t d = idRank + axis; d < rows->rank(); ++d)
+    back.push_back(d);
+  Expected<Tensor> out = ctx.create<TransposeOp>(rows->value(), back);
+  if (!out)
+    return out.takeError();
+  ctx.setOutput(0, *out);
+  return Error::success();
+}
+
+//===-- Unsqueeze, Squeeze, Flatten, Reshape, Transpose -------------------===//
+
+/// The axes of Unsqueeze, Squeeze and the reductions: input 1 from opset 13
+/// on, the `axes` attribute before.
+Expected<std::optional<std::vector<int64_t>>> axesOf(NodeContext &ctx,
+                                                     int input) {
+  if (ctx.hasInput(input)) {
+    Expected<std::vector<int64_t>> axes = ctx.constantInts(input, "axes");
+    if (!axes)
+      return axes.takeError();
+    return std::optional<std::vector<int64_t>>(*axes);
+  }
+  return ctx.intsAttr("axes");
+}
+
+Error convertUnsqueeze(NodeContext &ctx) {
+  auto axesOr = axesOf(ctx, 1);
+  if (!axesOr)
+    return axesOr.takeError();
+  if (!*axesOr)
+    return ctx.error("has no axes");
+  std::vector<int64_t> axes = **axesOr;
+  const ImportedValue &a = ctx.input(0);
+  int64_t inRank = a.constant         ? a.constant->rank()
+                   : a.tensor         ? a.tensor.rank()
+                   : a.sizesAreScalar ? 0
+                                      : 1;
+  int64_t rank = inRank + int64_t(axes.size());
+  for (int64_t &axis : axes) {
+    axis = normalizeAxis(axis, rank);
+    if (axis < 0 || axis >= rank)
+      return ctx.error("an axis out of range");
+  }
+  llvm::sort(axes);
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+    return ctx.error("a repeated axis");
+  if (a.constant) {
+    HostTensor out = *a.constant;
+    out.shape.clear();
+    size_t next = 0;
+    for (int64_t i = 0; i < rank; ++i)
+      out.shape.push_back(
+          llvm::is_contained(axes, i) ? 1 : a.constant->shape[next++]);
+    ctx.setOutput(0, constantValue(std::move(out)));
+    return Error::success();
+  }
+  if (a.sizes) {
+    if (rank != 1)
+      return ctx.error("makes sizes known only at run time more than a "
+                       "vector");
+    ImportedValue v = a;
+    v.sizesAreScalar = false;
+    ctx.setOutput(0, std::move(v));
+    return Error::success();
+  }
+  Expected<Tensor> out = ctx.create<ExpandDimsOp>(a.tensor.value(), axes);
+  if (!out)
+    return out.takeError();
+  ctx.setOutput(0, *out);
+  return Error::success();
+}
+
+Error convertSqueeze(NodeContext &ctx) {
+  auto axesOr = axesOf(ctx, 1);
+  if (!axesOr)
+    return axesOr.takeError();
+  const ImportedValue &a = ctx.input(0);
+  if (a.sizes) {
+    if (a.sizesAreScalar || a.sizes->size() != 1)
+      return ctx.error("squeezes sizes that are not one vector of one size");
+    ImportedValue v = a;
+    v.sizesAreScalar = true;
+    ctx.setOutput(0, std::move(v));
+    return Error::success();
+  }
+  std::vector<int64_t> shape =
+      a.constant ? a.constant->shape : std::vector<int64_t>();
+  if (!a.constant)
+    for (int64_t i = 0; i < a.tensor.rank(); ++i)
+      shape.push_back(a.tensor.dim(i));
+  int64_t rank = static_cast<int64_t>(shape.size());
+  std::vector<bool> drop(rank, false);
+  if (*axesOr) {
+    for (int64_t axis : **axesOr) {
+      int64_t d = normalizeAxis(axis, rank);
+      if (d < 0 || d >= rank)
+        return ctx.error("axis " + std::to_string(axis) + " out of range");
+      if (shape[d] != 1 && shape[d] != kDyn)
+        return ctx.error("squeezes dim " + std::to_string(d) + " of size " +
+                         std::to_string(shape[d]));
+      drop[d] = true;
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d) {
+      if (shape[d] == kDyn)
+        return ctx.error("squeezes every unit dim of a tensor with dynamic "
+                         "dims; give the axes");
+      drop[d] = shape[d] == 1;
+    }
+  }
+  if (a.constant) {
+    HostTensor out = *a.constant;
+    out.shape.clear();
+    for (int64_t d = 0; d < rank; ++d)
+      if (!drop[d])
+        out.shape.push_back(shape[d]);
+    ctx.setOutput(0, constantValue(std::move(out)));
+    return Error::success();
+  }
+  std::vector<SymbolicSize> have = sizesOf(a.tensor), target;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!drop[d])
+      target.push_back(have[d]);
+  Expected<Tensor> out = reshapeTo(ctx, a.tensor, target);
+  if (!out)
+    return out.takeError();
+  ctx.setOutput(0, *out);
+  return Error::success();
+}
+
+Error convertReshape(NodeContext &ctx) {
+  Expected<Tensor> x = ctx.tensor(0);
+  if (!x)
+    return x.takeError();
+  Expected<std::vector<SymbolicSize>> target = ctx.sizes(1, "shape");
+  if (!target)
+    return target.takeError();
+  bool allowZero = ctx.intAttr("allowzero", 0) != 0;
+  std::vector<SymbolicSize> have = sizesOf(*x);
+  for (size_t i = 0; i < target->size(); ++i) {
+    SymbolicSize &t = (*target)[i];
+    if (!allowZero && t.isConstant() && t.factor == 0) {
+      if (i >= have.size())
+        return ctx.error("a 0 in the target shape past the input's rank");
+      t = have[i];
+    }
+  }
+  Expected<Tensor> out = reshapeTo(ctx, *x, *target);
+  if (!out)
+    return out.takeError();
+  ctx.setOutput(0, *out);
+  return Error::success();
+}
+
+Error convertFlatten(NodeContext &ctx) {
+  Expected<Tensor> x = ctx.tensor(0);
+  if (!x)
+    return x.takeError();
+  int64_t rank = x->rank();
+  int64_t axis = normalizeAxis(ctx.intAttr("axis", 1), rank);
+  if (axis < 0 || axis > rank)
+    return ctx.error("axis out of range");
+  std::vector<SymbolicSize> have = sizesOf(*x);
+  SymbolicSize outer, inner;
+  for (int64_t d = 0; d < rank; ++d) {
+    SymbolicSize &into = d < axis ? outer : inner;
+    into.factor *= have[d].factor;
+    into.dims.append(have[d].dims.begin(), have[d].dims.end());
+  }
+  Expected<Tensor> out = reshapeTo(ctx, *x, {outer, inner});
+  if (!out)
+    return out.takeError();
+  ctx.setOutput(0, *out);
+  return Error::success();
+}
+
+Error convertTranspose(NodeContext &ctx) {
+  Expected<Tensor> x = ctx.tensor(0);
+  if (!x)
+    return x.takeError();
+  std::vector<int64_t> perm;
+  if (auto attr = ctx.intsAttr("perm")) {
+    perm = *attr;
+  } else {
+    perm.resize(x->rank());
+    std::iota(perm.rbegin(), perm.rend(), 0);
+  }
+  std::vector<int64_t> sorted = perm;
+  llvm::sort(sorted);
+  for (size_t i = 0; i < sorted.size(); ++i)
+    if (sorted[i] != int64_t(i) || sorted.size() != size_t(x->rank()))
+      return ctx.error("perm is not a permutation of the input's dims");
+  Expected<Tensor> out = ctx.create<TransposeOp>(x->value(), perm);
+  if (!out)
+    return out.takeError();
+  ctx.setOutput(0, *out);
+  return Error::success();
+}
+
+//===-- Concat, Slice -----------------------------------------------------===//
+
+Error convertConcat(NodeContext &ctx) {
+  int64_t axisAttr = ctx.intAttr("axis", 0);
+  bool allKnown = ctx.numInputs() > 0;
+  for (int i = 0; i < ctx.numInputs(); ++i)
+    allKnown &= bool(knownVector(ctx, i)) && !knownVector(ctx, i)->scalar;
+  if (allKnown) {
+    std::vector<SymbolicSize> out;
+    for (int i = 0; i < ctx.numInputs(); ++i) {
+      std::optional<KnownVector> v = knownVector(ctx, i);
+      out.insert(out.end(), v->sizes.begin(), v->sizes.end());
+    }
+    ctx.setOutput(
+        0, sizesValue(std::move(out), false, knownVector(ctx, 0)->onnxType));
+    return Error::success();
+  }
+  std::vector<mlir::Value> inputs;
+  int64_t rank = -1;
+  for (int i = 0; i < ctx.numInputs(); ++i) {
+    Expected<Tensor> t = ctx.tensor(i);
+    if (!t)
+      return t.takeError();
+    rank = t->rank();
+    inputs.push_back(t->value());
+  }
+  if (inputs.empty())
+    return ctx.error("has no inputs");
+  int64_t axis = normalizeAxis(axisAttr, rank);
+  if (axis < 0 || axis >= rank)
+    return ctx.error("axis " + std::to_string(axisAttr) + " out of range");
+  Expected<Tensor> out = ctx.create<ConcatOp>(mlir::ValueRange(inputs), axis);
+  if (!out)
+    return out.takeError();
+  ctx.setOutput(0, *out);
+  return Error::success();
+}
+
+Error convertSlice(NodeContext &ctx) {
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (ctx.opsetVersion() < 10) {
+    starts = ctx.intsAttr("starts").value_or(std::vector<int64_t>());
+    ends = ctx.intsAttr("ends").value_or(std::vector<int64_t>());
+    axes = ctx.intsAttr("axes").value_or(std::vector<int64_t>());
+  } else {
+    auto s = ctx.constantInts(1, "starts");
+    auto e = ctx.constantInts(2, "ends");
+    if (!s || !e)
+      return s ? e.takeError() : s.takeError();
+    starts = *s;
+    ends = *e;
+    if (ctx.hasInput(3)) {
+      auto a = ctx.constantInts(3, "axes");
+      if (!a)
+        return a.takeError();
+      axes = *a;
+    }
+    if (ctx.hasInput(4)) {
+      auto st = ctx.constantInts(4, "steps");
+      if (!st)
+        return st.takeError();
+      steps = *st;
+    }
+  }
+  if (starts.size() != ends.size() ||
+      (!axes.empty() && axes.size() != starts.size()) ||
+      (!steps.empty() && steps.size() != starts.size()))
+    return ctx.error("starts, ends, axes and steps of different lengths");
+  if (axes.empty()) {
+    axes.resize(starts.size());
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  for (int64_t step : steps)
+    if (step != 1)
+      return ctx.unsupportedAttribute("steps",
+                                      std::to_string(step) + " (only 1 is)");
+  // A vector of sizes slices on the host.
+  if (std::optional<KnownVector> v = knownVector(ctx, 0);
+      v && !v->scalar && ctx.input(0).sizes) {
+    if (axes.size() != 1 || normalizeAxis(axes[0], 1) != 0)
+      return ctx.error("slices sizes along another axis than 0");
+    int64_t n = v->sizes.size();
+    int64_t s = starts[0] < 0 ? std::max<int64_t>(0, starts[0] + n)
+                              : std::min(starts[0], n);
+    int64_t e =
+        ends[0] < 0 ? std::max<int64_t>(0, ends[0] + n) : std::min(ends[0], n);
+    std::vector<SymbolicSize> out(v->sizes.begin() + s,
+                                  v->sizes.begin() + std::max(s, e));
+    ctx.setOutput(0, sizesValue(std::move(out), false, v->onnxType));
+    return Error::success();
+  }
+  Expected<Tensor> x = ctx.tensor(0);
+  if (!x)
+    return x.takeError();
+  Tensor cur = *x;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t axis = normalizeAxis(axes[i], cur.rank());
+    if (axis < 0 || axis >= cur.rank())
+      return ctx.error("axis " + std::to_string(axes[i]) + " out of range");
+    int64_t size = cur.dim(axis);
+    int64_t s = starts[i], e = ends[i];
+    // ONNX clamps to the dim; loom.slice counts negative starts and ends
+    // <= 0 from the end, so the end itself is 0.
+    if (size != kDyn) {
+      s = s < 0 ? std::max<int64_t>(0, s + size) : std::min(s, size);
+      e = e < 0 ? std::max<int64_t>(0, e + size) : std::min(e, size);
+      if (e <= s)
+        return ctx.error("an empty slice of axis " + std::to_string(axis));
+      if (s == 0 && e == size)
+        continue;
+      if (e == size)
+        e = 0;
+    } else {
+      if (e >= (int64_t(1) << 31))
+        e = 0;
+      else if (e == 0 || (s >= 0 && e > 0 && e <= s) ||
+               (s < 0 && e < 0 && e <= s))
+        return ctx.error("an empty slice of axis " + std::to_string(axis));
+      if (s < 0 && e > 0)
+        return ctx.error("a slice of a dynamic dim from its end to a "
+                         "position counted from its start");
+    }
+    Expected<Tensor> next = ctx.create<SliceOp>(cur.value(), axis, s, e);
+    if (!next)
+      return next.takeError();
+    cur = *next;
+  }
+  ctx.setOutput(0, cur);
+  return Error::success();
+}
+
+//===-- Expand, ConstantOfShape, Range ------------------------------------===//
+
+/// A tensor of shape `sizes` to broadcast against: a constant when every
+/// size is known, else a tensor whose dims are those sizes.
+Expected<Tensor> tensorShaped(NodeContext &ctx,
+                              const std::vector<SymbolicSize> &sizes,
+                              DType kind) {
+  std::vector<int64_t> shape;
+  mlir::Value like;
+  bool constant = true;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const SymbolicSize &s = sizes[i];
+    if (s.isConstant()) {
+      shape.push_back(s.factor);
+      continue;
+    }
+    constant = false;
+    if (s.factor != 1 || s.dims.size() != 1 || s.dims[0].second != int64_t(i) ||
+        (like && like != s.dims[0].first))
+      return ctx.error("a shape of sizes known only at run time that are not "
+                       "the dims of one tensor");
+    like = s.dims[0].first;
+  }
+  if (constant) {
+    int64_t count = 1;
+    for (int64_t d : shape)
+      count *= d;
+    if (count > (int64_t(1) << 24))
+      return ctx.error("a constant shape of more than 2^24 elements");
+    return ctx.constantTensor(
+        HostTensor(shape, kind, std::vector<double>(count, 0.0)));
+  }
+  Tensor likeTensor(like, &ctx.graph());
+  if (likeTensor.rank() != int64_t(sizes.size()))
+    return ctx.error("a shape of sizes from a tensor of another rank");
+  for (size_t i = 0; i < sizes.size(); ++i)
+    if (sizes[i].isConstant() && likeTensor.dim(i) != sizes[i].factor)
+      return ctx.error("a shape that mixes a tensor's dims with other sizes");
+  return likeTensor;
+}
+
+Error convertExpand(NodeContext &ctx) {
+  Expected<Tensor> x = ctx.tensor(0);
+  if (!x)
+    return x.takeError();
+  Expected<std::vector<SymbolicSize>> target = ctx.sizes(1, "shape");
+  if (!target)
+    return target.takeError();
+  // The result is the broadcast of x's sizes and the target's.
+  std::vector<SymbolicSize> have = sizesOf(*x);
+  size_t rank = std::max(have.size(), target->size());
+  std::vector<SymbolicSize> result(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    std::optional<SymbolicSize> p, q;
+    if (i >= rank - have.size())
+      p = have[i - (rank - have.size())];
+    if (i >= rank - target->size())
+      q = (*target)[i - (rank - target->size())];
+    if (!q)
+      result[i] = *p;
+    else if (!p || (p->isConstant() && p->factor == 1))
+      result[i] = *q;
+    else if ((q->isConstant() && q->factor == 1) || *p == *q)
+      result[i] = *p;
+    else if (p->isConstant() && q->isConstant())
+      return ctx.error("cannot broadcast size " + std::to_string(p->factor) +
+                       " to " + std::to_string(q->factor));
+    else
+      result[i] = q->isConstant() ? *q : *p;
+  }
+  if (result == have) {
+    ctx.setOutput(0, *x);
+    return Error::success();
+  }
+  Expected<DType> kind = dtypeOfType(x->elementType());
+  if (!kind)
+    return ctx.error(llvm::toString(kind.takeError()));
+  Expected<Tensor> like = tensorShaped(ctx, result, *kind);
+  if (!like)
+    return like.takeError();
+  Expected<Tensor> out = ctx.create<BroadcastAsOp>(x->value(), like->value());
+  if (!out)
+    return out.takeError();
+  ctx.setOutput(0, *out);
+  return Error::success();
+}
+
+Error convertConstantOfShape(NodeContext &ctx) {
+  Expected<std::vector<SymbolicSize>> target = ctx.sizes(0, "shape");
+  if (!target)
+    return target.takeError();
+  HostTensor fill = HostTensor::scalar(0.0, DType::F32);
+  if (const onnx::AttributeProto *value = ctx.attribute("value")) {
+    Expected<HostTensor> t = hostTensorOf(value->t());
+    if (!t)
+      return ctx.error("its value: " + llvm::toString(t.takeError()));
+    if (t->numel() != 1)
+      return ctx.error("a value of more than one element");
+    fill = HostTensor::scalar(t->data[0], t->kind);
+  }
+  bool constant = llvm::all_of(
+      *target, [](const SymbolicSize &s) { return s.isConstant(); });
+  if (constant) {
+    std::vector<int64_t> shape;
+    int64_t count = 1;
+    for (const SymbolicSize &s : *target) {
+      if (s.factor < 0)
+        return ctx.error("a negative size");
+      shape.push_back(s.factor);
+      count *= s.factor;
+    }
+    if (count > (int64_t(1) << 24))
+      return ctx.error("a constant of more than 2^24 elements");
+    ctx.setOutput(
+        0, constantValue(HostTensor(shape, fill.kind,
+                                    std::vector<double>(count, fill.data[0]))));
+    return Error::success();
+  }
+  Expected<Tensor> like = tensorShaped(ctx, *target, fill.kind);
+  if (!like)
+    return like.takeError();
+  Expected<Tensor> scalar = ctx.constantTensor(fill);
+  if (!scalar)
+    return scalar.takeError();
+  Expected<Tensor> out =
+      ctx.create<BroadcastAsOp>(scalar->value(), like->value());
+  if (!out)
+    return out.takeError();
+  ctx.setOutput(0, *out);
+  return Error::success();
+}
+
+Error convertRange(NodeContext &ctx) {
+  const ImportedValue &start = ctx.input(0), &limit = ctx.input(1),
+                      &delta = ctx.input(2);
+  if (start.constant && limit.constant && delta.constant) {
+    double s = start.constant->data.at(0), l = limit.constant->data.at(0),
+           d = delta.constant->data.at(0);
+    if (d == 0)
+      return ctx.error("a delta of 0");
+    int64_t n = std::max<int64_t>(0, int64_t(std::ceil((l - s) / d)));
+    if (n > (int64_t(1) << 24))
+      return ctx.error("a range of more than 2^24 elements");
+    HostTensor out({n}, start.constant->kind);
+    for (int64_t i = 0; i < n; ++i)
+      out.data[i] = s + double(i) * d;
+    ctx.setOutput(0, constantValue(std::move(out)));
+    return Error::success();
+  }
+  // Positions 0 .. n-1 of a run-time length: loom.iota over the dim.
+  Expected<std::vector<SymbolicSize>> first = ctx.sizes(0, "start");
+  Expected<std::vector<SymbolicSize>> step = ctx.sizes(2, "delta");
+  Expected<std::vector<SymbolicSize>> end = ctx.sizes(1, "limit");
+  if (!first || !step || !end)
+    return ctx.error("a range whose start or delta is not a constant");
+  if (first->size() != 1 || !(*first)[0].isConstant() ||
+      (*first)[0].factor != 0 || step->size() != 1 ||
+      !(*step)[0].isConstant() || (*step)[0].factor != 1 || end->size() != 1 ||
+      (*end)[0].factor != 1 || (*end)[0].dims.size() != 1)
+    return ctx.error("a range over sizes known only at run time other than "
+                     "0, 1, ..., n - 1 for one dim n");
+  auto [of, dim] = (*end)[0].dims[0];
+  Expected<DType> kind =
+      dtypeOfOnnx(start.onnxType ? start.onnxType : onnx::TensorProto::INT64);
+  if (!kind)
+    return ctx.error(llvm::toString(kind.takeError()));
+  Tensor like(of, &ctx.graph());
+  Tensor out(ctx.builder()
+                 .create<IotaOp>(
+                     ctx.graph().location(),
+                     tensorOf({like.dim(dim)}, ctx.elementType(*kind)), of, dim)
+                 .getResult(),
+             &ctx.graph());
+  ctx.setOutput(0, out);
+  return Error::success();
+}
+
+} // namespace
+
+void loom::onnx_import::addShapeConverters(llvm::StringMap<Converter> &c) {
+  c["Shape"] = convertShape;
+  c["Size"] = convertSize;
+  c["Gather"] = convertGather;
+  c["Unsqueeze"] = convertUnsqueeze;
+  c["Squeeze"] = convertSqueeze;
+  c["Reshape"] = convertReshape;
+  c["Flatten"] = convertFlatten;
+  c["Transpose"] = convertTranspose;
+  c["Concat"] = convertConcat;
+  c["Slice"] = convertSlice;
+  c["Expand"] = convertExpand;
+  c["ConstantOfShape"] = convertConstantOfShape;
+  c["Range"] = convertRange;
+}

@@ -1,0 +1,347 @@
+//===- Onnx.cpp - `loom import` and `loom onnx-test` ----------------------===//
+//
+// `loom import model.onnx -o model.mlir` prints the imported function
+// (frontend/onnx/OnnxImporter.h) as MLIR that loom-opt reads.
+//
+// `loom onnx-test DIR` runs tests in ONNX's backend-test layout: a folder
+// with model.onnx and test_data_set_*/{input,output}_N.pb, or a folder of
+// such folders (the node tests of Debian's libonnx-testdata). Each model is
+// imported and run on the reference interpreter with each data set's
+// inputs, and its outputs are compared with the expected ones as ONNX's
+// backend tests compare them (|got - want| <= atol + rtol * |want|, with
+// rtol 1e-3 and atol 1e-7, NaN equal to NaN). A test whose model does not
+// import is "unsupported" with the importer's reason; one that imports and
+// then disagrees or fails to run "fails". One line per test, then a summary;
+// the exit status is non-zero when any test fails (or, with --strict, is
+// unsupported).
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/loom/Commands.h"
+#include "tools/loom/Common.h"
+
+#include "frontend/onnx/OnnxImporter.h"
+#include "ir/Interpreter.h"
+#include "ir/LoomDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Regex.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+
+namespace loom::cli {
+
+namespace {
+
+llvm::Error cliError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+std::unique_ptr<mlir::MLIRContext> onnxContext() {
+  auto ctx = std::make_unique<mlir::MLIRContext>();
+  ctx->loadDialect<LoomDialect, mlir::func::FuncDialect>();
+  return ctx;
+}
+
+//===-- loom import -------------------------------------------------------===//
+
+struct ImportOptions {
+  std::string input;
+  std::string output = "-";
+  std::string function = "forward";
+};
+
+llvm::Error runImport(const ImportOptions &o) {
+  if (llvm::Error e = checkInputFile(o.input, "the ONNX model"))
+    return e;
+  auto ctx = onnxContext();
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::ModuleOp::create(mlir::UnknownLoc::get(ctx.get()));
+  OnnxImportOptions options;
+  options.function = o.function;
+  llvm::Expected<OnnxImport> imported =
+      importOnnxFile(*module, o.input, options);
+  if (!imported)
+    return imported.takeError();
+  std::error_code ec;
+  llvm::ToolOutputFile out(o.output, ec, llvm::sys::fs::OF_Text);
+  if (ec)
+    return cliError("cannot write '" + o.output + "': " + ec.message());
+  module->print(out.os());
+  out.os() << "\n";
+  out.keep();
+  return llvm::Error::success();
+}
+
+//===-- loom onnx-test ----------------------------------------------------===//
+
+/// The files `prefix_N.pb` of `dir`, in N's order.
+std::vector<std::string> numberedFiles(const std::string &dir,
+                                       llvm::StringRef prefix) {
+  std::vector<std::pair<int, std::string>> found;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    llvm::StringRef name = llvm::sys::path::filename(it->path());
+    int n = 0;
+    if (name.consume_front(prefix) && name.consume_back(".pb") &&
+        !name.getAsInteger(10, n))
+      found.push_back({n, it->path()});
+  }
+  llvm::sort(found);
+  std::vector<std::string> out;
+  for (auto &f : found)
+    out.push_back(f.second);
+  return out;
+}
+
+std::vector<std::string> dataSets(const std::string &dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec))
+    if (llvm::sys::path::filename(it->path()).starts_with("test_data_set_") &&
+        llvm::sys::fs::is_directory(it->path()))
+      out.push_back(it->path());
+  llvm::sort(out);
+  return out;
+}
+
+/// `x` with as many digits as an f32 needs to round-trip.
+std::string shortest(double x) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.9g", x);
+  return text;
+}
+
+/// Why `got` is not `want`, or "" when it is.
+std::string compareOutput(const HostTensor &got, const HostTensor &want,
+                          double rtol, double atol) {
+  if (got.shape != want.shape) {
+    auto text = [](const std::vector<int64_t> &s) {
+      std::string t = "[";
+      for (size_t i = 0; i < s.size(); ++i)
+        t += (i ? ", " : "") + std::to_string(s[i]);
+      return t + "]";
+    };
+    return "shape " + text(got.shape) + ", expected " + text(want.shape);
+  }
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    double g = got.data[i], w = want.data[i];
+    if (std::isnan(w) && std::isnan(g))
+      continue;
+    if (std::isinf(w) && g == w)
+      continue;
+    if (!(std::fabs(g - w) <= atol + rtol * std::fabs(w)))
+      return "element " + std::to_string(i) + " is " + shortest(g) +
+             ", expected " + shortest(w);
+  }
+  return "";
+}
+
+/// `why` without the model's path in front.
+std::string unprefixed(const std::string &why, const std::string &path) {
+  if (llvm::StringRef(why).starts_with(path + ": "))
+    return why.substr(path.size() + 2);
+  return why;
+}
+
+enum class Outcome { Passed, Failed, Unsupported };
+
+struct TestResult {
+  Outcome outcome;
+  std::string why;
+};
+
+TestResult runOnnxTest(const std::string &dir, double rtol, double atol) {
+  auto ctx = onnxContext();
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler handler(ctx.get(), [&](mlir::Diagnostic &d) {
+    diagnostics += d.str() + "; ";
+    return mlir::success();
+  });
+  std::string modelPath = dir + "/model.onnx";
+  std::vector<std::string> sets = dataSets(dir);
+  if (sets.empty())
+    return {Outcome::Failed, "no test_data_set_* folder"};
+  bool bound = false;
+  for (const std::string &set : sets) {
+    std::string setName = llvm::sys::path::filename(set).str();
+    std::vector<std::string> inputFiles = numberedFiles(set, "input_");
+    std::vector<HostTensor> inputs;
+    for (const std::string &file : inputFiles) {
+      llvm::Expected<HostTensor> t = readOnnxTensorFile(file);
+      if (!t)
+        return {Outcome::Unsupported, llvm::toString(t.takeError())};
+      inputs.push_back(std::move(*t));
+    }
+    // A model imports as it is; where it takes a shape or axes as data,
+    // with the integer inputs of the data set bound as constants.
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        mlir::ModuleOp::create(mlir::UnknownLoc::get(ctx.get()));
+    llvm::Expected<OnnxImport> imported =
+        importOnnxFile(*module, modelPath, OnnxImportOptions());
+    if (!imported) {
+      std::string why = llvm::toString(imported.takeError());
+      if (why.find("known when importing") == std::string::npos)
+        return {Outcome::Unsupported, unprefixed(why, modelPath)};
+      OnnxImportOptions options;
+      for (const HostTensor &t : inputs)
+        options.inputValues.push_back(t.kind == DType::I64 ||
+                                              t.kind == DType::I32
+                                          ? std::optional<HostTensor>(t)
+                                          : std::nullopt);
+      module = mlir::ModuleOp::create(mlir::UnknownLoc::get(ctx.get()));
+      imported = importOnnxFile(*module, modelPath, options);
+      if (!imported)
+        return {Outcome::Unsupported,
+                unprefixed(llvm::toString(imported.takeError()), modelPath)};
+      std::vector<HostTensor> kept;
+      for (HostTensor &t : inputs)
+        if (t.kind != DType::I64 && t.kind != DType::I32)
+          kept.push_back(std::move(t));
+      inputs = std::move(kept);
+      bound = true;
+    }
+    Interpreter interpreter(*module);
+    std::vector<HostTensor> args;
+    // Parameters first (the function's order), then the inputs.
+    mlir::func::FuncOp func =
+        module->lookupSymbol<mlir::func::FuncOp>("forward");
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      if (auto name = func.getArgAttrOfType<mlir::StringAttr>(i, kParamAttr))
+        args.push_back(imported->parameters.at(name.str()));
+    if (inputs.size() != imported->inputs.size())
+      return {Outcome::Failed,
+              llvm::formatv("{0}: {1} inputs for a model of {2}", setName,
+                            inputs.size(), imported->inputs.size())};
+    for (HostTensor &t : inputs)
+      args.push_back(std::move(t));
+    auto outputs = interpreter.run("forward", args);
+    if (!outputs)
+      return {Outcome::Failed,
+              setName + ": " + llvm::toString(outputs.takeError())};
+    std::vector<std::string> outputFiles = numberedFiles(set, "output_");
+    if (outputFiles.size() != outputs->size())
+      return {Outcome::Failed,
+              llvm::formatv("{0}: {1} outputs, expected {2}", setName,
+                            outputs->size(), outputFiles.size())};
+    for (size_t i = 0; i < outputFiles.size(); ++i) {
+      llvm::Expected<HostTensor> want = readOnnxTensorFile(outputFiles[i]);
+      if (!want)
+        return {Outcome::Unsupported, llvm::toString(want.takeError())};
+      std::string why = compareOutput((*outputs)[i], *want, rtol, atol);
+      if (!why.empty())
+        return {Outcome::Failed,
+                llvm::formatv("{0}: output '{1}': {2}", setName,
+                              imported->outputs[i], why)};
+    }
+  }
+  return {Outcome::Passed,
+          bound ? "integer inputs bound as constants when importing" : ""};
+}
+
+struct OnnxTestOptions {
+  std::string dir;
+  std::string filter;
+  double rtol = 1e-3, atol = 1e-7;
+  bool strict = false;
+  bool quiet = false;
+};
+
+llvm::Error runOnnxTests(const OnnxTestOptions &o, int &exitCode) {
+  if (!llvm::sys::fs::is_directory(o.dir))
+    return cliError("'" + o.dir + "' is not a directory");
+  std::vector<std::string> tests;
+  if (llvm::sys::fs::exists(o.dir + "/model.onnx")) {
+    tests.push_back(o.dir);
+  } else {
+    std::error_code ec;
+    for (llvm::sys::fs::directory_iterator it(o.dir, ec), end; !ec && it != end;
+         it.increment(ec))
+      if (llvm::sys::fs::exists(it->path() + "/model.onnx"))
+        tests.push_back(it->path());
+    llvm::sort(tests);
+  }
+  std::optional<llvm::Regex> filter;
+  if (!o.filter.empty()) {
+    filter.emplace(o.filter);
+    std::string why;
+    if (!filter->isValid(why))
+      return cliError("--filter: " + why);
+  }
+  if (tests.empty())
+    return cliError("'" + o.dir +
+                    "' holds no model.onnx, nor folders that "
+                    "do");
+  int counts[3] = {0, 0, 0};
+  std::map<std::string, int> unsupportedOps;
+  for (const std::string &test : tests) {
+    std::string name = llvm::sys::path::filename(test).str();
+    if (filter && !filter->match(name))
+      continue;
+    TestResult r = runOnnxTest(test, o.rtol, o.atol);
+    ++counts[int(r.outcome)];
+    const char *word = r.outcome == Outcome::Passed   ? "PASS"
+                       : r.outcome == Outcome::Failed ? "FAIL"
+                                                      : "UNSUPPORTED";
+    if (!o.quiet || r.outcome == Outcome::Failed)
+      llvm::outs() << word << " " << name << (r.why.empty() ? "" : ": ")
+                   << r.why << "\n";
+  }
+  int ran = counts[0] + counts[1] + counts[2];
+  llvm::outs() << llvm::formatv(
+      "{0} tests: {1} passed, {2} failed, {3} unsupported\n", ran, counts[0],
+      counts[1], counts[2]);
+  if (ran == 0)
+    return cliError("no test matches --filter '" + o.filter + "'");
+  if (counts[1] > 0 || (o.strict && counts[2] > 0))
+    exitCode = 1;
+  return llvm::Error::success();
+}
+
+} // namespace
+
+void addOnnxCommands(CLI::App &app, int &exitCode) {
+  auto imp = std::make_shared<ImportOptions>();
+  CLI::App *cmd = app.add_subcommand(
+      "import", "Import an ONNX model as a loom function, printed as MLIR");
+  cmd->add_option("model", imp->input, "The .onnx file")->required();
+  cmd->add_option("-o,--output", imp->output, "Where to write (- : stdout)");
+  cmd->add_option("--function", imp->function, "The function's name");
+  cmd->callback([imp, &exitCode] {
+    if (llvm::Error err = runImport(*imp))
+      exitCode = fail("import", std::move(err));
+  });
+
+  auto test = std::make_shared<OnnxTestOptions>();
+  CLI::App *t = app.add_subcommand(
+      "onnx-test",
+      "Run ONNX backend tests (model.onnx + test_data_set_*) on the "
+      "reference interpreter");
+  t->add_option("dir", test->dir,
+                "A test folder, or a folder of them (ONNX's data/node)")
+      ->required();
+  t->add_option("--filter", test->filter, "Only tests whose name matches");
+  t->add_option("--rtol", test->rtol, "Relative tolerance");
+  t->add_option("--atol", test->atol, "Absolute tolerance");
+  t->add_flag("--strict", test->strict, "Unsupported tests fail too");
+  t->add_flag("--quiet", test->quiet, "Print only failures and the summary");
+  t->callback([test, &exitCode] {
+    if (llvm::Error err = runOnnxTests(*test, exitCode))
+      exitCode = fail("onnx-test", std::move(err));
+  });
+}
+
+} // namespace loom::cli
