@@ -15,6 +15,33 @@ using llvm::Expected;
 
 namespace {
 
+/// The right operand of a product, read transposed where that keeps its
+/// source's last dim last: a transpose that brings the source's last dim to
+/// the contraction (dim -2) folds into loom.matmul's transpose_rhs, so that
+/// `MatMul(x, Transpose(W))` is the `x W^T` loom.linear takes and
+/// `MatMul(q, Transpose(k))` the `q k^T` attention fusion looks for. What is
+/// left of the permutation stays a transpose (none when it is the identity).
+/// Returns the operand and whether it is now read transposed.
+Expected<std::pair<Tensor, bool>> foldTransposedRhs(NodeContext &ctx,
+                                                    Tensor x) {
+  auto transpose = x.value().getDefiningOp<TransposeOp>();
+  int64_t rank = x.rank();
+  if (!transpose || rank < 2 || transpose.getPerm()[rank - 2] != rank - 1)
+    return std::make_pair(x, false);
+  llvm::SmallVector<int64_t> perm(transpose.getPerm());
+  std::swap(perm[rank - 1], perm[rank - 2]);
+  Tensor input(transpose.getInput(), &ctx.graph());
+  bool identity = true;
+  for (int64_t i = 0; i < rank; ++i)
+    identity &= perm[i] == i;
+  if (identity)
+    return std::make_pair(input, true);
+  Expected<Tensor> rest = ctx.create<TransposeOp>(input.value(), perm);
+  if (!rest)
+    return rest.takeError();
+  return std::make_pair(*rest, true);
+}
+
 Error convertMatMul(NodeContext &ctx) {
   Expected<Tensor> a = ctx.tensor(0);
   if (!a)
@@ -22,6 +49,17 @@ Error convertMatMul(NodeContext &ctx) {
   Expected<Tensor> b = ctx.tensor(1);
   if (!b)
     return b.takeError();
+  if (a->rank() >= 2 && b->rank() >= 2) {
+    auto rhs = foldTransposedRhs(ctx, *b);
+    if (!rhs)
+      return rhs.takeError();
+    Expected<Tensor> out = ctx.create<MatmulOp>(
+        a->value(), rhs->first.value(), false, rhs->second);
+    if (!out)
+      return out.takeError();
+    ctx.setOutput(0, *out);
+    return Error::success();
+  }
   // NumPy's vectors: a row on the left, a column on the right, dropped after.
   Tensor lhs = *a, rhs = *b;
   bool rowVector = lhs.rank() == 1, columnVector = rhs.rank() == 1;

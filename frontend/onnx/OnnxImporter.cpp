@@ -12,6 +12,7 @@
 #include "frontend/onnx/OnnxImport.h"
 
 #include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -368,6 +369,13 @@ Expected<OnnxImport> Importer::run() {
   if (outputs.empty())
     return importError("the graph has no outputs");
   mlir::func::FuncOp func = g.finish(outputs);
+  // What folding left unused (the transposes folded into matmuls, the
+  // constants of shape arithmetic) goes, last use first.
+  llvm::SmallVector<mlir::Operation *> ops;
+  func.walk([&](mlir::Operation *op) { ops.push_back(op); });
+  for (mlir::Operation *op : llvm::reverse(ops))
+    if (op != func && mlir::isOpTriviallyDead(op))
+      op->erase();
   diagnostics.clear();
   if (mlir::failed(mlir::verify(func))) {
     std::string all;
