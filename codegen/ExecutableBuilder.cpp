@@ -430,10 +430,13 @@ LogicalResult Writer::writeFunction(func::FuncOp function) {
     std::string bufferName =
         prefix + "output/" +
         (name ? name.getValue().str() : "result" + std::to_string(i));
-    bool owned = !isa<BlockArgument>(v) && !buffers.count(v);
+    // A constant's bytes are in the executable, not written by a step.
+    bool owned = !isa<BlockArgument>(v) && !v.getDefiningOp<ConstantOp>() &&
+                 !buffers.count(v);
     Value key = v;
     if (!owned) {
-      // An argument or a value returned twice: copied into its own output.
+      // An argument, a constant or a value returned twice: copied into its
+      // own output.
       FailureOr<int> from = bufferFor(v);
       if (failed(from))
         return failure();

@@ -72,18 +72,20 @@ loom::compilePipelineStages(const CompilePipelineOptions &options) {
                       }});
   }
   TrainingPipelineOptions training = options.training;
-  stages.push_back({"loom-autodiff", [](OpPassManager &pm) {
-                      pm.addPass(createLoomAutodiff());
-                    }});
-  if (training.dataParallel)
-    stages.push_back({"loom-data-parallel", [training](OpPassManager &pm) {
-                        pm.addPass(createLoomDataParallel(
-                            {abi::kLossGrad, training.bucketBytes}));
+  if (options.differentiate) {
+    stages.push_back({"loom-autodiff", [](OpPassManager &pm) {
+                        pm.addPass(createLoomAutodiff());
                       }});
-  stages.push_back({"loom-optimizer", [training](OpPassManager &pm) {
-                      pm.addPass(
-                          createLoomOptimizer(optimizerOptions(training)));
-                    }});
+    if (training.dataParallel)
+      stages.push_back({"loom-data-parallel", [training](OpPassManager &pm) {
+                          pm.addPass(createLoomDataParallel(
+                              {abi::kLossGrad, training.bucketBytes}));
+                        }});
+    stages.push_back({"loom-optimizer", [training](OpPassManager &pm) {
+                        pm.addPass(
+                            createLoomOptimizer(optimizerOptions(training)));
+                      }});
+  }
   stages.push_back({"cse", [](OpPassManager &pm) {
                       pm.addNestedPass<func::FuncOp>(createCSEPass());
                     }});

@@ -64,6 +64,10 @@ struct CompilePipelineOptions {
   int64_t maxBatch = 256;
   /// Run the fusion passes (off: the module as autodiff writes it).
   bool fuse = true;
+  /// Differentiate the loss and add the optimizer (loom-autodiff,
+  /// loom-optimizer): off for a module with no loss, such as an imported
+  /// model compiled for inference.
+  bool differentiate = true;
   bool planMemory = true;
   /// Fusion passes explain, as remarks, each candidate they decline.
   bool remarks = false;

@@ -53,8 +53,8 @@ Error convertMatMul(NodeContext &ctx) {
     auto rhs = foldTransposedRhs(ctx, *b);
     if (!rhs)
       return rhs.takeError();
-    Expected<Tensor> out = ctx.create<MatmulOp>(
-        a->value(), rhs->first.value(), false, rhs->second);
+    Expected<Tensor> out = ctx.create<MatmulOp>(a->value(), rhs->first.value(),
+                                                false, rhs->second);
     if (!out)
       return out.takeError();
     ctx.setOutput(0, *out);

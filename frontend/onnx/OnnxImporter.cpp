@@ -11,6 +11,7 @@
 #include "frontend/onnx/OnnxImporter.h"
 #include "frontend/onnx/OnnxImport.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -392,6 +393,7 @@ Expected<OnnxImport> loom::importOnnxModel(mlir::ModuleOp module,
   if (module.lookupSymbol(options.function))
     return importError("the module already has a function @" +
                        options.function);
+  module.getContext()->loadDialect<LoomDialect, mlir::func::FuncDialect>();
   Importer importer(module, model, options);
   Expected<OnnxImport> result = importer.run();
   if (!result) {

@@ -25,6 +25,7 @@
 #include "runtime/Executable.h"
 
 #include "frontend/Transformer.h"
+#include "frontend/onnx/OnnxImporter.h"
 #include "passes/Pipeline.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -44,6 +45,8 @@ namespace {
 
 struct CompileOptions {
   ModelOptions model;
+  /// An ONNX model to import instead of building one from a config.
+  std::string onnx;
   std::string emit = "ir";
   std::string target = "ir";
   std::string cpu = "native";
@@ -84,13 +87,14 @@ llvm::Error compile(const CompileOptions &options) {
     return error("--target " + options.target +
                  " writes a binary executable: give it a file with -o");
   if (options.output != "-")
-    if (llvm::Error err = checkOutputFile(options.output, "--output",
-                                          {options.model.configPath}))
+    if (llvm::Error err =
+            checkOutputFile(options.output, "--output",
+                            {options.model.configPath, options.onnx}))
       return err;
   if (!options.report.empty())
     if (llvm::Error err =
             checkOutputFile(options.report, "--report",
-                            {options.model.configPath,
+                            {options.model.configPath, options.onnx,
                              options.output == "-" ? "" : options.output}))
       return err;
   // Checked before the pipeline runs, which takes a while.
@@ -114,9 +118,21 @@ llvm::Error compile(const CompileOptions &options) {
   llvm::Expected<int64_t> bucket = bucketBytes(options.bucketMb);
   if (!bucket)
     return bucket.takeError();
-  auto config = options.model.load();
-  if (!config)
-    return config.takeError();
+  // A config builds Loom's own Transformer; an ONNX model is imported as
+  // @forward and compiled for inference (it has no loss to differentiate).
+  bool imported = !options.onnx.empty();
+  TransformerConfig config;
+  if (imported) {
+    if (!options.model.preset.empty() || !options.model.configPath.empty())
+      return error("give an ONNX model or --preset/--config, not both");
+    if (llvm::Error err = checkInputFile(options.onnx, "the ONNX model"))
+      return err;
+  } else {
+    auto loaded = options.model.load();
+    if (!loaded)
+      return loaded.takeError();
+    config = std::move(*loaded);
+  }
 
   for (auto [name, value] : {std::pair{"--max-tokens", options.maxTokens},
                              {"--max-len", options.maxLen},
@@ -126,8 +142,9 @@ llvm::Error compile(const CompileOptions &options) {
                    llvm::Twine(value));
 
   CompilePipelineOptions pipeline;
-  pipeline.training.dModel = config->d_model();
+  pipeline.training.dModel = imported ? 512 : config.d_model();
   pipeline.training.warmup = options.warmup;
+  pipeline.differentiate = !imported;
   pipeline.maxTokens = options.maxTokens;
   pipeline.maxLen = options.maxLen;
   pipeline.maxBatch = options.maxBatch;
@@ -146,9 +163,27 @@ llvm::Error compile(const CompileOptions &options) {
   // with its location (the model scope that built the op).
   auto printer = printDiagnostics(ctx);
   auto start = std::chrono::steady_clock::now();
-  auto module = buildModelModule(ctx, *config);
-  if (!module)
-    return error("could not build the model module");
+  // The model's module, built or imported, with nothing compiled yet.
+  auto buildModule =
+      [&]() -> llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> {
+    if (!imported) {
+      auto built = buildModelModule(ctx, config);
+      if (!built)
+        return error("could not build the model module");
+      return std::move(built);
+    }
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        mlir::ModuleOp::create(mlir::UnknownLoc::get(&ctx));
+    llvm::Expected<OnnxImport> done =
+        importOnnxFile(*module, options.onnx, OnnxImportOptions());
+    if (!done)
+      return done.takeError();
+    return std::move(module);
+  };
+  auto built = buildModule();
+  if (!built)
+    return built.takeError();
+  mlir::OwningOpRef<mlir::ModuleOp> module = std::move(*built);
   if (mlir::failed(runCompilePipeline(*module, pipeline, options.dumpDir)))
     return error("the compile pipeline failed");
   if (mlir::failed(mlir::verify(*module)))
@@ -159,18 +194,20 @@ llvm::Error compile(const CompileOptions &options) {
 
   if (!options.report.empty()) {
     // The counts before fusion come from the same model compiled without it.
-    auto unfused = buildModelModule(ctx, *config);
+    auto unfused = buildModule();
+    if (!unfused)
+      return unfused.takeError();
     CompilePipelineOptions plain = pipeline;
     plain.fuse = false;
     plain.planMemory = false;
-    if (!unfused || mlir::failed(runCompilePipeline(*unfused, plain)))
+    if (mlir::failed(runCompilePipeline(**unfused, plain)))
       return error("the unfused pipeline for the report failed");
     nlohmann::json report;
     report["compile_seconds"] = seconds;
     report["max_tokens"] = options.maxTokens;
     report["max_len"] = options.maxLen;
     report["max_batch"] = options.maxBatch;
-    report["entry_points"] = buildCompileReport(*unfused, *module);
+    report["entry_points"] = buildCompileReport(**unfused, *module);
     if (llvm::Error err = writeText(options.report, report.dump(2) + "\n"))
       return err;
   }
@@ -182,9 +219,10 @@ llvm::Error compile(const CompileOptions &options) {
     else
       target.cpu = options.cpu;
     target.precision = options.precision;
-    auto exe = writeExecutable(
-        *module, *config, {options.maxTokens, options.maxLen, options.maxBatch},
-        target);
+    SizeBounds bounds{options.maxTokens, options.maxLen, options.maxBatch};
+    auto exe = imported
+                   ? writeExecutable(*module, std::string(), bounds, target)
+                   : writeExecutable(*module, config, bounds, target);
     if (!exe)
       return exe.takeError();
     return toError(saveExecutable(options.output, *exe));
@@ -202,8 +240,12 @@ llvm::Error compile(const CompileOptions &options) {
 void addCompileCommand(CLI::App &app, int &exitCode) {
   auto options = std::make_shared<CompileOptions>();
   CLI::App *cmd = app.add_subcommand(
-      "compile", "Build a model, differentiate it, add Adam, emit the result");
+      "compile", "Build a model, differentiate it, add Adam, emit the result "
+                 "(or import an ONNX model and compile it for inference)");
   options->model.addTo(cmd);
+  cmd->add_option("onnx", options->onnx,
+                  "An ONNX model (.onnx) to import and compile for inference, "
+                  "instead of --preset or --config");
   cmd->add_option("--emit", options->emit, "What to emit (ir)")
       ->capture_default_str();
   cmd->add_option("--target", options->target,

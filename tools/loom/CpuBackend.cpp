@@ -113,6 +113,12 @@ writeExecutable(mlir::ModuleOp planned, const TransformerConfig &config,
                 const SizeBounds &bounds, const CodeTarget &target) {
   std::string configText;
   google::protobuf::TextFormat::PrintToString(config, &configText);
+  return writeExecutable(planned, configText, bounds, target);
+}
+
+llvm::Expected<runtime::Executable>
+writeExecutable(mlir::ModuleOp planned, const std::string &configText,
+                const SizeBounds &bounds, const CodeTarget &target) {
   mlir::FailureOr<runtime::Executable> exe;
   if (target.cuda() && target.precision != "fp32")
     return error("--precision " + target.precision +

@@ -75,6 +75,11 @@ CodeTarget codeTargetOf(const runtime::Device &device);
 llvm::Expected<runtime::Executable>
 writeExecutable(mlir::ModuleOp planned, const TransformerConfig &config,
                 const SizeBounds &bounds, const CodeTarget &target);
+/// The same for a module that no config describes (an imported model):
+/// `configText` is what the executable records of its source ("" for none).
+llvm::Expected<runtime::Executable>
+writeExecutable(mlir::ModuleOp planned, const std::string &configText,
+                const SizeBounds &bounds, const CodeTarget &target);
 
 /// Builds `config`'s model, compiles it (keeping the module after every
 /// pass in `dumpDir` when given) and writes the executable for `target`.

@@ -19,14 +19,18 @@
 
 #include "tools/loom/Commands.h"
 #include "tools/loom/Common.h"
+#include "tools/loom/CpuBackend.h"
 
 #include "frontend/onnx/OnnxImporter.h"
 #include "ir/Interpreter.h"
 #include "ir/LoomDialect.h"
+#include "passes/Pipeline.h"
+#include "runtime/Session.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/APFloat.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -157,18 +161,209 @@ std::string unprefixed(const std::string &why, const std::string &path) {
   return why;
 }
 
-enum class Outcome { Passed, Failed, Unsupported };
+/// `t` as a host tensor of the runtime, element by element.
+llvm::Expected<runtime::Tensor> runtimeTensor(const HostTensor &t) {
+  ErrorOr<runtime::Tensor> out = runtime::Tensor::host(t.kind, t.shape);
+  if (!out)
+    return toError(out.status());
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double x = t.data[i];
+    void *p = out->data();
+    switch (t.kind) {
+    case DType::F32:
+      static_cast<float *>(p)[i] = static_cast<float>(x);
+      break;
+    case DType::F64:
+      static_cast<double *>(p)[i] = x;
+      break;
+    case DType::I32:
+      static_cast<int32_t *>(p)[i] = static_cast<int32_t>(x);
+      break;
+    case DType::I64:
+      static_cast<int64_t *>(p)[i] = static_cast<int64_t>(x);
+      break;
+    case DType::I1:
+      static_cast<uint8_t *>(p)[i] = x != 0;
+      break;
+    case DType::F16:
+    case DType::BF16: {
+      llvm::APFloat f(x);
+      bool lost;
+      f.convert(t.kind == DType::F16 ? llvm::APFloat::IEEEhalf()
+                                     : llvm::APFloat::BFloat(),
+                llvm::APFloat::rmNearestTiesToEven, &lost);
+      static_cast<uint16_t *>(p)[i] =
+          static_cast<uint16_t>(f.bitcastToAPInt().getZExtValue());
+      break;
+    }
+    }
+  }
+  return std::move(*out);
+}
+
+/// A runtime tensor (host memory) as a host tensor.
+llvm::Expected<HostTensor> hostTensor(const runtime::Tensor &t) {
+  HostTensor out(t.shape(), t.dtype());
+  const void *p = t.data();
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    switch (t.dtype()) {
+    case DType::F32:
+      out.data[i] = static_cast<const float *>(p)[i];
+      break;
+    case DType::F64:
+      out.data[i] = static_cast<const double *>(p)[i];
+      break;
+    case DType::I32:
+      out.data[i] = static_cast<const int32_t *>(p)[i];
+      break;
+    case DType::I64:
+      out.data[i] = double(static_cast<const int64_t *>(p)[i]);
+      break;
+    case DType::I1:
+      out.data[i] = static_cast<const uint8_t *>(p)[i] != 0;
+      break;
+    case DType::F16:
+    case DType::BF16: {
+      uint16_t bits = static_cast<const uint16_t *>(p)[i];
+      out.data[i] =
+          llvm::APFloat(t.dtype() == DType::F16 ? llvm::APFloat::IEEEhalf()
+                                                : llvm::APFloat::BFloat(),
+                        llvm::APInt(16, bits))
+              .convertToDouble();
+      break;
+    }
+    }
+  }
+  return out;
+}
+
+/// Compiles imported `module` for this CPU (no training: it has no loss) and
+/// runs @forward on `params` (by name) and `inputs`. A model the pipeline or
+/// the code generator refuses is an error whose text says so.
+llvm::Expected<std::vector<HostTensor>>
+runOnCpu(mlir::ModuleOp module, const std::map<std::string, HostTensor> &params,
+         const std::vector<HostTensor> &inputs) {
+  CompilePipelineOptions pipeline;
+  pipeline.differentiate = false;
+  pipeline.keysPositionMajor = true;
+  if (mlir::failed(runCompilePipeline(module, pipeline)))
+    return cliError("the compile pipeline refused it");
+  llvm::Expected<runtime::Executable> exe = writeExecutable(
+      module, std::string(),
+      {pipeline.maxTokens, pipeline.maxLen, pipeline.maxBatch}, CodeTarget());
+  if (!exe)
+    return exe.takeError();
+  auto session = loadCpuSession(std::move(*exe), 1);
+  if (!session)
+    return session.takeError();
+  for (const auto &[name, value] : params) {
+    runtime::Tensor *state = (*session)->state(name);
+    if (!state)
+      return cliError("the executable holds no parameter '" + name + "'");
+    llvm::Expected<runtime::Tensor> t = runtimeTensor(value);
+    if (!t)
+      return t.takeError();
+    if (t->bytes() != state->bytes())
+      return cliError("parameter '" + name + "' changed size");
+    std::memcpy(state->data(), t->data(), t->bytes());
+  }
+  std::vector<runtime::Tensor> held;
+  std::vector<runtime::TensorRef> refs;
+  for (const HostTensor &input : inputs) {
+    llvm::Expected<runtime::Tensor> t = runtimeTensor(input);
+    if (!t)
+      return t.takeError();
+    held.push_back(std::move(*t));
+    refs.push_back(held.back().ref());
+  }
+  auto outputs = (*session)->run("forward", refs);
+  if (!outputs)
+    return toError(outputs.status());
+  std::vector<HostTensor> out;
+  for (const runtime::NamedTensor &o : *outputs) {
+    llvm::Expected<HostTensor> h = hostTensor(o.tensor);
+    if (!h)
+      return h.takeError();
+    out.push_back(std::move(*h));
+  }
+  return out;
+}
+
+enum class Outcome { Passed, Failed, InterpreterOnly, Unsupported };
 
 struct TestResult {
   Outcome outcome;
   std::string why;
 };
 
-TestResult runOnnxTest(const std::string &dir, double rtol, double atol) {
+/// One data set's model, imported, and the inputs its function takes.
+struct ImportedSet {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  OnnxImport import;
+  std::vector<HostTensor> inputs;
+  bool bound = false;
+};
+
+/// Imports `modelPath` for a data set with `inputs`: as it is, or, where the
+/// model takes a shape or axes as data, with the set's integer inputs bound
+/// as constants.
+llvm::Expected<ImportedSet> importForSet(mlir::MLIRContext &ctx,
+                                         const std::string &modelPath,
+                                         std::vector<HostTensor> inputs) {
+  ImportedSet out;
+  out.module = mlir::ModuleOp::create(mlir::UnknownLoc::get(&ctx));
+  llvm::Expected<OnnxImport> imported =
+      importOnnxFile(*out.module, modelPath, OnnxImportOptions());
+  if (!imported) {
+    std::string why = llvm::toString(imported.takeError());
+    if (why.find("known when importing") == std::string::npos)
+      return cliError(unprefixed(why, modelPath));
+    OnnxImportOptions options;
+    for (const HostTensor &t : inputs)
+      options.inputValues.push_back(t.kind == DType::I64 || t.kind == DType::I32
+                                        ? std::optional<HostTensor>(t)
+                                        : std::nullopt);
+    out.module = mlir::ModuleOp::create(mlir::UnknownLoc::get(&ctx));
+    imported = importOnnxFile(*out.module, modelPath, options);
+    if (!imported)
+      return cliError(
+          unprefixed(llvm::toString(imported.takeError()), modelPath));
+    std::vector<HostTensor> kept;
+    for (HostTensor &t : inputs)
+      if (t.kind != DType::I64 && t.kind != DType::I32)
+        kept.push_back(std::move(t));
+    inputs = std::move(kept);
+    out.bound = true;
+  }
+  out.import = std::move(*imported);
+  out.inputs = std::move(inputs);
+  return out;
+}
+
+/// Why `outputs` are not `expected`, or "".
+std::string compareOutputs(const std::vector<HostTensor> &outputs,
+                           const std::vector<HostTensor> &expected,
+                           const OnnxImport &import, double rtol, double atol) {
+  if (expected.size() != outputs.size())
+    return llvm::formatv("{0} outputs, expected {1}", outputs.size(),
+                         expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    std::string why = compareOutput(outputs[i], expected[i], rtol, atol);
+    if (!why.empty())
+      return "output '" + import.outputs[i] + "': " + why;
+  }
+  return "";
+}
+
+TestResult runOnnxTest(const std::string &dir, double rtol, double atol,
+                       bool cpu) {
   auto ctx = onnxContext();
+  // The pipeline's and code generator's diagnostics say why the CPU
+  // backend refuses a model.
   std::string diagnostics;
   mlir::ScopedDiagnosticHandler handler(ctx.get(), [&](mlir::Diagnostic &d) {
-    diagnostics += d.str() + "; ";
+    if (d.getSeverity() == mlir::DiagnosticSeverity::Error)
+      diagnostics += (diagnostics.empty() ? "" : "; ") + d.str();
     return mlir::success();
   });
   std::string modelPath = dir + "/model.onnx";
@@ -176,80 +371,69 @@ TestResult runOnnxTest(const std::string &dir, double rtol, double atol) {
   if (sets.empty())
     return {Outcome::Failed, "no test_data_set_* folder"};
   bool bound = false;
+  std::string cpuRefusal;
   for (const std::string &set : sets) {
     std::string setName = llvm::sys::path::filename(set).str();
-    std::vector<std::string> inputFiles = numberedFiles(set, "input_");
-    std::vector<HostTensor> inputs;
-    for (const std::string &file : inputFiles) {
-      llvm::Expected<HostTensor> t = readOnnxTensorFile(file);
-      if (!t)
-        return {Outcome::Unsupported, llvm::toString(t.takeError())};
-      inputs.push_back(std::move(*t));
-    }
-    // A model imports as it is; where it takes a shape or axes as data,
-    // with the integer inputs of the data set bound as constants.
-    mlir::OwningOpRef<mlir::ModuleOp> module =
-        mlir::ModuleOp::create(mlir::UnknownLoc::get(ctx.get()));
-    llvm::Expected<OnnxImport> imported =
-        importOnnxFile(*module, modelPath, OnnxImportOptions());
-    if (!imported) {
-      std::string why = llvm::toString(imported.takeError());
-      if (why.find("known when importing") == std::string::npos)
-        return {Outcome::Unsupported, unprefixed(why, modelPath)};
-      OnnxImportOptions options;
-      for (const HostTensor &t : inputs)
-        options.inputValues.push_back(t.kind == DType::I64 ||
-                                              t.kind == DType::I32
-                                          ? std::optional<HostTensor>(t)
-                                          : std::nullopt);
-      module = mlir::ModuleOp::create(mlir::UnknownLoc::get(ctx.get()));
-      imported = importOnnxFile(*module, modelPath, options);
-      if (!imported)
-        return {Outcome::Unsupported,
-                unprefixed(llvm::toString(imported.takeError()), modelPath)};
-      std::vector<HostTensor> kept;
-      for (HostTensor &t : inputs)
-        if (t.kind != DType::I64 && t.kind != DType::I32)
-          kept.push_back(std::move(t));
-      inputs = std::move(kept);
-      bound = true;
-    }
-    Interpreter interpreter(*module);
-    std::vector<HostTensor> args;
-    // Parameters first (the function's order), then the inputs.
-    mlir::func::FuncOp func =
-        module->lookupSymbol<mlir::func::FuncOp>("forward");
-    for (unsigned i = 0; i < func.getNumArguments(); ++i)
-      if (auto name = func.getArgAttrOfType<mlir::StringAttr>(i, kParamAttr))
-        args.push_back(imported->parameters.at(name.str()));
-    if (inputs.size() != imported->inputs.size())
+    std::vector<HostTensor> inputs, expected;
+    for (auto [prefix, into] :
+         {std::pair{"input_", &inputs}, std::pair{"output_", &expected}})
+      for (const std::string &file : numberedFiles(set, prefix)) {
+        llvm::Expected<HostTensor> t = readOnnxTensorFile(file);
+        if (!t)
+          return {Outcome::Unsupported, llvm::toString(t.takeError())};
+        into->push_back(std::move(*t));
+      }
+    llvm::Expected<ImportedSet> imported =
+        importForSet(*ctx, modelPath, inputs);
+    if (!imported)
+      return {Outcome::Unsupported, llvm::toString(imported.takeError())};
+    bound |= imported->bound;
+    if (imported->inputs.size() != imported->import.inputs.size())
       return {Outcome::Failed,
               llvm::formatv("{0}: {1} inputs for a model of {2}", setName,
-                            inputs.size(), imported->inputs.size())};
-    for (HostTensor &t : inputs)
-      args.push_back(std::move(t));
-    auto outputs = interpreter.run("forward", args);
+                            imported->inputs.size(),
+                            imported->import.inputs.size())};
+
+    // The reference interpreter: parameters first (the function's order),
+    // then the inputs.
+    std::vector<HostTensor> args;
+    mlir::func::FuncOp func =
+        imported->module->lookupSymbol<mlir::func::FuncOp>("forward");
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      if (auto name = func.getArgAttrOfType<mlir::StringAttr>(i, kParamAttr))
+        args.push_back(imported->import.parameters.at(name.str()));
+    args.insert(args.end(), imported->inputs.begin(), imported->inputs.end());
+    auto outputs = Interpreter(*imported->module).run("forward", args);
     if (!outputs)
       return {Outcome::Failed,
               setName + ": " + llvm::toString(outputs.takeError())};
-    std::vector<std::string> outputFiles = numberedFiles(set, "output_");
-    if (outputFiles.size() != outputs->size())
-      return {Outcome::Failed,
-              llvm::formatv("{0}: {1} outputs, expected {2}", setName,
-                            outputs->size(), outputFiles.size())};
-    for (size_t i = 0; i < outputFiles.size(); ++i) {
-      llvm::Expected<HostTensor> want = readOnnxTensorFile(outputFiles[i]);
-      if (!want)
-        return {Outcome::Unsupported, llvm::toString(want.takeError())};
-      std::string why = compareOutput((*outputs)[i], *want, rtol, atol);
-      if (!why.empty())
-        return {Outcome::Failed,
-                llvm::formatv("{0}: output '{1}': {2}", setName,
-                              imported->outputs[i], why)};
+    std::string why =
+        compareOutputs(*outputs, expected, imported->import, rtol, atol);
+    if (!why.empty())
+      return {Outcome::Failed, setName + ": " + why};
+
+    // The CPU backend, on the same import compiled.
+    if (!cpu || !cpuRefusal.empty())
+      continue;
+    diagnostics.clear();
+    auto compiled = runOnCpu(*imported->module, imported->import.parameters,
+                             imported->inputs);
+    if (!compiled) {
+      cpuRefusal = llvm::toString(compiled.takeError());
+      if (!diagnostics.empty())
+        cpuRefusal += ": " + diagnostics;
+      continue;
     }
+    why = compareOutputs(*compiled, expected, imported->import, rtol, atol);
+    if (!why.empty())
+      return {Outcome::Failed, setName + ": the CPU backend: " + why};
   }
-  return {Outcome::Passed,
-          bound ? "integer inputs bound as constants when importing" : ""};
+  std::string note =
+      bound ? "integer inputs bound as constants when importing" : "";
+  if (!cpuRefusal.empty())
+    return {Outcome::InterpreterOnly,
+            "the CPU backend does not compile it: " + cpuRefusal};
+  return {Outcome::Passed, note};
 }
 
 struct OnnxTestOptions {
@@ -258,6 +442,7 @@ struct OnnxTestOptions {
   double rtol = 1e-3, atol = 1e-7;
   bool strict = false;
   bool quiet = false;
+  bool interpreterOnly = false;
 };
 
 llvm::Error runOnnxTests(const OnnxTestOptions &o, int &exitCode) {
@@ -285,28 +470,31 @@ llvm::Error runOnnxTests(const OnnxTestOptions &o, int &exitCode) {
     return cliError("'" + o.dir +
                     "' holds no model.onnx, nor folders that "
                     "do");
-  int counts[3] = {0, 0, 0};
-  std::map<std::string, int> unsupportedOps;
+  int counts[4] = {0, 0, 0, 0};
   for (const std::string &test : tests) {
     std::string name = llvm::sys::path::filename(test).str();
     if (filter && !filter->match(name))
       continue;
-    TestResult r = runOnnxTest(test, o.rtol, o.atol);
+    TestResult r = runOnnxTest(test, o.rtol, o.atol, !o.interpreterOnly);
     ++counts[int(r.outcome)];
     const char *word = r.outcome == Outcome::Passed   ? "PASS"
                        : r.outcome == Outcome::Failed ? "FAIL"
-                                                      : "UNSUPPORTED";
+                       : r.outcome == Outcome::InterpreterOnly
+                           ? "PASS-INTERPRETER"
+                           : "UNSUPPORTED";
     if (!o.quiet || r.outcome == Outcome::Failed)
       llvm::outs() << word << " " << name << (r.why.empty() ? "" : ": ")
                    << r.why << "\n";
   }
-  int ran = counts[0] + counts[1] + counts[2];
-  llvm::outs() << llvm::formatv(
-      "{0} tests: {1} passed, {2} failed, {3} unsupported\n", ran, counts[0],
-      counts[1], counts[2]);
+  int ran = counts[0] + counts[1] + counts[2] + counts[3];
+  llvm::outs() << llvm::formatv("{0} tests: {1} passed, {2} failed, {3} "
+                                "passed on the interpreter only, {4} "
+                                "unsupported\n",
+                                ran, counts[0], counts[1], counts[2],
+                                counts[3]);
   if (ran == 0)
     return cliError("no test matches --filter '" + o.filter + "'");
-  if (counts[1] > 0 || (o.strict && counts[2] > 0))
+  if (counts[1] > 0 || (o.strict && (counts[2] > 0 || counts[3] > 0)))
     exitCode = 1;
   return llvm::Error::success();
 }
@@ -329,14 +517,18 @@ void addOnnxCommands(CLI::App &app, int &exitCode) {
   CLI::App *t = app.add_subcommand(
       "onnx-test",
       "Run ONNX backend tests (model.onnx + test_data_set_*) on the "
-      "reference interpreter");
+      "reference interpreter and the CPU backend");
   t->add_option("dir", test->dir,
                 "A test folder, or a folder of them (ONNX's data/node)")
       ->required();
   t->add_option("--filter", test->filter, "Only tests whose name matches");
   t->add_option("--rtol", test->rtol, "Relative tolerance");
   t->add_option("--atol", test->atol, "Absolute tolerance");
-  t->add_flag("--strict", test->strict, "Unsupported tests fail too");
+  t->add_flag("--strict", test->strict,
+              "Tests not imported or not compiled for the CPU fail too");
+  t->add_flag("--interpreter-only", test->interpreterOnly,
+              "Run on the reference interpreter alone, not on the CPU "
+              "backend");
   t->add_flag("--quiet", test->quiet, "Print only failures and the summary");
   t->callback([test, &exitCode] {
     if (llvm::Error err = runOnnxTests(*test, exitCode))
