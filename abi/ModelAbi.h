@@ -31,6 +31,8 @@ inline constexpr const char kSeed[] = "seed";     // i64: dropout's seed
 inline constexpr const char kStep[] = "step";     // i64: Adam's step, from 1
 inline constexpr const char kTokens[] = "tokens"; // [batch, beam] i32
 inline constexpr const char kPosition[] = "position"; // i64
+// An imported model's loss: the class of each position of its output.
+inline constexpr const char kTargets[] = "targets"; // [..] i64
 
 // Outputs.
 inline constexpr const char kLossOutput[] = "loss";    // f32 scalar

@@ -2,7 +2,8 @@
 //
 // For a loss function marked `loom.differentiable`, builds `@<name>_grad`: a
 // copy of the forward computation followed by its adjoint, returning the loss
-// and the gradient of every floating-point argument.
+// and the gradient of every floating-point argument that is not data (a
+// `loom.input`).
 //
 //   func.func @loss(%x: tensor<4xf32>) -> tensor<f32>
 //       attributes {loom.differentiable} {
@@ -160,9 +161,10 @@ LogicalResult GradientBuilder::run() {
   if (!ret)
     return fn.emitError("loss function must end with func.return");
 
-  // Forward sweep: which values depend on a float argument.
+  // Forward sweep: which values depend on a float argument that is not
+  // data.
   for (BlockArgument arg : body.getArguments())
-    if (isFloatTensor(arg))
+    if (isFloatTensor(arg) && !fn.getArgAttr(arg.getArgNumber(), kInputAttr))
       active.insert(arg);
   SmallVector<Operation *> forward;
   for (Operation &op : body.without_terminator()) {
@@ -192,7 +194,9 @@ LogicalResult GradientBuilder::run() {
       ctx, {NamedAttribute(StringAttr::get(ctx, kOutputAttr),
                            StringAttr::get(ctx, abi::kLossOutput))})};
   for (BlockArgument arg : body.getArguments()) {
-    if (!isFloatTensor(arg))
+    // Data (a `loom.input`, such as an imported model's float attention
+    // mask) takes no gradient; parameters and unnamed arguments do.
+    if (!isFloatTensor(arg) || fn.getArgAttr(arg.getArgNumber(), kInputAttr))
       continue;
     results.push_back(gradientOrZeros(b, fn.getLoc(), arg));
     std::string name = abi::kGradPrefix;

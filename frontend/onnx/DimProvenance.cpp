@@ -86,6 +86,8 @@ std::optional<std::pair<mlir::Value, int64_t>> sourceOf(mlir::Operation *op,
   }
   if (auto b = mlir::dyn_cast<BroadcastAsOp>(op))
     return std::make_pair(b.getLike(), d);
+  if (auto r = mlir::dyn_cast<ReshapeAsOp>(op))
+    return std::make_pair(r.getLike(), d);
   if (auto g = mlir::dyn_cast<GatherOp>(op)) {
     int64_t idRank = rankOf(g.getIds());
     if (d < idRank)

@@ -11,6 +11,8 @@
 #include "frontend/onnx/OnnxImporter.h"
 #include "frontend/onnx/OnnxImport.h"
 
+#include "abi/ModelAbi.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -18,6 +20,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <map>
+#include <numeric>
 #include <set>
 
 using namespace loom;
@@ -36,7 +39,8 @@ class Importer {
 public:
   Importer(mlir::ModuleOp module, const onnx::ModelProto &model,
            const OnnxImportOptions &options)
-      : model(model), options(options), g(module, options.function),
+      : model(model), options(options),
+        g(module, options.loss ? abi::kLoss : options.function),
         handler(module.getContext(), [this](mlir::Diagnostic &d) {
           if (d.getSeverity() == mlir::DiagnosticSeverity::Error)
             diagnostics.push_back(d.str());
@@ -53,9 +57,13 @@ public:
   mlir::ScopedDiagnosticHandler handler;
   llvm::StringMap<Converter> converters;
   std::vector<Tensor> shapeSources;
+  /// The dim names of each graph input (Graph tags the arguments only when
+  /// the function is finished).
+  llvm::DenseMap<mlir::Value, std::vector<std::string>> inputDims;
 
 private:
   Error addArguments(OnnxImport &result);
+  Expected<Tensor> buildLoss(int64_t opset);
   Error convert(const onnx::NodeProto &node, int64_t index, int64_t opset);
 };
 
@@ -301,6 +309,7 @@ Error Importer::addArguments(OnnxImport &result) {
       dims.assign(typed->second.begin(), typed->second.end());
     ImportedValue v;
     v.tensor = g.input(info.name(), typed->first, dims);
+    inputDims[v.tensor.value()] = typed->second;
     values[info.name()] = std::move(v);
     result.inputs.push_back(info.name());
   }
@@ -330,6 +339,90 @@ Error Importer::convert(const onnx::NodeProto &node, int64_t index,
   return Error::success();
 }
 
+/// The loss of options.loss (OnnxImporter.h) on the graph as converted.
+Expected<Tensor> Importer::buildLoss(int64_t opset) {
+  const OnnxLoss &loss = *options.loss;
+  auto it = values.find(loss.output);
+  if (it == values.end())
+    return importError("the loss's output '" + loss.output +
+                       "' is produced by no node");
+  onnx::NodeProto node;
+  node.set_op_type("loss");
+  node.set_name("loss");
+  node.add_input(loss.output);
+  NodeContext ctx(*this, node, opset);
+  Graph::Scope scope(g, "loss");
+  Expected<Tensor> logits = ctx.tensor(0);
+  if (!logits)
+    return logits.takeError();
+  if (logits->rank() < 1 || !mlir::isa<mlir::FloatType>(logits->elementType()))
+    return ctx.error("the loss's output '" + loss.output +
+                     "' is not a float tensor [..., classes]");
+  // The targets have the output's dims but the last, named as the inputs
+  // that give them are, so that memory planning bounds them alike.
+  std::vector<int64_t> shape;
+  std::vector<std::string> names;
+  bool dynamic = false;
+  for (int64_t d = 0; d + 1 < logits->rank(); ++d) {
+    shape.push_back(logits->dim(d));
+    names.push_back("");
+    if (logits->dim(d) != kDyn)
+      continue;
+    dynamic = true;
+    names.back() = std::string(abi::kTargets) + "." + std::to_string(d);
+    auto [source, dim] = SymbolicSize::dimOf(logits->value(), d).dims[0];
+    auto it = inputDims.find(source);
+    if (it != inputDims.end() && dim < int64_t(it->second.size()) &&
+        !it->second[dim].empty())
+      names.back() = it->second[dim];
+  }
+  std::vector<StringRef> dimNames;
+  if (dynamic)
+    dimNames.assign(names.begin(), names.end());
+  Tensor targets = g.input(
+      abi::kTargets, tensorOf(shape, ctx.builder().getI64Type()), dimNames);
+  Expected<Tensor> losses = ctx.create<CrossEntropyOp>(
+      logits->value(), targets.value(),
+      ctx.builder().getF64FloatAttr(loss.labelSmoothing),
+      ctx.builder().getI64IntegerAttr(loss.ignoreIndex));
+  if (!losses)
+    return losses.takeError();
+  // The mean over the targets that count, as cross_entropy's "mean"
+  // reduction takes it; max(count, 1) keeps a batch of ignored targets
+  // finite.
+  Expected<Tensor> ignored = ctx.constantTensor(
+      HostTensor::scalar(double(loss.ignoreIndex), DType::I64));
+  if (!ignored)
+    return ignored.takeError();
+  Expected<Tensor> real = ctx.create<CompareOp>(
+      ComparePredicate::ne, targets.value(), ignored->value());
+  if (!real)
+    return real.takeError();
+  Tensor realF32(ctx.builder()
+                     .create<CastOp>(g.location(),
+                                     tensorOf(real->shape(), g.f32()),
+                                     real->value())
+                     .getResult(),
+                 &g);
+  llvm::SmallVector<int64_t> all(realF32.rank());
+  std::iota(all.begin(), all.end(), 0);
+  Expected<Tensor> count = ctx.create<ReduceSumOp>(realF32.value(), all, false);
+  Expected<Tensor> sum = ctx.create<ReduceSumOp>(losses->value(), all, false);
+  Expected<Tensor> one =
+      ctx.constantTensor(HostTensor::scalar(1.0, DType::F32));
+  if (!count || !sum || !one)
+    return !count ? count.takeError()
+           : !sum ? sum.takeError()
+                  : one.takeError();
+  count->value().getDefiningOp()->setAttr(kTokenCountAttr,
+                                          mlir::UnitAttr::get(g.context()));
+  Expected<Tensor> denominator =
+      ctx.create<MaximumOp>(count->value(), one->value());
+  if (!denominator)
+    return denominator.takeError();
+  return ctx.create<DivOp>(sum->value(), denominator->value());
+}
+
 Expected<OnnxImport> Importer::run() {
   OnnxImport result;
   result.opset = -1;
@@ -352,7 +445,18 @@ Expected<OnnxImport> Importer::run() {
 
   std::vector<std::pair<std::string, Tensor>> outputs;
   onnx::NodeProto none;
+  if (options.loss) {
+    Expected<Tensor> loss = buildLoss(result.opset);
+    if (!loss)
+      return loss.takeError();
+    outputs.push_back({abi::kLossOutput, *loss});
+    result.inputs.push_back(abi::kTargets);
+    result.outputs.push_back(abi::kLossOutput);
+    g.setDifferentiable();
+  }
   for (const onnx::ValueInfoProto &info : graph.output()) {
+    if (options.loss)
+      break;
     auto it = values.find(info.name());
     if (it == values.end())
       return importError("graph output '" + info.name() +

@@ -41,9 +41,22 @@ class TensorProto;
 
 namespace loom {
 
+/// A loss on one output of the graph, to train the imported model: the
+/// function becomes `@loss` (marked differentiable, for loom-autodiff), with
+/// one more input, `targets` (i64, the output's shape without its last dim),
+/// and one output, `loss`: the mean over targets other than `ignoreIndex` of
+/// the cross entropy of output [..., C] (label-smoothed as
+/// torch.nn.functional.cross_entropy smooths it).
+struct OnnxLoss {
+  std::string output;
+  double labelSmoothing = 0.0;
+  int64_t ignoreIndex = -100;
+};
+
 struct OnnxImportOptions {
-  /// The name of the function the graph becomes.
+  /// The name of the function the graph becomes (`loss` with a loss).
   std::string function = "forward";
+  std::optional<OnnxLoss> loss;
   /// Values for graph inputs, by position among the inputs that are not
   /// initializers: an input given one is a constant of the import, not an
   /// argument (a shape or axes that ONNX's node tests pass as data).

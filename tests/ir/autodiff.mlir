@@ -94,3 +94,18 @@ func.func @attention(%x: tensor<?x?x8xbf16>, %seed: tensor<i64>) -> tensor<bf16>
   %l = loom.reduce_mean %o [0, 1, 2] : (tensor<?x?x8xbf16>) -> tensor<bf16>
   return %l : tensor<bf16>
 }
+
+// A float input that is data (`loom.input`, an imported model's attention
+// mask) takes no gradient: only the parameter's comes back, and nothing is
+// built for the mask.
+// CHECK-LABEL: func.func @masked_grad(
+// CHECK-SAME:    -> (tensor<f32> {loom.output = "loss"}, tensor<2x3xf32> {loom.output = "grad.w"})
+// CHECK-NOT:     grad.1
+// CHECK:         return
+func.func @masked(%w: tensor<2x3xf32> {loom.param = "w"},
+                  %mask: tensor<2x3xf32> {loom.input = "mask"}) -> tensor<f32>
+    attributes {loom.differentiable} {
+  %y = loom.mul %w, %mask : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %l = loom.reduce_sum %y [0, 1] : (tensor<2x3xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -31,6 +31,8 @@ void addAverageCommand(CLI::App &app, int &exitCode);
 void addTrainCommand(CLI::App &app, int &exitCode);
 /// `loom inspect`: a compiled executable as protobuf text.
 void addInspectCommand(CLI::App &app, int &exitCode);
+/// `loom train-steps` (TrainSteps.cpp).
+void addTrainStepsCommand(CLI::App &app, int &exitCode);
 /// `loom import` and `loom onnx-test` (Onnx.cpp).
 void addOnnxCommands(CLI::App &app, int &exitCode);
 

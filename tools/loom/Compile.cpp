@@ -45,8 +45,14 @@ namespace {
 
 struct CompileOptions {
   ModelOptions model;
-  /// An ONNX model to import instead of building one from a config.
+  /// An ONNX model to import instead of building one from a config, and
+  /// the loss to train it with (none: compiled for inference).
   std::string onnx;
+  std::string loss;
+  std::string lossOutput;
+  double labelSmoothing = 0.0;
+  int64_t ignoreIndex = -100;
+  int64_t dModel = 0;
   std::string emit = "ir";
   std::string target = "ir";
   std::string cpu = "native";
@@ -127,7 +133,21 @@ llvm::Error compile(const CompileOptions &options) {
       return error("give an ONNX model or --preset/--config, not both");
     if (llvm::Error err = checkInputFile(options.onnx, "the ONNX model"))
       return err;
+    if (!options.loss.empty() && options.loss != "cross-entropy")
+      return error("unknown --loss '" + options.loss +
+                   "'; the one loss is 'cross-entropy'");
+    if (options.loss.empty() != options.lossOutput.empty())
+      return error("--loss and --loss-output go together: the loss, and "
+                   "the output of the model it is taken on");
+    if (!(options.labelSmoothing >= 0 && options.labelSmoothing < 1))
+      return error("--label-smoothing must be in [0, 1)");
+    if (!options.loss.empty() && options.dModel <= 0)
+      return error("--d-model must be given, positive, with --loss: the "
+                   "learning-rate schedule scales by d_model^-0.5");
   } else {
+    if (!options.loss.empty() || !options.lossOutput.empty())
+      return error("--loss is for an ONNX model; a config's model has its "
+                   "own loss");
     auto loaded = options.model.load();
     if (!loaded)
       return loaded.takeError();
@@ -142,9 +162,9 @@ llvm::Error compile(const CompileOptions &options) {
                    llvm::Twine(value));
 
   CompilePipelineOptions pipeline;
-  pipeline.training.dModel = imported ? 512 : config.d_model();
+  pipeline.training.dModel = imported ? options.dModel : config.d_model();
   pipeline.training.warmup = options.warmup;
-  pipeline.differentiate = !imported;
+  pipeline.differentiate = !imported || !options.loss.empty();
   pipeline.maxTokens = options.maxTokens;
   pipeline.maxLen = options.maxLen;
   pipeline.maxBatch = options.maxBatch;
@@ -174,8 +194,12 @@ llvm::Error compile(const CompileOptions &options) {
     }
     mlir::OwningOpRef<mlir::ModuleOp> module =
         mlir::ModuleOp::create(mlir::UnknownLoc::get(&ctx));
+    OnnxImportOptions importOptions;
+    if (!options.loss.empty())
+      importOptions.loss = OnnxLoss{options.lossOutput, options.labelSmoothing,
+                                    options.ignoreIndex};
     llvm::Expected<OnnxImport> done =
-        importOnnxFile(*module, options.onnx, OnnxImportOptions());
+        importOnnxFile(*module, options.onnx, importOptions);
     if (!done)
       return done.takeError();
     return std::move(module);
@@ -244,8 +268,26 @@ void addCompileCommand(CLI::App &app, int &exitCode) {
                  "(or import an ONNX model and compile it for inference)");
   options->model.addTo(cmd);
   cmd->add_option("onnx", options->onnx,
-                  "An ONNX model (.onnx) to import and compile for inference, "
-                  "instead of --preset or --config");
+                  "An ONNX model (.onnx) to import and compile, instead of "
+                  "--preset or --config: for inference, or with --loss for "
+                  "training");
+  cmd->add_option("--loss", options->loss,
+                  "With an ONNX model: train it with this loss "
+                  "(cross-entropy), which builds @loss, @loss_grad and "
+                  "@train_step");
+  cmd->add_option("--loss-output", options->lossOutput,
+                  "With --loss: the model's output [..., classes] it is "
+                  "taken on; the targets are a new input, 'targets'");
+  cmd->add_option("--label-smoothing", options->labelSmoothing,
+                  "With --loss: label smoothing, as cross_entropy's")
+      ->capture_default_str();
+  cmd->add_option("--ignore-index", options->ignoreIndex,
+                  "With --loss: the target that does not count")
+      ->capture_default_str();
+  cmd->add_option("--d-model", options->dModel,
+                  "With --loss: the d_model of the learning-rate schedule "
+                  "(lr = d_model^-0.5 * min(step^-0.5, step * "
+                  "warmup^-1.5))");
   cmd->add_option("--emit", options->emit, "What to emit (ir)")
       ->capture_default_str();
   cmd->add_option("--target", options->target,

@@ -36,6 +36,7 @@ int main(int argc, char **argv) {
   loom::cli::addTrainCommand(app, exitCode);
   loom::cli::addInspectCommand(app, exitCode);
   loom::cli::addOnnxCommands(app, exitCode);
+  loom::cli::addTrainStepsCommand(app, exitCode);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
