@@ -125,6 +125,25 @@ def LoomFuseLayerNorm : Pass<"loom-fuse-layer-norm", "mlir::func::FuncOp"> {
   let dependentDialects = ["::loom::LoomDialect"];
 }
 
+def LoomSplitProjections
+    : Pass<"loom-split-projections", "mlir::func::FuncOp"> {
+  let summary = "A packed projection that is only sliced becomes one per slice";
+  let description = [{
+    Runs before the fusion passes. `x . W^T` (+ b), with W [N, K] and the
+    product read only by slices of its last dim (PyTorch's packed q, k, v
+    projection, as its exporter writes it), becomes one product per slice
+    with the rows of W (and b) it keeps: the projections a model written
+    with one linear per projection has, which loom-fuse-linear and
+    loom-fuse-attention then see alike. With `remarks`, a packed product
+    that is sliced and not split says why.
+  }];
+  let options = [
+    Option<"remarks", "remarks", "bool", "false",
+           "Explain each candidate that is not split">
+  ];
+  let dependentDialects = ["::loom::LoomDialect"];
+}
+
 def LoomFuseLinear : Pass<"loom-fuse-linear", "mlir::func::FuncOp"> {
   let summary = "GEMM + bias + activation + residual into loom.linear";
   let description = [{

@@ -58,6 +58,10 @@ loom::compilePipelineStages(const CompilePipelineOptions &options) {
   std::vector<PipelineStage> stages;
   bool remarks = options.remarks;
   if (options.fuse) {
+    stages.push_back({"loom-split-projections", [remarks](OpPassManager &pm) {
+                        pm.addNestedPass<func::FuncOp>(
+                            createLoomSplitProjections({remarks}));
+                      }});
     stages.push_back({"loom-fuse-attention", [remarks](OpPassManager &pm) {
                         pm.addNestedPass<func::FuncOp>(
                             createLoomFuseAttention({remarks}));
