@@ -552,19 +552,68 @@ Error convertConcat(NodeContext &ctx) {
   return Error::success();
 }
 
+/// Elements [0, n) of `x` along `axis`, n a dim of another tensor known
+/// only at run time (a positional-encoding table cut to the sequence's
+/// length): the rows at positions loom.iota gives, gathered.
+Expected<Tensor> runTimePrefix(NodeContext &ctx, Tensor x, int64_t axis,
+                               int64_t start, const SymbolicSize &end) {
+  if (start != 0 || end.factor != 1 || end.dims.size() != 1)
+    return ctx.error("a slice to a run-time end other than the first n "
+                     "elements, for one run-time size n");
+  auto [of, dim] = end.dims[0];
+  Tensor like(of, &ctx.graph());
+  Tensor positions(
+      ctx.builder()
+          .create<IotaOp>(ctx.graph().location(),
+                          tensorOf({like.dim(dim)}, ctx.builder().getI64Type()),
+                          of, dim)
+          .getResult(),
+      &ctx.graph());
+  Tensor table = x;
+  std::vector<int64_t> toFront;
+  if (axis != 0) {
+    toFront.push_back(axis);
+    for (int64_t d = 0; d < x.rank(); ++d)
+      if (d != axis)
+        toFront.push_back(d);
+    Expected<Tensor> moved = ctx.create<TransposeOp>(x.value(), toFront);
+    if (!moved)
+      return moved.takeError();
+    table = *moved;
+  }
+  Expected<Tensor> rows =
+      ctx.create<GatherOp>(table.value(), positions.value());
+  if (!rows || axis == 0)
+    return rows;
+  // Back to x's order: the inverse of toFront.
+  std::vector<int64_t> back(x.rank());
+  for (int64_t d = 0; d < x.rank(); ++d)
+    back[toFront[d]] = d;
+  return ctx.create<TransposeOp>(rows->value(), back);
+}
+
 Error convertSlice(NodeContext &ctx) {
   std::vector<int64_t> starts, ends, axes, steps;
+  // An end known only at run time (a prefix as long as a sequence):
+  // `runTimeEnds[i]` holds it and ends[i] is unused.
+  std::vector<std::optional<SymbolicSize>> runTimeEnds;
   if (ctx.opsetVersion() < 10) {
     starts = ctx.intsAttr("starts").value_or(std::vector<int64_t>());
     ends = ctx.intsAttr("ends").value_or(std::vector<int64_t>());
     axes = ctx.intsAttr("axes").value_or(std::vector<int64_t>());
   } else {
     auto s = ctx.constantInts(1, "starts");
-    auto e = ctx.constantInts(2, "ends");
-    if (!s || !e)
-      return s ? e.takeError() : s.takeError();
+    if (!s)
+      return s.takeError();
+    auto e = ctx.sizes(2, "ends");
+    if (!e)
+      return e.takeError();
     starts = *s;
-    ends = *e;
+    for (const SymbolicSize &end : *e) {
+      ends.push_back(end.isConstant() ? end.factor : 0);
+      runTimeEnds.push_back(end.isConstant() ? std::nullopt
+                                             : std::optional(end));
+    }
     if (ctx.hasInput(3)) {
       auto a = ctx.constantInts(3, "axes");
       if (!a)
@@ -595,6 +644,8 @@ Error convertSlice(NodeContext &ctx) {
       v && !v->scalar && ctx.input(0).sizes) {
     if (axes.size() != 1 || normalizeAxis(axes[0], 1) != 0)
       return ctx.error("slices sizes along another axis than 0");
+    if (!runTimeEnds.empty() && runTimeEnds[0])
+      return ctx.error("slices sizes up to a size known only at run time");
     int64_t n = v->sizes.size();
     int64_t s = starts[0] < 0 ? std::max<int64_t>(0, starts[0] + n)
                               : std::min(starts[0], n);
@@ -613,6 +664,14 @@ Error convertSlice(NodeContext &ctx) {
     int64_t axis = normalizeAxis(axes[i], cur.rank());
     if (axis < 0 || axis >= cur.rank())
       return ctx.error("axis " + std::to_string(axes[i]) + " out of range");
+    if (i < runTimeEnds.size() && runTimeEnds[i]) {
+      Expected<Tensor> prefix =
+          runTimePrefix(ctx, cur, axis, starts[i], *runTimeEnds[i]);
+      if (!prefix)
+        return prefix.takeError();
+      cur = *prefix;
+      continue;
+    }
     int64_t size = cur.dim(axis);
     int64_t s = starts[i], e = ends[i];
     // ONNX clamps to the dim; loom.slice counts negative starts and ends

@@ -228,6 +228,39 @@ TEST_F(OnnxImportTest, AFlattenedDimSplitsBackToTheShapeItCameFrom) {
                   x.data[(b * 3 + l) * 8 + d]);
 }
 
+// A table cut to a sequence's run-time length (positional encodings:
+// `pe[:x.shape[1]]`) is its first rows, gathered at the positions.
+TEST_F(OnnxImportTest, ASliceToARunTimeLengthGathersThePrefix) {
+  GraphBuilder g;
+  g.input("x", {"batch", "len", "4"});
+  g.floats("pe", {10, 4});
+  g.ints("one", {1}, true);
+  g.ints("axes", {0});
+  g.ints("zero", {0});
+  g.node("Shape", {"x"}, {"s"});
+  g.node("Gather", {"s", "one"}, {"len"});
+  g.node("Unsqueeze", {"len", "axes"}, {"end"});
+  g.node("Slice", {"pe", "zero", "end", "axes"}, {"prefix"});
+  g.node("Add", {"x", "prefix"}, {"y"});
+  g.output("y");
+  llvm::Expected<OnnxImport> imported = import(g);
+  ASSERT_TRUE(bool(imported)) << llvm::toString(imported.takeError());
+  std::string ir = text();
+  EXPECT_NE(ir.find("loom.iota"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("loom.gather"), std::string::npos) << ir;
+
+  Interpreter interpreter(*module);
+  HostTensor x = iotaTensor({2, 3, 4});
+  auto out = interpreter.run("forward", {imported->parameters.at("pe"), x});
+  ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
+  ASSERT_EQ((*out)[0].shape, (std::vector<int64_t>{2, 3, 4}));
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t t = 0; t < 3; ++t)
+      for (int64_t d = 0; d < 4; ++d)
+        EXPECT_EQ((*out)[0].data[(b * 3 + t) * 4 + d],
+                  x.data[(b * 3 + t) * 4 + d] + (t * 4 + d + 0.5));
+}
+
 // Float initializers are parameters under their names, with their values;
 // integer ones fold into what uses them.
 TEST_F(OnnxImportTest, FloatInitializersAreNamedParameters) {
