@@ -25,6 +25,7 @@
 #include "onnx/onnx.pb.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
 
@@ -141,7 +142,17 @@ public:
                              " refused its operands"
                        : diagnostics);
     state.addTypes(types);
-    return Tensor(b.create(state)->getResult(0), &graph());
+    mlir::Operation *op = b.create(state);
+    // The op's own verifier (operand types, attribute ranges) speaks now,
+    // while the node is known.
+    startDiagnostics();
+    bool valid = mlir::succeeded(mlir::verify(op, /*verifyRecursively=*/false));
+    diagnostics = endDiagnostics();
+    if (!valid) {
+      op->erase();
+      return error(diagnostics);
+    }
+    return Tensor(op->getResult(0), &graph());
   }
 
   /// A constant tensor of `value`'s kind and shape.

@@ -89,6 +89,11 @@ NodeContext::tensorWithSizes(const std::vector<SymbolicSize> &sizes) {
 }
 
 const ImportedValue &NodeContext::input(int i) const {
+  // An omitted input is known in no way: whatever reads it as a tensor, a
+  // constant or sizes is told it is missing.
+  static const ImportedValue missing;
+  if (!hasInput(i))
+    return missing;
   return importer.values.at(node.input(i));
 }
 
@@ -336,6 +341,14 @@ Error Importer::convert(const onnx::NodeProto &node, int64_t index,
   Graph::Scope named(g, scope);
   if (Error e = it->second(ctx))
     return e;
+  // An output passed through from an omitted input holds nothing.
+  for (int i = 0; i < node.output_size(); ++i) {
+    auto out = values.find(node.output(i));
+    if (out != values.end() && !out->second.tensor && !out->second.known())
+      return ctx.error("input " + std::to_string(i) +
+                       " is missing, so output '" + node.output(i) +
+                       "' has no value");
+  }
   return Error::success();
 }
 
@@ -461,6 +474,10 @@ Expected<OnnxImport> Importer::run() {
     if (it == values.end())
       return importError("graph output '" + info.name() +
                          "' is produced by no node");
+    if (it->second.sizes && !it->second.tensor)
+      return importError("graph output '" + info.name() +
+                         "' is a shape computed at run time (from a dynamic "
+                         "dim), which Loom does not return as data");
     none.clear_input();
     none.add_input(info.name());
     none.set_op_type("output");
@@ -489,6 +506,18 @@ Expected<OnnxImport> Importer::run() {
     return importError("the imported function does not verify: " + all);
   }
   return result;
+}
+
+std::vector<std::string> loom::onnxImportedOps() {
+  llvm::StringMap<Converter> converters;
+  addElementwiseConverters(converters);
+  addShapeConverters(converters);
+  addNNConverters(converters);
+  std::vector<std::string> ops;
+  for (const auto &entry : converters)
+    ops.push_back(entry.getKey().str());
+  llvm::sort(ops);
+  return ops;
 }
 
 Expected<OnnxImport> loom::importOnnxModel(mlir::ModuleOp module,

@@ -74,6 +74,9 @@ struct OnnxImport {
   int64_t opset = 0;
 };
 
+/// The op types of ONNX's default domain the importer converts, sorted.
+std::vector<std::string> onnxImportedOps();
+
 /// Builds `model`'s graph as a function of `module`.
 llvm::Expected<OnnxImport> importOnnxModel(mlir::ModuleOp module,
                                            const onnx::ModelProto &model,

@@ -110,6 +110,8 @@ Expected<Tensor> reshapeTo(NodeContext &ctx, Tensor x,
 //===-- Shape -------------------------------------------------------------===//
 
 Error convertShape(NodeContext &ctx) {
+  if (!ctx.hasInput(0))
+    return ctx.error("input 0 is missing");
   const ImportedValue &a = ctx.input(0);
   std::vector<SymbolicSize> sizes;
   if (a.constant) {
@@ -136,6 +138,8 @@ Error convertShape(NodeContext &ctx) {
 
 /// Size: the product of the dims, a size itself.
 Error convertSize(NodeContext &ctx) {
+  if (!ctx.hasInput(0))
+    return ctx.error("input 0 is missing");
   const ImportedValue &a = ctx.input(0);
   SymbolicSize size;
   if (a.constant) {
@@ -347,6 +351,8 @@ Error convertUnsqueeze(NodeContext &ctx) {
   if (!*axesOr)
     return ctx.error("has no axes");
   std::vector<int64_t> axes = **axesOr;
+  if (!ctx.hasInput(0))
+    return ctx.error("input 0 is missing");
   const ImportedValue &a = ctx.input(0);
   int64_t inRank = a.constant         ? a.constant->rank()
                    : a.tensor         ? a.tensor.rank()
@@ -380,7 +386,10 @@ Error convertUnsqueeze(NodeContext &ctx) {
     ctx.setOutput(0, std::move(v));
     return Error::success();
   }
-  Expected<Tensor> out = ctx.create<ExpandDimsOp>(a.tensor.value(), axes);
+  Expected<Tensor> x = ctx.tensor(0);
+  if (!x)
+    return x.takeError();
+  Expected<Tensor> out = ctx.create<ExpandDimsOp>(x->value(), axes);
   if (!out)
     return out.takeError();
   ctx.setOutput(0, *out);
@@ -391,6 +400,8 @@ Error convertSqueeze(NodeContext &ctx) {
   auto axesOr = axesOf(ctx, 1);
   if (!axesOr)
     return axesOr.takeError();
+  if (!ctx.hasInput(0))
+    return ctx.error("input 0 is missing");
   const ImportedValue &a = ctx.input(0);
   if (a.sizes) {
     if (a.sizesAreScalar || a.sizes->size() != 1)
@@ -840,8 +851,11 @@ Error convertRange(NodeContext &ctx) {
   const ImportedValue &start = ctx.input(0), &limit = ctx.input(1),
                       &delta = ctx.input(2);
   if (start.constant && limit.constant && delta.constant) {
-    double s = start.constant->data.at(0), l = limit.constant->data.at(0),
-           d = delta.constant->data.at(0);
+    if (start.constant->numel() != 1 || limit.constant->numel() != 1 ||
+        delta.constant->numel() != 1)
+      return ctx.error("start, limit and delta must be scalars");
+    double s = start.constant->data[0], l = limit.constant->data[0],
+           d = delta.constant->data[0];
     if (d == 0)
       return ctx.error("a delta of 0");
     int64_t n = std::max<int64_t>(0, int64_t(std::ceil((l - s) / d)));
