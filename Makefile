@@ -9,7 +9,7 @@ export CCACHE_DIR ?= $(HOME)/.cache/loom-ccache
 FUZZ_BUILD ?= build-fuzz
 SANITIZE_BUILD ?= build-sanitize
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= config safetensors executable mlir text
+FUZZ_TARGETS ?= config safetensors executable mlir text onnx
 # A report names the line; a UB report or a leak fails the test.
 SANITIZER_ENV = ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:check_initialization_order=1 \
                 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

@@ -6,7 +6,7 @@ starts from the formats' structure. Generated seeds are named seed-*; any
 other file in a corpus folder (an input a fuzzer once broke the code with)
 is left alone.
 
-    fuzz/make-corpus.py                   config, safetensors, mlir, text
+    fuzz/make-corpus.py                   config, safetensors, mlir, text, onnx
     fuzz/make-corpus.py --loom build/bin/loom
                                           the executable seeds as well
 
@@ -411,6 +411,62 @@ def dictionaries():
                         "\xf0\x90\x80\x80", "\xe2\x96\x81", " ", "\t"])
 
 
+# --- onnx ------------------------------------------------------------------
+
+def onnx_seeds():
+    """Small ONNX models of what the importer takes: elementwise ops,
+    shape arithmetic on a dynamic dim, attention's products, a Gemm with
+    initializers; and a model cut short."""
+    try:
+        import numpy as np
+        from onnx import TensorProto, helper, numpy_helper
+    except ImportError:
+        print("make-corpus: python3-onnx is not installed; no onnx seeds")
+        return
+    folder = reset("onnx")
+
+    def model(nodes, inputs, outputs, initializers=()):
+        graph = helper.make_graph(nodes, "seed", inputs, outputs,
+                                  list(initializers))
+        return helper.make_model(
+            graph, opset_imports=[helper.make_opsetid("", 17)]
+        ).SerializeToString()
+
+    f = TensorProto.FLOAT
+    x = helper.make_tensor_value_info("x", f, ["batch", "len", 8])
+    y = helper.make_tensor_value_info("y", f, None)
+    write(folder, "add.onnx", model(
+        [helper.make_node("Add", ["x", "x"], ["s"]),
+         helper.make_node("Relu", ["s"], ["y"])], [x], [y]))
+    write(folder, "reshape.onnx", model(
+        [helper.make_node("Shape", ["x"], ["shape"]),
+         helper.make_node("Gather", ["shape", "zero"], ["b"]),
+         helper.make_node("Unsqueeze", ["b", "axes"], ["b1"]),
+         helper.make_node("Concat", ["b1", "rest"], ["target"], axis=0),
+         helper.make_node("Reshape", ["x", "target"], ["y"])], [x], [y],
+        [numpy_helper.from_array(np.array(0, np.int64), "zero"),
+         numpy_helper.from_array(np.array([0], np.int64), "axes"),
+         numpy_helper.from_array(np.array([-1, 2, 4], np.int64), "rest")]))
+    write(folder, "attention.onnx", model(
+        [helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 2, 1]),
+         helper.make_node("MatMul", ["x", "xt"], ["scores"]),
+         helper.make_node("Div", ["scores", "scale"], ["scaled"]),
+         helper.make_node("Softmax", ["scaled"], ["p"], axis=-1),
+         helper.make_node("MatMul", ["p", "x"], ["y"])], [x], [y],
+        [numpy_helper.from_array(np.array(2.0, np.float32), "scale")]))
+    a = helper.make_tensor_value_info("a", f, ["rows", 4])
+    write(folder, "gemm.onnx", model(
+        [helper.make_node("Gemm", ["a", "w", "b"], ["g"], transB=1),
+         helper.make_node("LayerNormalization", ["g", "gamma", "beta"],
+                          ["y"], epsilon=1e-5)], [a], [y],
+        [numpy_helper.from_array(np.ones((3, 4), np.float32), "w"),
+         numpy_helper.from_array(np.zeros(3, np.float32), "b"),
+         numpy_helper.from_array(np.ones(3, np.float32), "gamma"),
+         numpy_helper.from_array(np.zeros(3, np.float32), "beta")]))
+    whole = model([helper.make_node("Neg", ["x"], ["y"])], [x], [y])
+    write(folder, "cut.onnx", whole[:len(whole) // 2])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--loom", help="a built `loom`, for the executable seeds")
@@ -419,6 +475,7 @@ def main():
     tensor_seeds()
     mlir_seeds()
     text_seeds()
+    onnx_seeds()
     dictionaries()
     if args.loom:
         executable_seeds(args.loom)
