@@ -1,7 +1,9 @@
 //===- Onnx.cpp - `loom import` and `loom onnx-test` ----------------------===//
 //
 // `loom import model.onnx -o model.mlir` prints the imported function
-// (frontend/onnx/OnnxImporter.h) as MLIR that loom-opt reads.
+// (frontend/onnx/OnnxImporter.h) as MLIR that loom-opt reads; `--weights
+// W.safetensors` writes its parameters (the float initializers) by name, the
+// file `loom train-steps` starts from.
 //
 // `loom onnx-test DIR` runs tests in ONNX's backend-test layout: a folder
 // with model.onnx and test_data_set_*/{input,output}_N.pb, or a folder of
@@ -64,6 +66,7 @@ struct ImportOptions {
   std::string input;
   std::string output = "-";
   std::string function = "forward";
+  std::string weights;
 };
 
 llvm::Error runImport(const ImportOptions &o) {
@@ -74,10 +77,21 @@ llvm::Error runImport(const ImportOptions &o) {
       mlir::ModuleOp::create(mlir::UnknownLoc::get(ctx.get()));
   OnnxImportOptions options;
   options.function = o.function;
+  if (!o.weights.empty())
+    if (llvm::Error err =
+            checkOutputFile(o.weights, "--weights", {o.input, o.output}))
+      return err;
   llvm::Expected<OnnxImport> imported =
       importOnnxFile(*module, o.input, options);
   if (!imported)
     return imported.takeError();
+  if (!o.weights.empty()) {
+    NamedTensors params;
+    for (const auto &[name, value] : imported->parameters)
+      params[name] = value;
+    if (llvm::Error err = saveWeights(o.weights, params))
+      return err;
+  }
   std::error_code ec;
   llvm::ToolOutputFile out(o.output, ec, llvm::sys::fs::OF_Text);
   if (ec)
@@ -508,6 +522,9 @@ void addOnnxCommands(CLI::App &app, int &exitCode) {
   cmd->add_option("model", imp->input, "The .onnx file")->required();
   cmd->add_option("-o,--output", imp->output, "Where to write (- : stdout)");
   cmd->add_option("--function", imp->function, "The function's name");
+  cmd->add_option("--weights", imp->weights,
+                  "Also write the parameters (the float initializers) as "
+                  "safetensors, by name");
   cmd->callback([imp, &exitCode] {
     if (llvm::Error err = runImport(*imp))
       exitCode = fail("import", std::move(err));
