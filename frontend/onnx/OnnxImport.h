@@ -175,6 +175,7 @@ using Converter = llvm::Error (*)(NodeContext &);
 /// The converters of each file, by ONNX op type.
 void addElementwiseConverters(llvm::StringMap<Converter> &converters);
 void addShapeConverters(llvm::StringMap<Converter> &converters);
+void addIndexConverters(llvm::StringMap<Converter> &converters);
 void addNNConverters(llvm::StringMap<Converter> &converters);
 
 /// An integer element, saturated: INT64_MAX (Slice's "to the end") does not
@@ -186,6 +187,18 @@ inline int64_t toInt64(double x) {
     return INT64_MIN;
   return static_cast<int64_t>(x);
 }
+
+/// `axis` counted from the end when negative, in range or not (ONNX clamps
+/// some axes and refuses others; loom::normalizeAxis refuses all).
+inline int64_t countFromEnd(int64_t axis, int64_t rank) {
+  return axis < 0 ? axis + rank : axis;
+}
+
+/// Reshapes `x` to `target`, one size per result dim (-1 allowed once):
+/// loom.reshape with 0 where a size is x's own dim at that index, or the
+/// shape of a tensor the graph read with Shape (ShapeOps.cpp).
+llvm::Expected<Tensor> reshapeTo(NodeContext &ctx, Tensor x,
+                                 const std::vector<SymbolicSize> &target);
 
 /// The sizes of `t`'s dims.
 std::vector<SymbolicSize> sizesOf(Tensor t);
@@ -204,9 +217,6 @@ int32_t onnxTypeOf(DType kind);
 /// ONNX's name of element type `type` ("FLOAT").
 std::string onnxTypeName(int32_t type);
 
-/// NumPy broadcasting of two shapes; nothing when they do not broadcast.
-std::optional<std::vector<int64_t>>
-broadcastShapes(const std::vector<int64_t> &a, const std::vector<int64_t> &b);
 /// `f` applied elementwise to `a` and `b` broadcast together, of `kind`.
 std::optional<HostTensor>
 foldBinary(const HostTensor &a, const HostTensor &b, DType kind,

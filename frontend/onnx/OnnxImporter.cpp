@@ -448,6 +448,7 @@ Expected<OnnxImport> Importer::run() {
     return importError("the model has no graph");
   addElementwiseConverters(converters);
   addShapeConverters(converters);
+  addIndexConverters(converters);
   addNNConverters(converters);
   if (Error e = addArguments(result))
     return std::move(e);
@@ -512,6 +513,7 @@ std::vector<std::string> loom::onnxImportedOps() {
   llvm::StringMap<Converter> converters;
   addElementwiseConverters(converters);
   addShapeConverters(converters);
+  addIndexConverters(converters);
   addNNConverters(converters);
   std::vector<std::string> ops;
   for (const auto &entry : converters)

@@ -251,37 +251,24 @@ Expected<HostTensor> loom::readOnnxTensorFile(llvm::StringRef path) {
   return out;
 }
 
-std::optional<std::vector<int64_t>>
-loom::onnx_import::broadcastShapes(const std::vector<int64_t> &a,
-                                   const std::vector<int64_t> &b) {
-  size_t rank = std::max(a.size(), b.size());
-  std::vector<int64_t> out(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t x = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    int64_t y = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (x != y && x != 1 && y != 1)
-      return std::nullopt;
-    out[i] = x == 1 ? y : x;
-  }
-  return out;
-}
-
 std::optional<HostTensor>
 loom::onnx_import::foldBinary(const HostTensor &a, const HostTensor &b,
                               DType kind,
                               const std::function<double(double, double)> &f) {
-  std::optional<std::vector<int64_t>> shape = broadcastShapes(a.shape, b.shape);
-  if (!shape)
+  // Constants have static shapes, which loom's own rule broadcasts.
+  auto broadcast = loom::broadcastShapes(a.shape, b.shape);
+  if (!broadcast)
     return std::nullopt;
-  HostTensor out(*shape, kind);
-  int64_t rank = static_cast<int64_t>(shape->size());
+  const std::vector<int64_t> shape(broadcast->begin(), broadcast->end());
+  HostTensor out(shape, kind);
+  int64_t rank = static_cast<int64_t>(shape.size());
   // The flat index of an output element in an operand of its own rank.
   auto indexIn = [&](const HostTensor &t, int64_t flat) {
     int64_t index = 0, stride = 1;
     int64_t offset = rank - t.rank();
     for (int64_t d = rank - 1; d >= 0; --d) {
-      int64_t coord = flat % (*shape)[d];
-      flat /= (*shape)[d];
+      int64_t coord = flat % shape[d];
+      flat /= shape[d];
       if (d >= offset) {
         int64_t size = t.shape[d - offset];
         index += (size == 1 ? 0 : coord) * stride;

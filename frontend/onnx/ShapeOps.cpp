@@ -1,16 +1,19 @@
 //===- ShapeOps.cpp - ONNX shape ops and shape arithmetic -----------------===//
 //
-// Shape, Gather, Unsqueeze, Squeeze, Concat, Slice, Reshape, Flatten,
-// Transpose, Expand, ConstantOfShape and Range. An exported Transformer
-// computes the targets of its reshapes at run time from Shape nodes; here
-// those computations run on sizes (OnnxImport.h), and a reshape to sizes
-// becomes a loom.reshape whose 0s copy a dim and whose -1 infers the one
-// left:
+// Shape, Size, Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Expand,
+// ConstantOfShape and Range: the ops that read shapes or make them. An
+// exported Transformer computes the targets of its reshapes at run time from
+// Shape nodes; here those computations run on sizes (OnnxImport.h), and a
+// reshape to sizes becomes a loom.reshape whose 0s copy a dim and whose -1
+// infers the one left:
 //
 //   %s = Shape(%x)            x : [batch, len, 512]
 //   %b = Gather(%s, 0)        -> size: dim 0 of x
 //   %t = Concat(%b, -1, 8, 64)
 //   %y = Reshape(%x, %t)      -> loom.reshape %x [0, -1, 8, 64]
+//
+// (Gather, Concat and Slice, which take part in that arithmetic, are in
+// IndexOps.cpp.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,44 +27,10 @@ using namespace loom::onnx_import;
 using llvm::Error;
 using llvm::Expected;
 
-namespace {
-
-/// A known value as a flat list of sizes with its rank (0 or 1).
-struct KnownVector {
-  std::vector<SymbolicSize> sizes;
-  bool scalar = false;
-  int32_t onnxType = onnx::TensorProto::INT64;
-};
-
-/// Input `i` as a rank-0 or rank-1 known integer value, or nothing.
-std::optional<KnownVector> knownVector(NodeContext &ctx, int i) {
-  if (!ctx.hasInput(i))
-    return std::nullopt;
-  const ImportedValue &v = ctx.input(i);
-  KnownVector out;
-  out.onnxType = v.onnxType ? v.onnxType : onnx::TensorProto::INT64;
-  if (v.sizes) {
-    out.sizes = *v.sizes;
-    out.scalar = v.sizesAreScalar;
-    return out;
-  }
-  if (v.constant && v.constant->rank() <= 1 &&
-      (v.constant->kind == DType::I64 || v.constant->kind == DType::I32)) {
-    for (double x : v.constant->data)
-      out.sizes.push_back(SymbolicSize::of(toInt64(x)));
-    out.scalar = v.constant->rank() == 0;
-    return out;
-  }
-  return std::nullopt;
-}
-
-int64_t normalizeAxis(int64_t axis, int64_t rank) {
-  return axis < 0 ? axis + rank : axis;
-}
-
 /// Reshapes `x` to `target`, one size per result dim (-1 allowed once).
-Expected<Tensor> reshapeTo(NodeContext &ctx, Tensor x,
-                           const std::vector<SymbolicSize> &target) {
+Expected<Tensor>
+loom::onnx_import::reshapeTo(NodeContext &ctx, Tensor x,
+                             const std::vector<SymbolicSize> &target) {
   std::vector<SymbolicSize> have = sizesOf(x);
   std::vector<int64_t> spec(target.size());
   int64_t inferred = -1;
@@ -107,6 +76,8 @@ Expected<Tensor> reshapeTo(NodeContext &ctx, Tensor x,
   return ctx.create<ReshapeOp>(x.value(), spec);
 }
 
+namespace {
+
 //===-- Shape -------------------------------------------------------------===//
 
 Error convertShape(NodeContext &ctx) {
@@ -126,10 +97,10 @@ Error convertShape(NodeContext &ctx) {
       sizes.push_back(SymbolicSize::of(n));
   }
   int64_t rank = static_cast<int64_t>(sizes.size());
-  int64_t start = std::clamp<int64_t>(
-      normalizeAxis(ctx.intAttr("start", 0), rank), 0, rank);
+  int64_t start =
+      std::clamp<int64_t>(countFromEnd(ctx.intAttr("start", 0), rank), 0, rank);
   int64_t end = std::clamp<int64_t>(
-      normalizeAxis(ctx.intAttr("end", rank), rank), 0, rank);
+      countFromEnd(ctx.intAttr("end", rank), rank), 0, rank);
   std::vector<SymbolicSize> out(sizes.begin() + start,
                                 sizes.begin() + std::max(start, end));
   ctx.setOutput(0, sizesValue(std::move(out), false));
@@ -153,179 +124,6 @@ Error convertSize(NodeContext &ctx) {
     size.factor = a.sizes->size();
   }
   ctx.setOutput(0, sizesValue({size}, /*scalar=*/true));
-  return Error::success();
-}
-
-//===-- Gather ------------------------------------------------------------===//
-
-/// Gather on a constant of any rank along `axis` with constant `ids`.
-std::optional<HostTensor> foldGather(const HostTensor &data,
-                                     const HostTensor &ids, int64_t axis) {
-  int64_t n = data.shape[axis];
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= data.shape[d];
-  for (int64_t d = axis + 1; d < data.rank(); ++d)
-    inner *= data.shape[d];
-  std::vector<int64_t> shape(data.shape.begin(), data.shape.begin() + axis);
-  shape.insert(shape.end(), ids.shape.begin(), ids.shape.end());
-  shape.insert(shape.end(), data.shape.begin() + axis + 1, data.shape.end());
-  HostTensor out(shape, data.kind);
-  int64_t k = 0;
-  for (int64_t o = 0; o < outer; ++o)
-    for (double idv : ids.data) {
-      int64_t id = toInt64(idv);
-      if (id < 0)
-        id += n;
-      if (id < 0 || id >= n)
-        return std::nullopt;
-      for (int64_t i = 0; i < inner; ++i)
-        out.data[k++] = data.data[(o * n + id) * inner + i];
-    }
-  return out;
-}
-
-Error convertGather(NodeContext &ctx) {
-  if (ctx.numInputs() != 2)
-    return ctx.error("takes 2 inputs");
-  const ImportedValue &data = ctx.input(0), &ids = ctx.input(1);
-  int64_t axisAttr = ctx.intAttr("axis", 0);
-  if (data.constant && ids.constant) {
-    int64_t axis = normalizeAxis(axisAttr, data.constant->rank());
-    if (axis < 0 || axis >= data.constant->rank())
-      return ctx.error("axis " + std::to_string(axisAttr) + " out of range");
-    auto out = foldGather(*data.constant, *ids.constant, axis);
-    if (!out)
-      return ctx.error("an index out of range");
-    ctx.setOutput(0, constantValue(std::move(*out)));
-    return Error::success();
-  }
-  if (data.sizes && ids.constant) {
-    if (data.sizesAreScalar || ids.constant->rank() > 1 ||
-        normalizeAxis(axisAttr, 1) != 0)
-      return ctx.error("gathers from sizes other than along one vector");
-    std::vector<SymbolicSize> out;
-    int64_t n = data.sizes->size();
-    for (double idv : ids.constant->data) {
-      int64_t id = toInt64(idv);
-      if (id < 0)
-        id += n;
-      if (id < 0 || id >= n)
-        return ctx.error("an index out of range");
-      out.push_back((*data.sizes)[id]);
-    }
-    ctx.setOutput(0, sizesValue(std::move(out), ids.constant->rank() == 0,
-                                data.onnxType));
-    return Error::success();
-  }
-  Expected<Tensor> table = ctx.tensor(0);
-  if (!table)
-    return table.takeError();
-  int64_t rank = table->rank();
-  int64_t axis = normalizeAxis(axisAttr, rank);
-  if (axis < 0 || axis >= rank)
-    return ctx.error("axis " + std::to_string(axisAttr) + " out of range");
-  // Negative constant indices count from the end of a static dim.
-  if (ids.constant) {
-    for (double id : ids.constant->data)
-      if (id < 0 && table->dim(axis) == kDyn)
-        return ctx.error("a negative index into a dynamic dim");
-    if (table->dim(axis) != kDyn && ids.constant->rank() == 0) {
-      // One index: a slice without the dim.
-      int64_t id = toInt64(ids.constant->data[0]);
-      if (id < 0)
-        id += table->dim(axis);
-      if (id < 0 || id >= table->dim(axis))
-        return ctx.error("index " + std::to_string(id) + " out of range");
-      Expected<Tensor> one = ctx.create<SliceOp>(
-          table->value(), axis, id, id + 1 == table->dim(axis) ? 0 : id + 1);
-      if (!one)
-        return one.takeError();
-      std::vector<SymbolicSize> target = sizesOf(*one);
-      std::vector<SymbolicSize> without = target;
-      without.erase(without.begin() + axis);
-      // Sizes at and past the axis move one index down.
-      Expected<Tensor> out = reshapeTo(ctx, *one, without);
-      if (!out)
-        return out.takeError();
-      ctx.setOutput(0, *out);
-      return Error::success();
-    }
-  }
-  HostTensor fixedIds;
-  Expected<Tensor> idTensor = [&]() -> Expected<Tensor> {
-    if (ids.constant) {
-      fixedIds = *ids.constant;
-      for (double &id : fixedIds.data)
-        if (id < 0)
-          id += double(table->dim(axis));
-      return ctx.constantTensor(fixedIds);
-    }
-    return ctx.tensor(1);
-  }();
-  if (!idTensor)
-    return idTensor.takeError();
-  if (!ids.constant) {
-    // Run-time ids may count from the end: ids < 0 ? ids + n : ids, for a
-    // static n (loom.gather takes ids in [0, n)).
-    int64_t n = table->dim(axis);
-    if (n == kDyn)
-      return ctx.error("indices known only at run time into a dynamic dim "
-                       "(which may be negative)");
-    Expected<DType> idKind = dtypeOfType(idTensor->elementType());
-    if (!idKind)
-      return ctx.error(llvm::toString(idKind.takeError()));
-    Expected<Tensor> zero = ctx.constantTensor(HostTensor::scalar(0, *idKind));
-    Expected<Tensor> size =
-        ctx.constantTensor(HostTensor::scalar(double(n), *idKind));
-    if (!zero || !size)
-      return zero ? size.takeError() : zero.takeError();
-    Expected<Tensor> negative = ctx.create<CompareOp>(
-        ComparePredicate::lt, idTensor->value(), zero->value());
-    if (!negative)
-      return negative.takeError();
-    Expected<Tensor> wrapped =
-        ctx.create<AddOp>(idTensor->value(), size->value());
-    if (!wrapped)
-      return wrapped.takeError();
-    idTensor = ctx.create<SelectOp>(negative->value(), wrapped->value(),
-                                    idTensor->value());
-    if (!idTensor)
-      return idTensor.takeError();
-  }
-  Tensor source = *table;
-  std::vector<int64_t> toFront;
-  if (axis != 0) {
-    toFront.push_back(axis);
-    for (int64_t d = 0; d < rank; ++d)
-      if (d != axis)
-        toFront.push_back(d);
-    Expected<Tensor> moved = ctx.create<TransposeOp>(source.value(), toFront);
-    if (!moved)
-      return moved.takeError();
-    source = *moved;
-  }
-  Expected<Tensor> rows =
-      ctx.create<GatherOp>(source.value(), idTensor->value());
-  if (!rows)
-    return rows.takeError();
-  if (axis == 0) {
-    ctx.setOutput(0, *rows);
-    return Error::success();
-  }
-  // rows: [ids..., d0 .. d(axis-1), d(axis+1) ..]; the ids go after d(axis-1).
-  int64_t idRank = idTensor->rank();
-  std::vector<int64_t> back;
-  for (int64_t d = 0; d < axis; ++d)
-    back.push_back(idRank + d);
-  for (int64_t d = 0; d < idRank; ++d)
-    back.push_back(d);
-  for (int64_t d = idRank + axis; d < rows->rank(); ++d)
-    back.push_back(d);
-  Expected<Tensor> out = ctx.create<TransposeOp>(rows->value(), back);
-  if (!out)
-    return out.takeError();
-  ctx.setOutput(0, *out);
   return Error::success();
 }
 
@@ -360,7 +158,7 @@ Error convertUnsqueeze(NodeContext &ctx) {
                                       : 1;
   int64_t rank = inRank + int64_t(axes.size());
   for (int64_t &axis : axes) {
-    axis = normalizeAxis(axis, rank);
+    axis = countFromEnd(axis, rank);
     if (axis < 0 || axis >= rank)
       return ctx.error("an axis out of range");
   }
@@ -420,7 +218,7 @@ Error convertSqueeze(NodeContext &ctx) {
   std::vector<bool> drop(rank, false);
   if (*axesOr) {
     for (int64_t axis : **axesOr) {
-      int64_t d = normalizeAxis(axis, rank);
+      int64_t d = countFromEnd(axis, rank);
       if (d < 0 || d >= rank)
         return ctx.error("axis " + std::to_string(axis) + " out of range");
       if (shape[d] != 1 && shape[d] != kDyn)
@@ -485,7 +283,7 @@ Error convertFlatten(NodeContext &ctx) {
   if (!x)
     return x.takeError();
   int64_t rank = x->rank();
-  int64_t axis = normalizeAxis(ctx.intAttr("axis", 1), rank);
+  int64_t axis = countFromEnd(ctx.intAttr("axis", 1), rank);
   if (axis < 0 || axis > rank)
     return ctx.error("axis out of range");
   std::vector<SymbolicSize> have = sizesOf(*x);
@@ -522,196 +320,6 @@ Error convertTranspose(NodeContext &ctx) {
   if (!out)
     return out.takeError();
   ctx.setOutput(0, *out);
-  return Error::success();
-}
-
-//===-- Concat, Slice -----------------------------------------------------===//
-
-Error convertConcat(NodeContext &ctx) {
-  int64_t axisAttr = ctx.intAttr("axis", 0);
-  bool allKnown = ctx.numInputs() > 0;
-  for (int i = 0; i < ctx.numInputs(); ++i)
-    allKnown &= bool(knownVector(ctx, i)) && !knownVector(ctx, i)->scalar;
-  if (allKnown) {
-    std::vector<SymbolicSize> out;
-    for (int i = 0; i < ctx.numInputs(); ++i) {
-      std::optional<KnownVector> v = knownVector(ctx, i);
-      out.insert(out.end(), v->sizes.begin(), v->sizes.end());
-    }
-    ctx.setOutput(
-        0, sizesValue(std::move(out), false, knownVector(ctx, 0)->onnxType));
-    return Error::success();
-  }
-  std::vector<mlir::Value> inputs;
-  int64_t rank = -1;
-  for (int i = 0; i < ctx.numInputs(); ++i) {
-    Expected<Tensor> t = ctx.tensor(i);
-    if (!t)
-      return t.takeError();
-    rank = t->rank();
-    inputs.push_back(t->value());
-  }
-  if (inputs.empty())
-    return ctx.error("has no inputs");
-  int64_t axis = normalizeAxis(axisAttr, rank);
-  if (axis < 0 || axis >= rank)
-    return ctx.error("axis " + std::to_string(axisAttr) + " out of range");
-  Expected<Tensor> out = ctx.create<ConcatOp>(mlir::ValueRange(inputs), axis);
-  if (!out)
-    return out.takeError();
-  ctx.setOutput(0, *out);
-  return Error::success();
-}
-
-/// Elements [0, n) of `x` along `axis`, n a dim of another tensor known
-/// only at run time (a positional-encoding table cut to the sequence's
-/// length): the rows at positions loom.iota gives, gathered.
-Expected<Tensor> runTimePrefix(NodeContext &ctx, Tensor x, int64_t axis,
-                               int64_t start, const SymbolicSize &end) {
-  if (start != 0 || end.factor != 1 || end.dims.size() != 1)
-    return ctx.error("a slice to a run-time end other than the first n "
-                     "elements, for one run-time size n");
-  auto [of, dim] = end.dims[0];
-  Tensor like(of, &ctx.graph());
-  Tensor positions(
-      ctx.builder()
-          .create<IotaOp>(ctx.graph().location(),
-                          tensorOf({like.dim(dim)}, ctx.builder().getI64Type()),
-                          of, dim)
-          .getResult(),
-      &ctx.graph());
-  Tensor table = x;
-  std::vector<int64_t> toFront;
-  if (axis != 0) {
-    toFront.push_back(axis);
-    for (int64_t d = 0; d < x.rank(); ++d)
-      if (d != axis)
-        toFront.push_back(d);
-    Expected<Tensor> moved = ctx.create<TransposeOp>(x.value(), toFront);
-    if (!moved)
-      return moved.takeError();
-    table = *moved;
-  }
-  Expected<Tensor> rows =
-      ctx.create<GatherOp>(table.value(), positions.value());
-  if (!rows || axis == 0)
-    return rows;
-  // Back to x's order: the inverse of toFront.
-  std::vector<int64_t> back(x.rank());
-  for (int64_t d = 0; d < x.rank(); ++d)
-    back[toFront[d]] = d;
-  return ctx.create<TransposeOp>(rows->value(), back);
-}
-
-Error convertSlice(NodeContext &ctx) {
-  std::vector<int64_t> starts, ends, axes, steps;
-  // An end known only at run time (a prefix as long as a sequence):
-  // `runTimeEnds[i]` holds it and ends[i] is unused.
-  std::vector<std::optional<SymbolicSize>> runTimeEnds;
-  if (ctx.opsetVersion() < 10) {
-    starts = ctx.intsAttr("starts").value_or(std::vector<int64_t>());
-    ends = ctx.intsAttr("ends").value_or(std::vector<int64_t>());
-    axes = ctx.intsAttr("axes").value_or(std::vector<int64_t>());
-  } else {
-    auto s = ctx.constantInts(1, "starts");
-    if (!s)
-      return s.takeError();
-    auto e = ctx.sizes(2, "ends");
-    if (!e)
-      return e.takeError();
-    starts = *s;
-    for (const SymbolicSize &end : *e) {
-      ends.push_back(end.isConstant() ? end.factor : 0);
-      runTimeEnds.push_back(end.isConstant() ? std::nullopt
-                                             : std::optional(end));
-    }
-    if (ctx.hasInput(3)) {
-      auto a = ctx.constantInts(3, "axes");
-      if (!a)
-        return a.takeError();
-      axes = *a;
-    }
-    if (ctx.hasInput(4)) {
-      auto st = ctx.constantInts(4, "steps");
-      if (!st)
-        return st.takeError();
-      steps = *st;
-    }
-  }
-  if (starts.size() != ends.size() ||
-      (!axes.empty() && axes.size() != starts.size()) ||
-      (!steps.empty() && steps.size() != starts.size()))
-    return ctx.error("starts, ends, axes and steps of different lengths");
-  if (axes.empty()) {
-    axes.resize(starts.size());
-    std::iota(axes.begin(), axes.end(), 0);
-  }
-  for (int64_t step : steps)
-    if (step != 1)
-      return ctx.unsupportedAttribute("steps",
-                                      std::to_string(step) + " (only 1 is)");
-  // A vector of sizes slices on the host.
-  if (std::optional<KnownVector> v = knownVector(ctx, 0);
-      v && !v->scalar && ctx.input(0).sizes) {
-    if (axes.size() != 1 || normalizeAxis(axes[0], 1) != 0)
-      return ctx.error("slices sizes along another axis than 0");
-    if (!runTimeEnds.empty() && runTimeEnds[0])
-      return ctx.error("slices sizes up to a size known only at run time");
-    int64_t n = v->sizes.size();
-    int64_t s = starts[0] < 0 ? std::max<int64_t>(0, starts[0] + n)
-                              : std::min(starts[0], n);
-    int64_t e =
-        ends[0] < 0 ? std::max<int64_t>(0, ends[0] + n) : std::min(ends[0], n);
-    std::vector<SymbolicSize> out(v->sizes.begin() + s,
-                                  v->sizes.begin() + std::max(s, e));
-    ctx.setOutput(0, sizesValue(std::move(out), false, v->onnxType));
-    return Error::success();
-  }
-  Expected<Tensor> x = ctx.tensor(0);
-  if (!x)
-    return x.takeError();
-  Tensor cur = *x;
-  for (size_t i = 0; i < axes.size(); ++i) {
-    int64_t axis = normalizeAxis(axes[i], cur.rank());
-    if (axis < 0 || axis >= cur.rank())
-      return ctx.error("axis " + std::to_string(axes[i]) + " out of range");
-    if (i < runTimeEnds.size() && runTimeEnds[i]) {
-      Expected<Tensor> prefix =
-          runTimePrefix(ctx, cur, axis, starts[i], *runTimeEnds[i]);
-      if (!prefix)
-        return prefix.takeError();
-      cur = *prefix;
-      continue;
-    }
-    int64_t size = cur.dim(axis);
-    int64_t s = starts[i], e = ends[i];
-    // ONNX clamps to the dim; loom.slice counts negative starts and ends
-    // <= 0 from the end, so the end itself is 0.
-    if (size != kDyn) {
-      s = s < 0 ? std::max<int64_t>(0, s + size) : std::min(s, size);
-      e = e < 0 ? std::max<int64_t>(0, e + size) : std::min(e, size);
-      if (e <= s)
-        return ctx.error("an empty slice of axis " + std::to_string(axis));
-      if (s == 0 && e == size)
-        continue;
-      if (e == size)
-        e = 0;
-    } else {
-      if (e >= (int64_t(1) << 31))
-        e = 0;
-      else if (e == 0 || (s >= 0 && e > 0 && e <= s) ||
-               (s < 0 && e < 0 && e <= s))
-        return ctx.error("an empty slice of axis " + std::to_string(axis));
-      if (s < 0 && e > 0)
-        return ctx.error("a slice of a dynamic dim from its end to a "
-                         "position counted from its start");
-    }
-    Expected<Tensor> next = ctx.create<SliceOp>(cur.value(), axis, s, e);
-    if (!next)
-      return next.takeError();
-    cur = *next;
-  }
-  ctx.setOutput(0, cur);
   return Error::success();
 }
 
@@ -900,14 +508,11 @@ Error convertRange(NodeContext &ctx) {
 void loom::onnx_import::addShapeConverters(llvm::StringMap<Converter> &c) {
   c["Shape"] = convertShape;
   c["Size"] = convertSize;
-  c["Gather"] = convertGather;
   c["Unsqueeze"] = convertUnsqueeze;
   c["Squeeze"] = convertSqueeze;
   c["Reshape"] = convertReshape;
   c["Flatten"] = convertFlatten;
   c["Transpose"] = convertTranspose;
-  c["Concat"] = convertConcat;
-  c["Slice"] = convertSlice;
   c["Expand"] = convertExpand;
   c["ConstantOfShape"] = convertConstantOfShape;
   c["Range"] = convertRange;
