@@ -395,9 +395,10 @@ Error convertWhere(NodeContext &ctx) {
 
 //===-- Cast, Identity, Dropout, Constant ---------------------------------===//
 
-Error convertCast(NodeContext &ctx) {
-  int64_t to = ctx.intAttr("to", 0);
-  Expected<DType> kind = dtypeOfOnnx(static_cast<int32_t>(to));
+/// Input 0 cast to ONNX element type `to`: folded for a constant, kept for
+/// sizes cast between integer types, a loom.cast otherwise.
+Error castInput(NodeContext &ctx, int32_t to) {
+  Expected<DType> kind = dtypeOfOnnx(to);
   if (!kind)
     return ctx.error("casts to " + llvm::toString(kind.takeError()));
   const ImportedValue &a = ctx.input(0);
@@ -413,52 +414,8 @@ Error convertCast(NodeContext &ctx) {
   }
   if (a.sizes && (*kind == DType::I64 || *kind == DType::I32)) {
     ImportedValue same = a;
-    same.onnxType = static_cast<int32_t>(to);
+    same.onnxType = to;
     ctx.setOutput(0, std::move(same));
-    return Error::success();
-  }
-  Expected<Tensor> x = ctx.tensor(0);
-  if (!x)
-    return x.takeError();
-  mlir::Type element = ctx.elementType(*kind);
-  if (x->elementType() == element) {
-    ctx.setOutput(0, *x);
-    return Error::success();
-  }
-  Tensor out(ctx.builder()
-                 .create<CastOp>(ctx.graph().location(),
-                                 tensorOf(x->shape(), element), x->value())
-                 .getResult(),
-             &ctx.graph());
-  ctx.setOutput(0, out);
-  return Error::success();
-}
-
-/// CastLike: Cast to the element type of input 1.
-Error convertCastLike(NodeContext &ctx) {
-  const ImportedValue &like = ctx.input(1);
-  int32_t to = like.onnxType;
-  if (!to) {
-    Expected<Tensor> t = ctx.tensor(1);
-    if (!t)
-      return t.takeError();
-    Expected<DType> kind = dtypeOfType(t->elementType());
-    if (!kind)
-      return ctx.error(llvm::toString(kind.takeError()));
-    to = onnxTypeOf(*kind);
-  }
-  Expected<DType> kind = dtypeOfOnnx(to);
-  if (!kind)
-    return ctx.error("casts to " + llvm::toString(kind.takeError()));
-  const ImportedValue &a = ctx.input(0);
-  if (a.constant) {
-    HostTensor out = *a.constant;
-    out.kind = *kind;
-    for (double &x : out.data)
-      x = *kind == DType::I1 ? double(x != 0)
-          : isInteger(*kind) ? std::trunc(x)
-                             : roundToKind(x, *kind);
-    ctx.setOutput(0, constantValue(std::move(out)));
     return Error::success();
   }
   Expected<Tensor> x = ctx.tensor(0);
@@ -476,6 +433,25 @@ Error convertCastLike(NodeContext &ctx) {
                     .getResult(),
                 &ctx.graph()));
   return Error::success();
+}
+
+Error convertCast(NodeContext &ctx) {
+  return castInput(ctx, static_cast<int32_t>(ctx.intAttr("to", 0)));
+}
+
+/// CastLike: Cast to the element type of input 1.
+Error convertCastLike(NodeContext &ctx) {
+  int32_t to = ctx.input(1).onnxType;
+  if (!to) {
+    Expected<Tensor> like = ctx.tensor(1);
+    if (!like)
+      return like.takeError();
+    Expected<DType> kind = dtypeOfType(like->elementType());
+    if (!kind)
+      return ctx.error(llvm::toString(kind.takeError()));
+    to = onnxTypeOf(*kind);
+  }
+  return castInput(ctx, to);
 }
 
 Error convertIdentity(NodeContext &ctx) {
