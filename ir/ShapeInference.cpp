@@ -153,13 +153,19 @@ LogicalResult inferAxisOp(std::optional<Location> loc, StringRef op,
   return success();
 }
 
-/// The element count if every dim is static.
-std::optional<int64_t> staticCount(ArrayRef<int64_t> shape) {
+/// The element count if every dim is static; nothing when a dim is dynamic
+/// or the count does not fit in int64 (`*overflow` says which).
+std::optional<int64_t> staticCount(ArrayRef<int64_t> shape,
+                                   bool *overflow = nullptr) {
   int64_t n = 1;
   for (int64_t d : shape) {
     if (ShapedType::isDynamic(d))
       return std::nullopt;
-    n *= d;
+    if (__builtin_mul_overflow(n, d, &n)) {
+      if (overflow)
+        *overflow = true;
+      return std::nullopt;
+    }
   }
   return n;
 }
@@ -429,12 +435,17 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
       return emitOptionalError(loc, "'loom.reshape' has invalid size ", s);
     }
   }
-  auto inCount = staticCount(in.getShape());
+  bool overflow = false;
+  auto inCount = staticCount(in.getShape(), &overflow);
   SmallVector<int64_t> known;
   for (auto [i, d] : llvm::enumerate(shape))
     if ((int64_t)i != inferIndex)
       known.push_back(d);
-  auto knownCount = staticCount(known);
+  auto knownCount = staticCount(known, &overflow);
+  if (overflow)
+    return emitOptionalError(
+        loc, "'loom.reshape' of ", formatShape(in.getShape()), " into ",
+        formatShape(shape), " counts more elements than an int64 holds");
   if (inferIndex >= 0) {
     if (inCount && knownCount) {
       if (*knownCount == 0 || *inCount % *knownCount)
@@ -461,7 +472,14 @@ LogicalResult ReshapeAsOp::inferReturnTypes(MLIRContext *,
                            {adaptor.getInput(), adaptor.getLike()})))
     return failure();
   auto in = ranked(adaptor.getInput()), like = ranked(adaptor.getLike());
-  auto a = staticCount(in.getShape()), b = staticCount(like.getShape());
+  bool overflow = false;
+  auto a = staticCount(in.getShape(), &overflow),
+       b = staticCount(like.getShape(), &overflow);
+  if (overflow)
+    return emitOptionalError(loc, "'loom.reshape_as' of ",
+                             formatShape(in.getShape()), " into ",
+                             formatShape(like.getShape()),
+                             " counts more elements than an int64 holds");
   if (a && b && *a != *b)
     return emitOptionalError(loc, "'loom.reshape_as' cannot reshape ",
                              formatShape(in.getShape()), " into ",

@@ -255,6 +255,17 @@ func.func @f(%x: tensor<6x4xf32>) {
 // -----
 
 func.func @f(%x: tensor<6x4xf32>) {
+  // A target whose element count overflows int64 (found by fuzzing the ONNX
+  // importer) is refused, not multiplied out.
+  // expected-error @+2 {{'loom.reshape' of 6x4 into 4294967296x4294967296x4 counts more elements than an int64 holds}}
+  // expected-error @+1 {{'loom.reshape' op failed to infer returned types}}
+  %0 = loom.reshape %x [4294967296, 4294967296, 4] : (tensor<6x4xf32>) -> tensor<6x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<6x4xf32>) {
   // expected-error @+2 {{'loom.reshape' infers more than one dim}}
   // expected-error @+1 {{'loom.reshape' op failed to infer returned types}}
   %0 = loom.reshape %x [-1, -1] : (tensor<6x4xf32>) -> tensor<6x4xf32>
