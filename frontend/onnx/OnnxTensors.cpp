@@ -181,38 +181,39 @@ Expected<HostTensor> loom::hostTensorOf(const onnx::TensorProto &tensor) {
       return tensorError("its dims are negative or too large");
     count *= d;
   }
+  // The data must be there before anything is allocated for it: a few
+  // bytes of protobuf can claim a tensor of 2^40 elements.
+  bool raw = tensor.has_raw_data();
+  if (raw &&
+      int64_t(tensor.raw_data().size()) != count * int64_t(dtypeSize(*kind)))
+    return tensorError("its raw data is " +
+                       std::to_string(tensor.raw_data().size()) +
+                       " bytes for " + std::to_string(count) + " elements");
+  if (!raw) {
+    int64_t have = *kind == DType::F32   ? tensor.float_data_size()
+                   : *kind == DType::F64 ? tensor.double_data_size()
+                   : *kind == DType::I64 ? tensor.int64_data_size()
+                                         : tensor.int32_data_size();
+    if (have != count)
+      return tensorError("it holds " + std::to_string(have) +
+                         " elements for a shape of " + std::to_string(count));
+  }
   HostTensor out(shape, *kind);
-  auto expect = [&](int64_t have) -> llvm::Error {
-    if (have == count)
-      return llvm::Error::success();
-    return tensorError("it holds " + std::to_string(have) +
-                       " elements for a shape of " + std::to_string(count));
-  };
-  if (tensor.has_raw_data()) {
-    const std::string &raw = tensor.raw_data();
-    if (int64_t(raw.size()) != count * int64_t(dtypeSize(*kind)))
-      return tensorError("its raw data is " + std::to_string(raw.size()) +
-                         " bytes for " + std::to_string(count) + " elements");
+  if (raw) {
     for (int64_t i = 0; i < count; ++i)
-      out.data[i] = rawElement(raw, i, *kind);
+      out.data[i] = rawElement(tensor.raw_data(), i, *kind);
     return out;
   }
   switch (*kind) {
   case DType::F32:
-    if (llvm::Error e = expect(tensor.float_data_size()))
-      return std::move(e);
     for (int64_t i = 0; i < count; ++i)
       out.data[i] = tensor.float_data(i);
     break;
   case DType::F64:
-    if (llvm::Error e = expect(tensor.double_data_size()))
-      return std::move(e);
     for (int64_t i = 0; i < count; ++i)
       out.data[i] = tensor.double_data(i);
     break;
   case DType::I64:
-    if (llvm::Error e = expect(tensor.int64_data_size()))
-      return std::move(e);
     for (int64_t i = 0; i < count; ++i)
       out.data[i] = static_cast<double>(tensor.int64_data(i));
     break;
@@ -221,8 +222,6 @@ Expected<HostTensor> loom::hostTensorOf(const onnx::TensorProto &tensor) {
   case DType::I32:
   case DType::I1:
     // onnx.proto keeps these in int32_data (16-bit floats as their bits).
-    if (llvm::Error e = expect(tensor.int32_data_size()))
-      return std::move(e);
     for (int64_t i = 0; i < count; ++i) {
       int32_t v = tensor.int32_data(i);
       out.data[i] = *kind == DType::F16 || *kind == DType::BF16

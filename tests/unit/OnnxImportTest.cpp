@@ -397,6 +397,16 @@ TEST_F(OnnxImportTest, RefusalsSayWhereAndLeaveTheModuleAsItWas) {
          g.output("w");
        },
        "initializer 'w': its raw data is 8 bytes for 3 elements"},
+      {"a few bytes claiming a huge tensor",
+       [](GraphBuilder &g) {
+         auto *t = g.graph().add_initializer();
+         t->set_name("w");
+         t->set_data_type(onnx::TensorProto::FLOAT);
+         t->add_dims(int64_t(1) << 20);
+         t->add_dims(int64_t(1) << 20);
+         g.output("w");
+       },
+       "initializer 'w': it holds 0 elements for a shape of 1099511627776"},
       {"a permutation that is not one",
        [](GraphBuilder &g) {
          g.input("x", {"2", "3"});
