@@ -10,6 +10,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <optional>
+#include <tuple>
 
 using llvm::formatv;
 
@@ -164,9 +165,14 @@ llvm::Error validateConfig(TransformerConfig &c) {
                               "{1}",
                               c.src_vocab() < 2 ? "src_vocab" : "tgt_vocab",
                               std::min(c.src_vocab(), c.tgt_vocab())));
-  if (!(c.dropout() >= 0.0 && c.dropout() < 1.0))
-    return fieldError(
-        formatv("dropout must be in [0, 1), got {0}", c.dropout()));
+  for (auto [name, rate, set] :
+       {std::tuple{"dropout", c.dropout(), true},
+        std::tuple{"attention_dropout", c.attention_dropout(),
+                   c.has_attention_dropout()},
+        std::tuple{"activation_dropout", c.activation_dropout(),
+                   c.has_activation_dropout()}})
+    if (set && !(rate >= 0.0 && rate < 1.0))
+      return fieldError(formatv("{0} must be in [0, 1), got {1}", name, rate));
   if (!(c.label_smoothing() >= 0.0 && c.label_smoothing() < 1.0))
     return fieldError(formatv("label_smoothing must be in [0, 1), got {0}",
                               c.label_smoothing()));

@@ -99,6 +99,16 @@ Tensor TransformerModel::logits(nn::Context &ctx, Tensor src,
 
 namespace {
 
+/// The config's rates; an unset attention or activation rate is `dropout`.
+nn::DropoutRates dropoutRates(const TransformerConfig &cfg) {
+  nn::DropoutRates rates = nn::DropoutRates::all(cfg.dropout());
+  if (cfg.has_attention_dropout())
+    rates.attention = cfg.attention_dropout();
+  if (cfg.has_activation_dropout())
+    rates.activation = cfg.activation_dropout();
+  return rates;
+}
+
 RankedTensorType idsType(Graph &g) { return tensorOf({kDyn, kDyn}, g.i32()); }
 
 /// The projected keys or values of one layer: [B, H, ?, Dh].
@@ -113,7 +123,7 @@ void buildLoss(ModuleOp module, const TransformerModel &model) {
   Tensor src = g.input(abi::kSrc, idsType(g), {"batch", "src_len"});
   Tensor tgt = g.input(abi::kTgt, idsType(g), {"batch", "tgt_len"});
   Tensor seed = g.input(abi::kSeed, tensorOf({}, g.i64()));
-  nn::Context ctx(g, cfg.dropout(), seed);
+  nn::Context ctx(g, dropoutRates(cfg), seed);
   // Teacher forcing: the decoder reads tgt[:, :-1] and predicts tgt[:, 1:].
   Tensor tgtIn = slice(tgt, 1, 0, -1);
   Tensor targets = slice(tgt, 1, 1, 0);

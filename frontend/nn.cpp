@@ -6,10 +6,26 @@
 
 namespace loom::nn {
 
-Tensor Context::dropout(Tensor x) {
-  if (!dropoutEnabled())
+double DropoutRates::at(DropoutSite site) const {
+  switch (site) {
+  case DropoutSite::Residual:
+    return residual;
+  case DropoutSite::Attention:
+    return attention;
+  case DropoutSite::Activation:
+    return activation;
+  }
+  return residual;
+}
+
+Tensor Context::dropout(Tensor x, DropoutSite site) {
+  // Every site takes an offset, used or not, so that one site's rate going to
+  // 0 leaves the other sites' masks as they were.
+  int64_t offset = nextOffset++;
+  double rate = rates.at(site);
+  if (rate <= 0.0 || !seed)
     return x;
-  return loom::dropout(x, seed, rate, nextOffset++);
+  return loom::dropout(x, seed, rate, offset);
 }
 
 Tensor linear(Tensor x, Tensor weight, Tensor bias) {
@@ -103,7 +119,7 @@ Tensor MultiHeadAttention::attendHeads(Context &ctx, Tensor q, Tensor k,
                   (1.0 / std::sqrt(static_cast<double>(headDim())));
   for (Tensor mask : masks)
     scores = scores + mask;
-  Tensor probs = ctx.dropout(softmax(scores, -1));
+  Tensor probs = ctx.dropout(softmax(scores, -1), DropoutSite::Attention);
   return matmul(probs, v);
 }
 
@@ -131,7 +147,8 @@ Tensor MultiHeadAttention::operator()(Context &ctx, Tensor query, Tensor memory,
 Tensor FeedForward::operator()(Context &ctx, Tensor x) const {
   Graph &g = ctx.graph;
   Tensor h = relu(Linear{name + ".linear1", dModel, dFF}(g, x));
-  return Linear{name + ".linear2", dFF, dModel}(g, ctx.dropout(h));
+  return Linear{name + ".linear2", dFF,
+                dModel}(g, ctx.dropout(h, DropoutSite::Activation));
 }
 
 Tensor residual(Context &ctx, Tensor x, const LayerNorm &norm, bool preNorm,

@@ -21,23 +21,38 @@
 
 namespace loom::nn {
 
+/// Where a dropout sits: each has its own rate.
+enum class DropoutSite {
+  Residual,   // embeddings and each sublayer's output
+  Attention,  // attention weights, after the softmax
+  Activation, // the feed-forward's hidden activations
+};
+
+/// Dropout's rate at each site.
+struct DropoutRates {
+  double residual = 0.0, attention = 0.0, activation = 0.0;
+
+  static DropoutRates all(double rate) { return {rate, rate, rate}; }
+  double at(DropoutSite site) const;
+};
+
 /// What modules share while building one function: the Graph, and dropout's
-/// rate and seed with a counter that gives every dropout site its own
+/// rates and seed with a counter that gives every dropout site its own
 /// stream (`offset`).
 class Context {
 public:
-  /// Dropout is off when `rate` is 0 or `seed` is null.
-  Context(Graph &graph, double rate = 0.0, Tensor seed = {})
-      : graph(graph), rate(rate), seed(seed) {}
+  /// Dropout is off where its rate is 0, and everywhere when `seed` is null.
+  Context(Graph &graph, DropoutRates rates = {}, Tensor seed = {})
+      : graph(graph), rates(rates), seed(seed) {}
 
   Graph &graph;
 
-  /// Dropout with the next site's offset; `x` itself when dropout is off.
-  Tensor dropout(Tensor x);
-  bool dropoutEnabled() const { return rate > 0.0 && seed; }
+  /// Dropout with the next site's offset; `x` itself when dropout is off
+  /// there.
+  Tensor dropout(Tensor x, DropoutSite site = DropoutSite::Residual);
 
 private:
-  double rate;
+  DropoutRates rates;
   Tensor seed;
   int64_t nextOffset = 0;
 };

@@ -85,7 +85,7 @@ void buildLoss(mlir::ModuleOp module) {
   Tensor src = g.input(abi::kSrc, ids, {"batch", "src_len"});
   Tensor tgt = g.input(abi::kTgt, ids, {"batch", "tgt_len"});
   Tensor seed = g.input(abi::kSeed, tensorOf({}, g.i64()));
-  nn::Context ctx(g, /*rate=*/0.1, seed);
+  nn::Context ctx(g, nn::DropoutRates::all(0.1), seed);
 
   Tensor srcMask = paddingMask(src, 0, g.f32());
   Tensor memory = embed(ctx, "src_embed", src);

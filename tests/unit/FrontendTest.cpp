@@ -207,6 +207,8 @@ TEST(Config, ValidationNamesTheField) {
         Case{"layer_norm_eps: inf", "layer_norm_eps"},
         Case{"layer_norm_eps: nan", "layer_norm_eps"},
         Case{"dropout: nan", "dropout"},
+        Case{"attention_dropout: 1", "attention_dropout"},
+        Case{"activation_dropout: -0.5", "activation_dropout"},
         // Proto3 enums are open: a number no enumerator has still parses.
         Case{"norm: 7", "norm"}, Case{"norm: -1", "norm"},
         // Each size within its bound, the product beyond any machine.

@@ -302,6 +302,55 @@ TEST(Transformer, DropoutSitesAreDistinctAndOnlyInTheLoss) {
   }
 }
 
+TEST(Transformer, AttentionAndActivationDropoutHaveTheirOwnRates) {
+  // Residual sites keep `dropout`; the attention weights and the FFN's
+  // hidden activations take their own rate, and a rate of 0 leaves the site
+  // out while every other site keeps its offset (its mask).
+  auto sitesOf = [](const TransformerConfig &c) {
+    auto ctx = test::makeContext();
+    auto module = build(*ctx, c);
+    std::map<int64_t, double> rates; // offset -> rate
+    EXPECT_TRUE(module);
+    if (!module)
+      return rates;
+    auto loss = module->lookupSymbol<func::FuncOp>("loss");
+    loss.walk([&](DropoutOp op) {
+      rates[op.getOffset()] = op.getRate().convertToDouble();
+    });
+    return rates;
+  };
+  TransformerConfig c = tiny();
+  c.set_dropout(0.3);
+  std::map<int64_t, double> same = sitesOf(c);
+  ASSERT_EQ(same.size(), size_t(2 + 4 * 2 + 6 * 2));
+
+  c.set_attention_dropout(0.1);
+  c.set_activation_dropout(0.2);
+  std::map<int64_t, double> own = sitesOf(c);
+  ASSERT_EQ(own.size(), same.size());
+  int64_t attention = 0, activation = 0, residual = 0;
+  for (auto [offset, rate] : own) {
+    ASSERT_TRUE(same.count(offset)) << offset;
+    attention += rate == 0.1;
+    activation += rate == 0.2;
+    residual += rate == 0.3;
+  }
+  // Attention: one per encoder layer, two per decoder layer; FFN: one per
+  // layer; residual: the rest.
+  EXPECT_EQ(attention, 2 * 1 + 2 * 2);
+  EXPECT_EQ(activation, 2 + 2);
+  EXPECT_EQ(residual, 2 + 2 * 2 + 2 * 3);
+
+  c.set_attention_dropout(0.0);
+  c.set_activation_dropout(0.0);
+  std::map<int64_t, double> residualOnly = sitesOf(c);
+  EXPECT_EQ(int64_t(residualOnly.size()), residual);
+  for (auto [offset, rate] : residualOnly) {
+    EXPECT_EQ(rate, 0.3);
+    EXPECT_EQ(same.count(offset), 1u) << "offset " << offset << " moved";
+  }
+}
+
 TEST(Transformer, InvalidConfigIsReportedNotBuilt) {
   TransformerConfig c = tiny();
   c.set_heads(3);
