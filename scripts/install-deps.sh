@@ -18,6 +18,7 @@ packages=(
   zlib1g-dev libzstd-dev libedit-dev libxml2-dev libcurl4-openssl-dev
   python3 python3-torch python3-numpy python3-sentencepiece
   libonnx-dev python3-onnx libonnx-testdata
+  python3-matplotlib
 )
 
 case "${1:-}" in

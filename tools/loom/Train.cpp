@@ -78,6 +78,7 @@ struct TrainOptions {
   int64_t vocabSize = 0;
   std::string progress = "auto";
   bool resume = false;
+  bool noPlot = false;
   double commTimeout = 600;
   double bucketMb = 25;
 };
@@ -513,6 +514,7 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
   settings.maxLen = maxLen;
   settings.progressBar =
       o.progress == "bar" || (o.progress == "auto" && ::isatty(STDOUT_FILENO));
+  settings.plotCurves = !o.noPlot;
   settings.job = job.get();
   int code = runTraining(**model, settings, position, data,
                          valid ? &*valid : nullptr, *tokenizer, run);
@@ -586,6 +588,8 @@ void addTrainCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("--bucket-mb", o->bucketMb,
                   "Under an MPI launcher: MiB of gradients per all-reduce")
       ->capture_default_str();
+  cmd->add_flag("--no-plot", o->noPlot,
+                "Do not draw DIR/curves.png after each validation");
   cmd->add_flag("--resume", o->resume,
                 "Continue the run in --out from its latest checkpoint");
   cmd->callback([o, cmd, &exitCode] { exitCode = runTrain(*o, cmd); });

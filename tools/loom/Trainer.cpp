@@ -3,6 +3,7 @@
 #include "tools/loom/Trainer.h"
 #include "tools/loom/Common.h"
 #include "tools/loom/CpuBackend.h"
+#include "tools/loom/Plot.h"
 
 #include "runtime/AtomicFile.h"
 #include "text/Batching.h"
@@ -81,7 +82,8 @@ public:
           const ValidationSet *valid, const text::Tokenizer &tokenizer,
           const Metadata &runMetadata)
       : model(model), s(settings), at(position), train(train), valid(valid),
-        tokenizer(tokenizer), runMetadata(runMetadata) {
+        tokenizer(tokenizer), runMetadata(runMetadata),
+        curves(settings.dir, settings.plotCurves && valid && leader()) {
     for (size_t i = 0; i < train.sources.size(); ++i)
       lengths.push_back(
           {int64_t(train.sources[i].size()), int64_t(train.targets[i].size())});
@@ -123,6 +125,7 @@ private:
   const text::Tokenizer &tokenizer;
   const Metadata &runMetadata;
   std::vector<text::PairLengths> lengths;
+  CurvePlotter curves;
 
   Clock::time_point started = Clock::now();
   int64_t batchesThisEpoch = 0;
@@ -286,6 +289,7 @@ llvm::Error Trainer::checkpoint(bool validate) {
                                json(std::exp(result->nll)), json(bleu),
                                json(result->seconds), json(elapsed()))
                      .str());
+    curves.update();
   }
   Metadata metadata = savedMetadata();
   if (std::isfinite(bleu))
@@ -383,6 +387,7 @@ int Trainer::run() {
         return fail(std::move(err));
       lastSaved = at.step;
       if (stopping) {
+        curves.finish();
         if (leader())
           std::printf("\nstopped by signal %d at step %lld; saved %s; "
                       "continue with --resume\n",
@@ -407,6 +412,7 @@ int Trainer::run() {
   std::printf("parameters: %s/model.safetensors; average the last "
               "checkpoints with `loom average %s`\n",
               s.dir.c_str(), s.dir.c_str());
+  curves.finish();
   return 0;
 }
 

@@ -47,6 +47,8 @@ struct TrainSettings {
   TrainingPipelineOptions schedule;
   /// Redraw one status line on a terminal instead of printing lines.
   bool progressBar = false;
+  /// Redraw DIR/curves.png after each validation (Plot.h).
+  bool plotCurves = true;
   /// The longest sequence the model takes.
   int64_t maxLen = 256;
   /// The data-parallel job this process is a rank of, or null to train

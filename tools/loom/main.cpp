@@ -34,6 +34,7 @@ int main(int argc, char **argv) {
   loom::cli::addExportCommand(app, exitCode);
   loom::cli::addAverageCommand(app, exitCode);
   loom::cli::addTrainCommand(app, exitCode);
+  loom::cli::addPlotCommand(app, exitCode);
   loom::cli::addInspectCommand(app, exitCode);
   loom::cli::addOnnxCommands(app, exitCode);
   loom::cli::addTrainStepsCommand(app, exitCode);
