@@ -242,7 +242,7 @@ llvm::Expected<TransformerConfig> loadConfig(llvm::StringRef path) {
 }
 
 std::vector<std::string> presetNames() {
-  return {"tiny", "small", "base", "big"};
+  return {"tiny", "small", "multi30k", "base", "big"};
 }
 
 llvm::Expected<TransformerConfig> presetConfig(llvm::StringRef name) {
@@ -267,6 +267,30 @@ llvm::Expected<TransformerConfig> presetConfig(llvm::StringRef name) {
     c.set_src_vocab(8000);
     c.set_tgt_vocab(8000);
     c.set_dropout(0.1);
+    c.set_label_smoothing(0.1);
+    c.set_norm(TransformerConfig::PRE);
+    c.set_final_norm(true);
+    c.set_share_embeddings(true);
+    c.set_tie_output(true);
+  } else if (name == "multi30k") {
+    // The Multi30k recipe (README, "Train a translator"; the sweep behind it
+    // is bench/multi30k_sweep.sh): a narrow, deep model regularized hard.
+    // On 29,000 pairs `small` overfits within 16 epochs; this one, a third
+    // of its parameters and three times its training speed on a CPU, keeps
+    // improving for 48. Dropout 0.3 sits on the embeddings and sublayer
+    // outputs only: on the attention weights and FFN activations as well it
+    // slowed learning more than it regularized (greedy BLEU 30.7 against
+    // 33.4 after 15 epochs).
+    c.set_d_model(128);
+    c.set_heads(4);
+    c.set_d_ff(512);
+    c.set_encoder_layers(4);
+    c.set_decoder_layers(4);
+    c.set_src_vocab(8000);
+    c.set_tgt_vocab(8000);
+    c.set_dropout(0.3);
+    c.set_attention_dropout(0.0);
+    c.set_activation_dropout(0.0);
     c.set_label_smoothing(0.1);
     c.set_norm(TransformerConfig::PRE);
     c.set_final_norm(true);

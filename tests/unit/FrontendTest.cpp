@@ -247,6 +247,14 @@ TEST(Config, PresetsAreValidAndAsInThePaper) {
   ASSERT_TRUE(static_cast<bool>(small));
   EXPECT_EQ(small->norm(), TransformerConfig::PRE);
   EXPECT_TRUE(small->final_norm());
+  auto multi30k = presetConfig("multi30k");
+  ASSERT_TRUE(static_cast<bool>(multi30k));
+  EXPECT_EQ(multi30k->d_model(), 128);
+  EXPECT_EQ(multi30k->encoder_layers(), 4);
+  EXPECT_EQ(multi30k->dropout(), 0.3);
+  EXPECT_TRUE(multi30k->has_attention_dropout() &&
+              multi30k->has_activation_dropout());
+  EXPECT_EQ(multi30k->attention_dropout(), 0.0);
   auto tiny = presetConfig("tiny");
   ASSERT_TRUE(static_cast<bool>(tiny));
   EXPECT_EQ(tiny->d_model(), 32);
