@@ -148,6 +148,10 @@ def draw(runs, labels, out, title):
     try:
         with os.fdopen(fd, "wb") as f:
             fig.savefig(f, format="png", dpi=80)
+        # mkstemp makes the file private; the PNG gets the usual mode.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
         os.replace(temporary, out)
     except BaseException:
         os.unlink(temporary)
