@@ -42,7 +42,8 @@ llvm::Expected<std::string> plotScript() {
 
 } // namespace
 
-llvm::Expected<pid_t> spawnPlot(const std::vector<std::string> &args) {
+llvm::Expected<pid_t> spawnPlot(const std::vector<std::string> &args,
+                                bool ownProcessGroup) {
   auto script = plotScript();
   if (!script)
     return script.takeError();
@@ -56,10 +57,17 @@ llvm::Expected<pid_t> spawnPlot(const std::vector<std::string> &args) {
   for (std::string &arg : argv)
     cargv.push_back(arg.data());
   cargv.push_back(nullptr);
+  posix_spawnattr_t attributes;
+  ::posix_spawnattr_init(&attributes);
+  if (ownProcessGroup) {
+    ::posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+    ::posix_spawnattr_setpgroup(&attributes, 0);
+  }
   pid_t child;
   // posix_spawnp: $LOOM_PYTHON may be a name on PATH.
-  int rc =
-      ::posix_spawnp(&child, cargv[0], nullptr, nullptr, cargv.data(), environ);
+  int rc = ::posix_spawnp(&child, cargv[0], nullptr, &attributes, cargv.data(),
+                          environ);
+  ::posix_spawnattr_destroy(&attributes);
   if (rc != 0)
     return error("cannot run '" + argv[0] + "': " + std::strerror(rc) +
                  (python ? ""
@@ -118,7 +126,10 @@ void CurvePlotter::update() {
     return;
   }
   pending = false;
-  auto child = spawnPlot({dir, "-o", dir + "/" + kCurvesFile});
+  // In its own process group: Ctrl-C at the terminal stops training (which
+  // then saves a checkpoint and waits for this redraw), not the redraw.
+  auto child = spawnPlot({dir, "-o", dir + "/" + kCurvesFile},
+                         /*ownProcessGroup=*/true);
   if (!child) {
     std::fprintf(stderr, "loom train: %s; no curves are drawn in this run\n",
                  llvm::toString(child.takeError()).c_str());
@@ -153,7 +164,7 @@ void addPlotCommand(CLI::App &app, int &exitCode) {
   cmd->prefix_command();
   cmd->set_help_flag();
   cmd->callback([cmd, &exitCode] {
-    auto child = spawnPlot(cmd->remaining());
+    auto child = spawnPlot(cmd->remaining(), /*ownProcessGroup=*/false);
     if (!child) {
       std::fprintf(stderr, "loom plot: %s\n",
                    llvm::toString(child.takeError()).c_str());

@@ -23,8 +23,10 @@ inline constexpr const char kCurvesFile[] = "curves.png";
 
 /// Starts `loom-plot ARGS...` without waiting for it. The interpreter is
 /// $LOOM_PYTHON when set (matplotlib must import there), else the script's
-/// own (Debian's python3).
-llvm::Expected<pid_t> spawnPlot(const std::vector<std::string> &args);
+/// own (Debian's python3). With `ownProcessGroup`, a signal from the
+/// terminal (Ctrl-C) does not reach the child.
+llvm::Expected<pid_t> spawnPlot(const std::vector<std::string> &args,
+                                bool ownProcessGroup);
 
 /// Waits for a child from spawnPlot; its exit status (128 + N for signal N).
 int waitPlot(pid_t child);
