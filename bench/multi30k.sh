@@ -1,24 +1,29 @@
 #!/usr/bin/env bash
-# Trains the `small` translator on Multi30k En->De and scores it on `val`,
+# Trains the `multi30k` recipe on Multi30k En->De and scores it on `val`,
 # the run behind docs/PERFORMANCE.md's "A translator on Multi30k" and the
 # README's "Train a translator".
 #
 #   bench/multi30k.sh DATA_DIR [OUT_DIR (default runs/multi30k)]
-#       [--loom build/bin/loom] [--epochs 28] [--threads 2] [--average 5]
+#       [--loom build/bin/loom] [--epochs 48] [--threads 2] [--average 10]
+#       [--beam 5] [--alpha 2.0]
 #
 # DATA_DIR holds train.en, train.de, val.en and val.de (29,000 and 1,014
 # pairs). The steps, each timed:
-#   1. loom train (vocabulary, compile, 28 epochs, greedy BLEU on val after
-#      each epoch, a checkpoint per epoch, the last 5 kept)
-#   2. loom translate --beam 1 and --beam 4 with the last epoch's parameters
-#   3. loom average --last 5 (--average), then --beam 1 and --beam 4 again
+#   1. loom train (vocabulary, compile, 48 epochs, greedy BLEU on val after
+#      each epoch, a checkpoint per epoch, the last 10 kept, the learning
+#      curves redrawn into OUT_DIR/curves.png)
+#   2. loom translate greedy and with beam BEAM, length penalty ALPHA, with
+#      the last epoch's parameters
+#   3. loom average --last 10 (--average), then both searches again
 #   4. loom score (cased, 13a) for each, and the learning curve as a table
 set -euo pipefail
 
 loom=build/bin/loom
-epochs=28
+epochs=48
 threads=2
-average=5
+average=10
+beam=5
+alpha=2.0
 positional=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -26,6 +31,8 @@ while [[ $# -gt 0 ]]; do
     --epochs) epochs="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
     --average) average="$2"; shift 2 ;;
+    --beam) beam="$2"; shift 2 ;;
+    --alpha) alpha="$2"; shift 2 ;;
     -*) echo "multi30k.sh: unknown option $1" >&2; exit 2 ;;
     *) positional+=("$1"); shift ;;
   esac
@@ -50,26 +57,27 @@ timed() { # label, command...
   echo "$label: $(( (end - start) / 1000000 )) ms" >&2
 }
 
-timed train "$loom" train --preset small \
+timed train "$loom" train --preset multi30k \
   --train "$data/train.en" "$data/train.de" --valid "$data/val.en" "$data/val.de" \
-  --out "$out" --max-tokens 4096 --epochs "$epochs" --warmup 800 --lr-scale 0.5 \
-  --threads "$threads" --log-every 50 --seed 1 --progress lines
+  --out "$out" --max-tokens 4096 --epochs "$epochs" --warmup 2000 --lr-scale 2.5 \
+  --keep "$average" --threads "$threads" --log-every 50 --seed 1 --progress lines
 cp "$out/model.safetensors" "$out/last.safetensors"
+search="beam$beam"
 timed "translate last, greedy" "$loom" translate --model "$out" --weights "$out/last.safetensors" \
   --beam 1 --threads "$threads" --input "$data/val.en" > "$out/val.last.greedy.de"
-timed "translate last, beam 4" "$loom" translate --model "$out" --weights "$out/last.safetensors" \
-  --beam 4 --threads "$threads" --input "$data/val.en" > "$out/val.last.beam4.de"
-# One checkpoint per epoch, the last 5 kept.
+timed "translate last, beam $beam" "$loom" translate --model "$out" --weights "$out/last.safetensors" \
+  --beam "$beam" --alpha "$alpha" --threads "$threads" --input "$data/val.en" > "$out/val.last.$search.de"
+# One checkpoint per epoch, the last --keep kept.
 (( average > epochs )) && average=$epochs
-(( average > 5 )) && average=5
 timed average "$loom" average "$out" --last "$average"
 timed "translate averaged, greedy" "$loom" translate --model "$out" \
   --beam 1 --threads "$threads" --input "$data/val.en" > "$out/val.avg.greedy.de"
-timed "translate averaged, beam 4" "$loom" translate --model "$out" \
-  --beam 4 --threads "$threads" --input "$data/val.en" > "$out/val.avg.beam4.de"
-for hyp in last.greedy last.beam4 avg.greedy avg.beam4; do
+timed "translate averaged, beam $beam" "$loom" translate --model "$out" \
+  --beam "$beam" --alpha "$alpha" --threads "$threads" --input "$data/val.en" > "$out/val.avg.$search.de"
+for hyp in last.greedy "last.$search" avg.greedy "avg.$search"; do
   printf '%-11s ' "$hyp"
   "$loom" score --ref "$data/val.de" --input "$out/val.$hyp.de" | head -1
 done
-"$loom" score --ref "$data/val.de" --input "$out/val.avg.beam4.de" | tail -1
+"$loom" score --ref "$data/val.de" --input "$out/val.avg.$search.de" | tail -1
 python3 "$(dirname "$0")/metrics_table.py" "$out" --every 4
+echo "learning curves: $out/curves.png"
