@@ -24,6 +24,9 @@ install(TARGETS LoomIR LoomPasses LoomFrontend LoomCodegen LoomCompilerPackage
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS loom loom-opt loom-translate
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# `loom train` and `loom plot` draw curves with the script beside `loom`.
+install(PROGRAMS ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/loom-plot
+        DESTINATION ${CMAKE_INSTALL_BINDIR})
 # The tokenizer looks for its module in ../lib beside a binary and beside
 # libloom.so.
 if(TARGET loom_sentencepiece)

@@ -3,7 +3,8 @@
 #  1. examples/custom_model, a separate CMake project, finds the installed
 #     Loom (Loom::compiler), defines its own model, compiles it to an
 #     executable file and trains it for a few steps with the runtime;
-#  2. the installed `loom` trains a tiny translator and exports it, and
+#  2. the installed `loom` trains a tiny translator (drawing its learning
+#     curves with the installed loom-plot) and exports it, and
 #     examples/c_api, a C program on libloom.so, translates with the folder
 #     exactly as the folder's loom-translate does;
 #  3. neither libloom.so nor loom-translate carries LLVM or MLIR.
@@ -36,7 +37,10 @@ step "a tiny translator, trained and exported with the installed loom"
 python3 "$src/tests/e2e/Inputs/make_corpus.py" "$work/train" 400 1
 python3 "$src/tests/e2e/Inputs/make_corpus.py" "$work/valid" 40 2
 "$prefix/bin/loom" train --preset tiny --train "$work/train.src" "$work/train.tgt" \
+  --valid "$work/valid.src" "$work/valid.tgt" --valid-every 15 \
   --out "$work/run" --max-tokens 256 --warmup 4 --steps 30 --log-every 10 --threads 1 >> "$log"
+# The installed loom found the installed loom-plot: the curves are there.
+test -s "$work/run/curves.png"
 "$prefix/bin/loom" export --model "$work/run" -o "$work/folder" >> "$log"
 
 step "examples/c_api against the installed libloom.so"
