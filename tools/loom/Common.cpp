@@ -6,8 +6,10 @@
 #include "text/LineReader.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cerrno>
@@ -68,6 +70,15 @@ llvm::Error checkInputFile(const std::string &path, llvm::StringRef what) {
   if (!std::filesystem::is_regular_file(status))
     return error(formatv("{0}: '{1}' is not a regular file", what, path));
   return llvm::Error::success();
+}
+
+llvm::Expected<std::string> programBesideLoom(llvm::StringRef name) {
+  std::string self = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
+  std::string path = (llvm::sys::path::parent_path(self) + "/" + name).str();
+  if (!llvm::sys::fs::can_execute(path))
+    return error("cannot find " + name + " beside '" + self +
+                 "'; build or install it with loom");
+  return path;
 }
 
 bool sameFile(const std::string &a, const std::string &b) {

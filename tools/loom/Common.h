@@ -59,6 +59,11 @@ llvm::Error checkOutputFile(const std::string &path, llvm::StringRef what,
 /// files at the root of the file system) or an existing non-directory.
 llvm::Error checkOutputDir(const std::string &path, llvm::StringRef what);
 
+/// A program installed beside the running `loom` (the build tree's bin/, or
+/// an installed prefix's), named `name`; refused with where it was looked
+/// for when it is not there or cannot be run.
+llvm::Expected<std::string> programBesideLoom(llvm::StringRef name);
+
 /// Whether `a` and `b` name the same file (through links too), or, when
 /// one does not exist yet, the same path.
 bool sameFile(const std::string &a, const std::string &b);

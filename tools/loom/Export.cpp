@@ -80,18 +80,6 @@ llvm::Error copyFile(const std::string &from, const std::string &to,
   return llvm::Error::success();
 }
 
-/// loom-translate beside the running `loom` (the build tree's bin/, or an
-/// installed prefix's).
-llvm::Expected<std::string> translatorBinary() {
-  std::string self = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
-  std::string path =
-      (llvm::sys::path::parent_path(self) + "/loom-translate").str();
-  if (!llvm::sys::fs::can_execute(path))
-    return error("cannot find loom-translate beside '" + self +
-                 "'; build or install it with loom");
-  return path;
-}
-
 llvm::Error exportModel(const ExportOptions &o) {
   if (!abi::isCpuLevel(o.cpu))
     return error("unknown --cpu '" + o.cpu + "'; the choices are " +
@@ -133,7 +121,7 @@ llvm::Error exportModel(const ExportOptions &o) {
   std::string weights =
       o.weights.empty() ? o.model + "/" + kModelWeights : o.weights;
   std::string vocabulary = o.model + "/" + kVocabulary;
-  auto binary = translatorBinary();
+  auto binary = programBesideLoom("loom-translate");
   if (!binary)
     return binary.takeError();
   auto shim = toExpected(text::sentencePieceModulePath());

@@ -9,9 +9,7 @@
 
 #include "tools/loom/Plot.h"
 #include "tools/loom/Commands.h"
-
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Path.h"
+#include "tools/loom/Common.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -30,21 +28,18 @@ llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-/// `loom-plot` beside the running `loom`.
-llvm::Expected<std::string> plotScript() {
-  std::string self = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
-  std::string path = (llvm::sys::path::parent_path(self) + "/loom-plot").str();
-  if (!llvm::sys::fs::exists(path))
-    return error("cannot find loom-plot beside '" + self +
-                 "'; build it with loom");
-  return path;
+/// A child's exit code from its wait status; 128 + N for signal N.
+int exitCodeOf(int status) {
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status);
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 127;
 }
 
 } // namespace
 
 llvm::Expected<pid_t> spawnPlot(const std::vector<std::string> &args,
                                 bool ownProcessGroup) {
-  auto script = plotScript();
+  auto script = programBesideLoom("loom-plot");
   if (!script)
     return script.takeError();
   std::vector<std::string> argv;
@@ -82,9 +77,7 @@ int waitPlot(pid_t child) {
   while (::waitpid(child, &status, 0) < 0)
     if (errno != EINTR)
       return 127;
-  if (WIFEXITED(status))
-    return WEXITSTATUS(status);
-  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 127;
+  return exitCodeOf(status);
 }
 
 CurvePlotter::~CurvePlotter() { reap(/*block=*/true); }
@@ -100,10 +93,7 @@ bool CurvePlotter::reap(bool block) {
     pid_t done = ::waitpid(running, &status, WNOHANG);
     if (done == 0)
       return false;
-    code = done < 0              ? 127
-           : WIFEXITED(status)   ? WEXITSTATUS(status)
-           : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
-                                 : 127;
+    code = done < 0 ? 127 : exitCodeOf(status);
   }
   running = -1;
   if (code != 0) {
