@@ -78,6 +78,37 @@ std::optional<HostTensor> foldGather(const HostTensor &data,
   return out;
 }
 
+/// The elements of `table` at `ids` along `axis`, ONNX Gather's result:
+/// `ids`' dims take the place of that axis. loom.gather picks rows, so the
+/// axis is moved to the front and the result's dims put back in order.
+Expected<Tensor> gatherAlongAxis(NodeContext &ctx, Tensor table, int64_t axis,
+                                 Tensor ids) {
+  int64_t rank = table.rank();
+  if (axis != 0) {
+    std::vector<int64_t> toFront = {axis};
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != axis)
+        toFront.push_back(d);
+    Expected<Tensor> moved = ctx.create<TransposeOp>(table.value(), toFront);
+    if (!moved)
+      return moved.takeError();
+    table = *moved;
+  }
+  Expected<Tensor> rows = ctx.create<GatherOp>(table.value(), ids.value());
+  if (!rows || axis == 0)
+    return rows;
+  // rows: [ids..., d0 .. d(axis-1), d(axis+1) ..]; the ids go after d(axis-1).
+  int64_t idRank = ids.rank();
+  std::vector<int64_t> back;
+  for (int64_t d = 0; d < axis; ++d)
+    back.push_back(idRank + d);
+  for (int64_t d = 0; d < idRank; ++d)
+    back.push_back(d);
+  for (int64_t d = idRank + axis; d < rows->rank(); ++d)
+    back.push_back(d);
+  return ctx.create<TransposeOp>(rows->value(), back);
+}
+
 Error convertGather(NodeContext &ctx) {
   if (ctx.numInputs() != 2)
     return ctx.error("takes 2 inputs");
@@ -186,36 +217,7 @@ Error convertGather(NodeContext &ctx) {
     if (!idTensor)
       return idTensor.takeError();
   }
-  Tensor source = *table;
-  std::vector<int64_t> toFront;
-  if (axis != 0) {
-    toFront.push_back(axis);
-    for (int64_t d = 0; d < rank; ++d)
-      if (d != axis)
-        toFront.push_back(d);
-    Expected<Tensor> moved = ctx.create<TransposeOp>(source.value(), toFront);
-    if (!moved)
-      return moved.takeError();
-    source = *moved;
-  }
-  Expected<Tensor> rows =
-      ctx.create<GatherOp>(source.value(), idTensor->value());
-  if (!rows)
-    return rows.takeError();
-  if (axis == 0) {
-    ctx.setOutput(0, *rows);
-    return Error::success();
-  }
-  // rows: [ids..., d0 .. d(axis-1), d(axis+1) ..]; the ids go after d(axis-1).
-  int64_t idRank = idTensor->rank();
-  std::vector<int64_t> back;
-  for (int64_t d = 0; d < axis; ++d)
-    back.push_back(idRank + d);
-  for (int64_t d = 0; d < idRank; ++d)
-    back.push_back(d);
-  for (int64_t d = idRank + axis; d < rows->rank(); ++d)
-    back.push_back(d);
-  Expected<Tensor> out = ctx.create<TransposeOp>(rows->value(), back);
+  Expected<Tensor> out = gatherAlongAxis(ctx, *table, axis, *idTensor);
   if (!out)
     return out.takeError();
   ctx.setOutput(0, *out);
@@ -277,27 +279,7 @@ Expected<Tensor> runTimePrefix(NodeContext &ctx, Tensor x, int64_t axis,
                           of, dim)
           .getResult(),
       &ctx.graph());
-  Tensor table = x;
-  std::vector<int64_t> toFront;
-  if (axis != 0) {
-    toFront.push_back(axis);
-    for (int64_t d = 0; d < x.rank(); ++d)
-      if (d != axis)
-        toFront.push_back(d);
-    Expected<Tensor> moved = ctx.create<TransposeOp>(x.value(), toFront);
-    if (!moved)
-      return moved.takeError();
-    table = *moved;
-  }
-  Expected<Tensor> rows =
-      ctx.create<GatherOp>(table.value(), positions.value());
-  if (!rows || axis == 0)
-    return rows;
-  // Back to x's order: the inverse of toFront.
-  std::vector<int64_t> back(x.rank());
-  for (int64_t d = 0; d < x.rank(); ++d)
-    back[toFront[d]] = d;
-  return ctx.create<TransposeOp>(rows->value(), back);
+  return gatherAlongAxis(ctx, x, axis, positions);
 }
 
 Error convertSlice(NodeContext &ctx) {
