@@ -2,6 +2,8 @@
 
 #include "frontend/InterpretedModel.h"
 
+#include "abi/InitialParameters.h"
+
 #include "abi/ModelAbi.h"
 
 #include "ir/LoomDialect.h"
@@ -32,37 +34,13 @@ InterpretedModel::parameterShapes() const {
   return shapes;
 }
 
-void loom::drawInitialParameter(StringRef name,
-                                const std::vector<int64_t> &shape,
-                                std::mt19937_64 &rng, float *out) {
-  int64_t n = shapeNumel(shape);
-  if (name.ends_with(".bias")) {
-    // Zeros, as torch initializes attention and LayerNorm biases.
-    std::fill(out, out + n, 0.0f);
-  } else if (name.contains("norm") && name.ends_with(".weight")) {
-    std::fill(out, out + n, 1.0f);
-  } else if (name.contains("embed")) {
-    // Scaled by sqrt(d_model) in the model, so this gives unit variance.
-    std::normal_distribution<double> normal(0.0, 1.0 / std::sqrt(shape.back()));
-    for (int64_t i = 0; i < n; ++i)
-      out[i] = static_cast<float>(normal(rng));
-  } else if (shape.size() == 2) {
-    double bound = std::sqrt(6.0 / double(shape[0] + shape[1]));
-    std::uniform_real_distribution<double> uniform(-bound, bound);
-    for (int64_t i = 0; i < n; ++i)
-      out[i] = static_cast<float>(uniform(rng));
-  } else {
-    std::fill(out, out + n, 0.0f);
-  }
-}
-
 NamedTensors loom::initialParameters(
     const std::map<std::string, std::vector<int64_t>> &shapes, uint64_t seed) {
   std::mt19937_64 rng(seed);
   NamedTensors params;
   for (auto &[name, shape] : shapes) {
     std::vector<float> values(shapeNumel(shape));
-    drawInitialParameter(name, shape, rng, values.data());
+    abi::drawInitialParameter(name, shape, rng, values.data());
     params[name] = HostTensor(
         shape, DType::F32, std::vector<double>(values.begin(), values.end()));
   }

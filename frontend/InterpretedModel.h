@@ -70,19 +70,12 @@ private:
   int64_t steps = 0;
 };
 
-/// A [rows, max length] i32 batch from token sequences, padded with 0.
-/// Draws parameter `name`'s initial values into `out` as torch initializes
-/// nn.Transformer's (Xavier-uniform matrices, zero biases, unit norm
-/// weights, N(0, 1/d) embeddings), continuing `rng`.
-void drawInitialParameter(llvm::StringRef name,
-                          const std::vector<int64_t> &shape,
-                          std::mt19937_64 &rng, float *out);
-
 /// Every parameter of `shapes`, drawn in name order from one generator.
 NamedTensors
 initialParameters(const std::map<std::string, std::vector<int64_t>> &shapes,
                   uint64_t seed);
 
+/// A [rows, max length] i32 batch from token sequences, padded with 0.
 HostTensor padBatch(const std::vector<std::vector<int64_t>> &rows);
 
 } // namespace loom

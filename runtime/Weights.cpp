@@ -2,8 +2,11 @@
 
 #include "runtime/Weights.h"
 
+#include "abi/InitialParameters.h"
+
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 namespace loom::runtime {
 
@@ -142,6 +145,20 @@ Status loadParametersFile(Session &session, const std::string &path) {
 
 Status checkParametersFile(const Program &program, const std::string &path) {
   return readParameters(program, path, nullptr);
+}
+
+Status initParameters(Session &session, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  // parameterNames() is sorted, as initialParameters' map is.
+  for (const std::string &name : session.parameterNames()) {
+    const Program::StateTensor *state = session.program().stateTensor(name);
+    ErrorOr<Tensor> host = Tensor::host(DType::F32, state->shape);
+    if (!host)
+      return host.status();
+    abi::drawInitialParameter(name, state->shape, rng, host->f32());
+    LOOM_RETURN_IF_ERROR(session.setState(name, host->ref()));
+  }
+  return Status::success();
 }
 
 } // namespace loom::runtime

@@ -31,6 +31,11 @@ Status loadParametersFile(Session &session, const std::string &path);
 /// what loadParametersFile would accept, without a session or the data.
 Status checkParametersFile(const Program &program, const std::string &path);
 
+/// Sets every parameter of the session to its initial values
+/// (abi::drawInitialParameter), drawn in name order from one generator
+/// seeded with `seed`: the interpreter's initialParameters(seed) exactly.
+Status initParameters(Session &session, uint64_t seed);
+
 } // namespace loom::runtime
 
 #endif // LOOM_RUNTIME_WEIGHTS_H

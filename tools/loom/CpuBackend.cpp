@@ -175,19 +175,7 @@ loadSession(runtime::Executable exe, std::shared_ptr<runtime::Device> device) {
 }
 
 llvm::Error initParameters(runtime::Session &session, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  // parameterNames() is sorted, as initialParameters' map is.
-  for (const std::string &name : session.parameterNames()) {
-    const runtime::Program::StateTensor *state =
-        session.program().stateTensor(name);
-    auto host = toExpected(runtime::Tensor::host(DType::F32, state->shape));
-    if (!host)
-      return host.takeError();
-    drawInitialParameter(name, state->shape, rng, host->f32());
-    if (llvm::Error err = toError(session.setState(name, host->ref())))
-      return err;
-  }
-  return llvm::Error::success();
+  return toError(runtime::initParameters(session, seed));
 }
 
 llvm::Error loadParameters(runtime::Session &session, const std::string &path) {
