@@ -15,14 +15,14 @@ set_target_properties(LoomCompilerPackage PROPERTIES EXPORT_NAME compiler)
 set_target_properties(LoomCApi PROPERTIES EXPORT_NAME c_api)
 
 install(TARGETS LoomAbi LoomRuntime LoomText LoomTranslator LoomCApi
-                LoomRuntimePackage
+                LoomConfigProto LoomModelBench LoomRuntimePackage
         EXPORT LoomRuntimeTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS LoomIR LoomPasses LoomFrontend LoomCodegen LoomCompilerPackage
         EXPORT LoomCompilerTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(TARGETS loom loom-opt loom-translate
+install(TARGETS loom loom-opt loom-translate loom-bench
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # `loom train` and `loom plot` draw curves with the script beside `loom`.
 install(PROGRAMS ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/loom-plot
