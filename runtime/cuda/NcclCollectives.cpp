@@ -59,6 +59,15 @@ ErrorOr<const Nccl *> nccl() {
   return &*loaded;
 }
 
+} // namespace
+
+Status ncclAvailable() {
+  ErrorOr<const Nccl *> api = nccl();
+  return api ? Status::success() : api.status();
+}
+
+namespace {
+
 Status cudaFailed(const std::string &what, cudaError_t error) {
   return Status::failure(what + ": " + cudaGetErrorString(error),
                          ErrorCode::Internal);

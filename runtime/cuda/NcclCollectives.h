@@ -22,6 +22,10 @@
 
 namespace loom::cuda {
 
+/// Success when NCCL can be opened; Unsupported, saying why, where the
+/// machine has none on its library path.
+Status ncclAvailable();
+
 /// This rank of `host`'s job on GPU `ordinal`: every rank calls it at the
 /// same point, each with its own GPU.
 ErrorOr<std::shared_ptr<runtime::Collectives>>

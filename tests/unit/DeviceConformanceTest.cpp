@@ -67,6 +67,8 @@ protected:
     device = test::openTestDevice(kind, kind == "cpu" ? 3 : 0, absent);
     if (!device && !absent.empty())
       GTEST_SKIP() << absent;
+    // openTestDevice has said why; the test body must not run.
+    ASSERT_TRUE(device);
   }
 
   /// A device tensor holding `values`.

@@ -80,15 +80,27 @@ std::string deviceKindName(const testing::TestParamInfo<std::string> &info) {
   return name;
 }
 
+bool deviceRequired(const std::string &kind) {
+  const char *required = std::getenv("LOOM_REQUIRE_DEVICE");
+  if (!required)
+    return false;
+  std::string base = kind.substr(0, kind.find(':'));
+  return base == required;
+}
+
 std::shared_ptr<runtime::Device>
 openTestDevice(const std::string &kind, int threads, std::string &absent) {
   ErrorOr<std::shared_ptr<runtime::Device>> device =
       runtime::openDevice(kind, threads);
   if (device)
     return std::move(*device);
-  if (device.code() == ErrorCode::Unsupported ||
-      device.code() == ErrorCode::NotFound)
+  bool absentHere = device.code() == ErrorCode::Unsupported ||
+                    device.code() == ErrorCode::NotFound;
+  if (absentHere && !deviceRequired(kind))
     absent = "no " + kind + " device here: " + device.error();
+  else if (absentHere)
+    ADD_FAILURE() << "LOOM_REQUIRE_DEVICE=" << kind
+                  << " but no such device opens: " << device.error();
   else
     ADD_FAILURE() << "opening a " << kind << " device: " << device.error();
   return nullptr;

@@ -41,9 +41,13 @@ std::unique_ptr<runtime::Session> cpuSession(runtime::Executable exe,
 /// build or machine without it shows the CUDA cases of the conformance
 /// suite as skipped rather than not at all.
 std::vector<std::string> deviceKindsUnderTest();
+/// Whether LOOM_REQUIRE_DEVICE names `kind` ("cuda" for "cuda:1"): on a GPU
+/// machine a device that does not open must fail the suite, not skip it,
+/// so that a run with no GPU coverage never reads as a pass.
+bool deviceRequired(const std::string &kind);
 /// A device of `kind` with `threads` threads, or null when this build or
-/// machine has none (`absent` then says why, for GTEST_SKIP); any other
-/// failure to open it fails the current test.
+/// machine has none (`absent` then says why, for GTEST_SKIP) and the device
+/// is not required; any other failure to open it fails the current test.
 std::shared_ptr<runtime::Device>
 openTestDevice(const std::string &kind, int threads, std::string &absent);
 /// "cpu, 3 threads" ("cuda" when `threads` is 0), for traces.

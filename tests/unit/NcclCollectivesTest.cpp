@@ -4,7 +4,8 @@
 // of one rank per GPU, the ranks threads of this process joined by a host
 // job in memory (MPI's part: the id that wires them, broadcast). The sums
 // must be exact for integers held in floats, and a timeout must end a wait
-// that cannot finish. Skipped without a GPU or without NCCL.
+// that cannot finish. Skipped without a GPU (failed when LOOM_REQUIRE_DEVICE
+// is cuda) or, with NCCL's reason, without NCCL.
 //
 //===----------------------------------------------------------------------===//
 
@@ -84,8 +85,15 @@ TEST(NcclCollectives, EveryGpuSumsWhatEveryRankSent) {
   GTEST_SKIP() << "this runtime was built without NCCL";
 #else
   int gpus = 0;
-  if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0)
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0) {
+    if (test::deviceRequired("cuda"))
+      FAIL() << "LOOM_REQUIRE_DEVICE=cuda but the CUDA runtime sees no GPU";
     GTEST_SKIP() << "no GPU on this machine";
+  }
+  // NCCL is opened at run time; where the machine has none on its library
+  // path (it may live only inside a Python package) the test says so.
+  if (Status nccl = cuda::ncclAvailable(); !nccl.ok())
+    GTEST_SKIP() << nccl.message();
   const int64_t n = 1 << 20;
   std::vector<std::string> errors(gpus);
   std::vector<std::vector<float>> sums(gpus);
