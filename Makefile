@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 export CCACHE_DIR ?= $(HOME)/.cache/loom-ccache
 
-.PHONY: all deps configure build test demo format clean deps-fuzz fuzz test-sanitize device-bundle
+.PHONY: all deps configure build test demo format clean deps-fuzz fuzz test-sanitize device-bundle gpu-check
 
 # Instrumented builds beside the normal one (docs/FUZZING.md).
 FUZZ_BUILD ?= build-fuzz
@@ -34,18 +34,29 @@ test: build
 
 # The runtime-only binaries and their libraries, for a GPU machine without
 # Debian's packages (scripts/device-bundle.sh says how to run them there).
-# DeviceAgreementTest runs `tiny` (the build compiles it) and `base`.
+# DeviceAgreementTest runs `tiny` (the build compiles it), `multi30k` and
+# `base`; loom-bench times base-bench-cuda (batch 32, beam 4).
 DEVICE_DATA = $(BUILD)/device-data
 device-bundle: build
 	@mkdir -p $(DEVICE_DATA)
 	@cp $(BUILD)/tests/unit/device-data/*.loomx $(DEVICE_DATA)/
-	@$(BUILD)/bin/loom compile --preset base --target cpu --cpu x86-64-v3 \
-	  --max-tokens 256 --max-len 32 --max-batch 16 -o $(DEVICE_DATA)/base-cpu.loomx
+	@for preset in multi30k base; do \
+	  $(BUILD)/bin/loom compile --preset $$preset --target cpu --cpu x86-64-v3 \
+	    --max-tokens 256 --max-len 32 --max-batch 16 -o $(DEVICE_DATA)/$$preset-cpu.loomx && \
+	  $(BUILD)/bin/loom compile --preset $$preset --target cuda \
+	    --max-tokens 256 --max-len 32 --max-batch 16 -o $(DEVICE_DATA)/$$preset-cuda.loomx || exit 1; \
+	done
 	@$(BUILD)/bin/loom compile --preset base --target cuda \
-	  --max-tokens 256 --max-len 32 --max-batch 16 -o $(DEVICE_DATA)/base-cuda.loomx
+	  --max-tokens 4096 --max-len 32 --max-batch 128 -o $(DEVICE_DATA)/base-bench-cuda.loomx
 	@DEVICE_BUNDLE_DATA="$$(ls $(DEVICE_DATA)/*.loomx)" \
 	  ./scripts/device-bundle.sh $(BUILD) device-bundle.tar.xz \
-	  DeviceConformanceTest DeviceAgreementTest NcclCollectivesTest loom-translate
+	  DeviceConformanceTest DeviceAgreementTest NcclCollectivesTest loom-translate loom-bench
+
+# The GPU check (docs/GPU.md): the bundle, and the one command to run where
+# the GPU is.
+gpu-check: device-bundle
+	@echo "gpu-check: on the GPU machine, beside device-bundle.tar.xz ($$(du -h device-bundle.tar.xz | cut -f1)):"
+	@echo "  mkdir -p B && tar -xJf device-bundle.tar.xz -C B && B/gpu-check OUTDIR"
 
 demo: build
 	@$(BUILD)/bin/loom demo

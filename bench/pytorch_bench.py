@@ -359,9 +359,9 @@ def greedy_cached(model, src, steps, keep_logits=False):
     memory = model.encode(src)
     caches = [DecoderCache(layer, memory, steps) for layer in decoder.layers]
     batch = src.shape[0]
-    tokens = torch.empty(batch, steps, dtype=torch.long)
+    tokens = torch.empty(batch, steps, dtype=torch.long, device=src.device)
     logits_seen = []
-    last = torch.full((batch, 1), BOS, dtype=torch.long)
+    last = torch.full((batch, 1), BOS, dtype=torch.long, device=src.device)
     for position in range(steps):
         x = model.embed(model.tgt_embed, last, start=position)
         for layer, cache in zip(decoder.layers, caches):

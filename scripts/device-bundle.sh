@@ -8,8 +8,14 @@
 #   mkdir B && tar -xJf device-bundle.tar.xz -C B && B/run DeviceConformanceTest
 #
 # `run` starts a binary through the packed loader with the packed libraries
-# first, then CUDA's (CUDA_LIB, default /usr/local/cuda/lib64); the GPU
-# driver (libcuda) is the machine's own and never packed. Files named in
+# first, then the folders in LOOM_LIB_PATH (gpu-check finds those holding
+# NCCL or cuDNN inside PyTorch's packages), then CUDA's (CUDA_LIB, default
+# /usr/local/cuda/lib64), then the caller's LD_LIBRARY_PATH, which the
+# loader's --library-path would otherwise replace: the GPU driver (libcuda)
+# is the machine's own, never packed, and often found only through it. The
+# C library's companions that CUDA's libraries and the driver load by name
+# (libdl, librt, libpthread, libm) are packed beside the C library, so that
+# none of the machine's, built for another C library, is mixed in. Files named in
 # DEVICE_BUNDLE_DATA (compiled executables, say) go into data/, which `run`
 # names in LOOM_DEVICE_DATA.
 #
@@ -44,6 +50,14 @@ for name in "$@"; do
       cp -L -n "$lib" "$stage/lib/"
     done
 done
+# The C library's companions, from the folder the packed C library came
+# from (the binaries above need not load them themselves).
+libc_dir=$(dirname "$(ldd "$build/bin/$1" | awk '$1 == "libc.so.6" {print $3}')")
+for stub in libdl.so.2 librt.so.1 libpthread.so.0 libm.so.6; do
+  if [ -e "$libc_dir/$stub" ]; then
+    cp -L -n "$libc_dir/$stub" "$stage/lib/"
+  fi
+done
 mkdir -p "$stage/data"
 for file in ${DEVICE_BUNDLE_DATA:-}; do
   cp "$file" "$stage/data/"
@@ -56,10 +70,19 @@ here=\$(cd "\$(dirname "\$0")" && pwd)
 name=\$1
 shift
 export LOOM_DEVICE_DATA=\${LOOM_DEVICE_DATA:-\$here/data}
-exec "\$here/lib/$loader" --library-path "\$here/lib:\${CUDA_LIB:-/usr/local/cuda/lib64}" \\
-  "\$here/bin/\$name" "\$@"
+path=\$here/lib
+for dir in \${LOOM_LIB_PATH:-} \${CUDA_LIB:-/usr/local/cuda/lib64} \${LD_LIBRARY_PATH:-}; do
+  path=\$path:\$dir
+done
+exec "\$here/lib/$loader" --library-path "\$path" "\$here/bin/\$name" "\$@"
 RUN
 chmod +x "$stage/run"
+cp "$(dirname "$0")/gpu-check.sh" "$stage/gpu-check"
+# The GPU peer of loom-bench, which gpu-check runs with the machine's own
+# python3 and PyTorch.
+mkdir -p "$stage/bench"
+cp "$(dirname "$0")/../bench/pytorch_bench.py" "$(dirname "$0")/../bench/pytorch_gpu_bench.py" \
+  "$stage/bench/"
 strip --strip-unneeded "$stage"/bin/* 2>/dev/null || true
 tar -C "$stage" -cf - . | xz -T0 "-${DEVICE_BUNDLE_XZ_LEVEL:-6}" > "$out"
 echo "device-bundle: $out, $(du -h "$out" | cut -f1) ($(ls "$stage/bin" | tr '\n' ' '))"
