@@ -1,6 +1,7 @@
 //===- PackedGemm.cpp - Linear layers over weights packed once ------------===//
 
 #include "runtime/cpu/PackedGemm.h"
+#include "runtime/cpu/CpuFeatures.h"
 #include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/VecMath.h"
 
@@ -13,6 +14,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -143,10 +145,10 @@ LOOM_TARGET_AVX2 void dequantizeAvx2(const int32_t *acc, int64_t n,
 }
 #endif
 
-/// Symmetric quantization of `n` values to [-127, 127]; returns the scale
-/// (0 for a row of zeros, whose codes are all 0), or -1 when a value is NaN
-/// or infinite.
-float quantizeRow(const float *v, int64_t n, int8_t *out) {
+/// Symmetric quantization of `n` values to [-limit, limit]; returns the
+/// scale (0 for a row of zeros, whose codes are all 0), or -1 when a value
+/// is NaN or infinite.
+float quantizeRow(const float *v, int64_t n, int8_t *out, int limit = 127) {
 #if LOOM_HAVE_AVX2_PATH
   bool avx2 = avx2Enabled();
 #else
@@ -159,12 +161,12 @@ float quantizeRow(const float *v, int64_t n, int8_t *out) {
     std::fill(out, out + n, int8_t(0));
     return 0;
   }
-  float inverse = 127.0f / peak;
+  float inverse = float(limit) / peak;
   if (avx2)
     codesAvx2(v, n, inverse, out);
   else
     codesBase(v, n, inverse, out);
-  return peak / 127.0f;
+  return peak / float(limit);
 }
 
 void dequantizeRow(const int32_t *acc, int64_t n, float rowScale,
@@ -177,6 +179,17 @@ void dequantizeRow(const int32_t *acc, int64_t n, float rowScale,
 }
 
 } // namespace
+
+int loom::cpu::int8WeightLimit() {
+  static const int limit = [] {
+    std::vector<std::string> features = hostCpuFeatures();
+    for (const char *vnni : {"avx512vnni", "avxvnni"})
+      if (std::find(features.begin(), features.end(), vnni) != features.end())
+        return 127;
+    return 63;
+  }();
+  return limit;
+}
 
 loom::ErrorOr<LinearPrecision>
 loom::cpu::parseLinearPrecision(const std::string &name) {
@@ -229,7 +242,8 @@ struct PackedWeights::Impl {
       codes.resize(n * k);
       weight.scales.resize(n);
       for (int64_t j = 0; j < n; ++j) {
-        float scale = quantizeRow(w + j * k, k, codes.data() + j * k);
+        float scale =
+            quantizeRow(w + j * k, k, codes.data() + j * k, int8WeightLimit());
         if (scale < 0)
           throw dnnl::error(dnnl_invalid_arguments, "a weight is not finite");
         weight.scales[j] = scale;

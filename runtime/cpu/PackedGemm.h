@@ -16,9 +16,13 @@
 //
 // At a lower precision the packed copy is what the product reads:
 //   int8  weights quantized once per output channel (symmetric, scale
-//         max|w| / 127), each call's rows quantized the same way per row, a
-//         s8 x s8 -> s32 matmul (VNNI), and y = acc * row scale * channel
-//         scale;
+//         max|w| / L), each call's rows per row (scale max|x| / 127), a
+//         s8 x s8 -> s32 matmul, and y = acc * row scale * channel scale.
+//         L is 127 on a CPU with VNNI and 63 without: there oneDNN
+//         multiplies with vpmaddubsw, which adds two u8 x s8 products into
+//         a saturating int16 (the rows shifted by 128 to u8), so 7-bit
+//         weights keep every pair sum exact (2 * 255 * 63 < 32768), where
+//         8-bit ones saturated and gave wrong results;
 //   bf16  weights and rows rounded to bfloat16, accumulated in f32.
 // Only numbered (constant) weights are ever quantized: training, and any
 // call without a number, stays in f32.
@@ -47,6 +51,10 @@ enum class LinearPrecision { F32, Int8, BF16 };
 /// "bf16"; anything else is Corrupt. (Whether this CPU runs it is the
 /// device's question.)
 ErrorOr<LinearPrecision> parseLinearPrecision(const std::string &name);
+
+/// The largest weight code at int8 on this CPU: 127 with VNNI (AVX512-VNNI
+/// or AVX-VNNI), 63 without (see above).
+int int8WeightLimit();
 
 class PackedWeights {
 public:

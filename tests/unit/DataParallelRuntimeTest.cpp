@@ -278,7 +278,12 @@ TEST(DataParallelRuntime, TwoCompiledRanksTrainAsOneSessionOnTheWholeBatch) {
   }
   EXPECT_EQ(members[0]->started, 3 * starts);
   for (const std::string &name : plain->parameterNames()) {
-    EXPECT_LT(relativeError(*alone, *plain, name), 1e-6) << name;
+    // One rank of the data-parallel program differs from the plain one
+    // only in where the loss is divided by its token count (which arrives
+    // through the all-reduce): rounding, which Adam's normalized steps
+    // carry into the parameters at up to 1.4e-6 after three steps (AVX2
+    // kernels; 1e-6 with AVX-512's). A wrong gradient is off by far more.
+    EXPECT_LT(relativeError(*alone, *plain, name), 1e-5) << name;
     for (int r = 0; r < 2; ++r)
       EXPECT_LT(relativeError(*ranks[r], *plain, name), 1e-4)
           << name << " on rank " << r;
