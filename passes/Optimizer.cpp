@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "abi/LearningRate.h"
 #include "abi/ModelAbi.h"
 #include "passes/Passes.h"
 
@@ -218,13 +219,15 @@ private:
   }
 
   /// stepSize = lr / (1 - beta1^t) and sqrtBc2 = sqrt(1 - beta2^t), with
-  /// lr = lr_scale * d_model^-0.5 * min(t^-0.5, t * warmup^-1.5).
+  /// lr = lr_scale * d_model^-0.5 * min(t^-0.5, t * warmup^-1.5)
+  /// (abi::LearningRateSchedule, which the trainer reports from).
   void buildSchedule(Value step, Value &stepSize, Value &sqrtBc2) {
+    abi::LearningRateSchedule rate{dModel, warmup, lrScale};
     Value decay = b->create<RsqrtOp>(loc, step);
-    Value warmupPow = constant(std::pow(double(warmup), -1.5));
+    Value warmupPow = constant(rate.rampSlope());
     Value ramp = b->create<MulOp>(loc, step, warmupPow);
     Value schedule = b->create<MinimumOp>(loc, decay, ramp);
-    Value scale = constant(lrScale * std::pow(double(dModel), -0.5));
+    Value scale = constant(rate.scale());
     Value lr = b->create<MulOp>(loc, schedule, scale);
     auto oneMinusPow = [&](double beta) {
       Value logBeta = constant(std::log(beta));

@@ -31,10 +31,7 @@ optimizerOptions(const TrainingPipelineOptions &options) {
 
 double loom::learningRate(const TrainingPipelineOptions &options,
                           int64_t step) {
-  double t = static_cast<double>(step);
-  return options.lrScale / std::sqrt(static_cast<double>(options.dModel)) *
-         std::min(1.0 / std::sqrt(t),
-                  t * std::pow(static_cast<double>(options.warmup), -1.5));
+  return learningRateSchedule(options).at(step);
 }
 
 void loom::buildTrainingPipeline(OpPassManager &pm,

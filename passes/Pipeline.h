@@ -19,6 +19,8 @@
 #ifndef LOOM_PASSES_PIPELINE_H
 #define LOOM_PASSES_PIPELINE_H
 
+#include "abi/LearningRate.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -42,8 +44,12 @@ struct TrainingPipelineOptions {
   int64_t bucketBytes = 25 << 20;
 };
 
-/// The learning rate loom-optimizer compiles into @train_step at `step`
-/// (from 1): lr_scale * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5).
+/// The schedule loom-optimizer compiles into @train_step.
+inline abi::LearningRateSchedule
+learningRateSchedule(const TrainingPipelineOptions &options) {
+  return {options.dModel, options.warmup, options.lrScale};
+}
+/// Its rate at `step` (from 1).
 double learningRate(const TrainingPipelineOptions &options, int64_t step);
 
 /// Adds the passes that turn a model module into a trainable one:
