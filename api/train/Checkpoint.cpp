@@ -1,10 +1,6 @@
 //===- Checkpoint.cpp - Training checkpoints on disk ----------------------===//
 
-#include "tools/loom/Checkpoint.h"
-#include "tools/loom/Common.h"
-
-#include "llvm/ADT/StringRef.h"
-#include "llvm/Support/FormatVariadic.h"
+#include "api/train/Checkpoint.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -12,12 +8,28 @@
 #include <filesystem>
 #include <optional>
 
-namespace loom::cli {
+namespace loom::train {
 
 namespace {
 
-llvm::Error error(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+Status error(const std::string &message) {
+  return Status::failure(message, ErrorCode::InvalidArgument);
+}
+
+/// "step-<digits>.safetensors" as its step, or -1.
+int64_t checkpointStep(const std::string &filename) {
+  const std::string prefix = "step-", suffix = ".safetensors";
+  if (filename.size() <= prefix.size() + suffix.size() ||
+      filename.compare(0, prefix.size(), prefix) != 0 ||
+      filename.compare(filename.size() - suffix.size(), suffix.size(),
+                       suffix) != 0)
+    return -1;
+  std::string digits = filename.substr(
+      prefix.size(), filename.size() - prefix.size() - suffix.size());
+  if (digits.empty() || digits.size() > 18 ||
+      digits.find_first_not_of("0123456789") != std::string::npos)
+    return -1;
+  return std::stoll(digits);
 }
 
 /// "parameter 'x' holds NaN at element 3" when state tensor `name` of
@@ -47,7 +59,7 @@ std::string checkpointPath(const std::string &dir, int64_t step) {
   return dir + "/checkpoints/step-" + std::to_string(step) + ".safetensors";
 }
 
-llvm::Expected<std::vector<std::pair<int64_t, std::string>>>
+ErrorOr<std::vector<std::pair<int64_t, std::string>>>
 listCheckpoints(const std::string &dir) {
   std::string folder = dir + "/checkpoints";
   std::vector<std::pair<int64_t, std::string>> found;
@@ -55,29 +67,27 @@ listCheckpoints(const std::string &dir) {
   if (!std::filesystem::exists(folder, ec))
     return found;
   for (const auto &entry : std::filesystem::directory_iterator(folder, ec)) {
-    std::string filename = entry.path().filename().string();
-    llvm::StringRef name(filename);
-    int64_t step = 0;
-    if (!name.consume_front("step-") || !name.consume_back(".safetensors") ||
-        name.getAsInteger(10, step))
+    int64_t step = checkpointStep(entry.path().filename().string());
+    if (step < 0)
       continue;
     found.emplace_back(step, entry.path().string());
   }
   if (ec)
-    return error("cannot read '" + folder + "': " + ec.message());
+    return Status::failure("cannot read '" + folder + "': " + ec.message(),
+                           ErrorCode::Io);
   std::sort(found.begin(), found.end());
   return found;
 }
 
-llvm::Error saveState(runtime::Session &session, const std::string &path,
-                      const Metadata &metadata, bool parametersOnly) {
+Status saveState(runtime::Session &session, const std::string &path,
+                 const Metadata &metadata, bool parametersOnly) {
   SafeTensorFile file;
   file.metadata = metadata;
   for (const std::string &name :
        parametersOnly ? session.parameterNames() : session.stateNames()) {
-    auto state = toExpected(session.getState(name));
+    ErrorOr<runtime::Tensor> state = session.getState(name);
     if (!state)
-      return state.takeError();
+      return state.status();
     SafeTensor &t = file.tensors[name];
     t.dtype = dtypeInfo(state->dtype()).safetensorsName;
     t.shape = state->shape();
@@ -89,11 +99,11 @@ llvm::Error saveState(runtime::Session &session, const std::string &path,
       return error("'" + path + "' is not written: " + *bad +
                    "; training diverged");
   }
-  return toError(saveSafetensors(path, file));
+  return saveSafetensors(path, file);
 }
 
-llvm::Error loadState(runtime::Session &session, const SafeTensorFile &file,
-                      const std::string &path) {
+Status loadState(runtime::Session &session, const SafeTensorFile &file,
+                 const std::string &path) {
   for (const std::string &name : session.stateNames()) {
     const runtime::Program::StateTensor &state =
         *session.program().stateTensor(name);
@@ -112,20 +122,19 @@ llvm::Error loadState(runtime::Session &session, const SafeTensorFile &file,
       return error("checkpoint '" + path + "': " + *bad);
     runtime::TensorRef value{const_cast<uint8_t *>(t.bytes.data()), state.dtype,
                              state.shape};
-    if (llvm::Error err = toError(session.setState(name, value)))
-      return err;
+    LOOM_RETURN_IF_ERROR(session.setState(name, value));
   }
   if (file.tensors.size() != session.stateNames().size())
     return error("checkpoint '" + path +
                  "' holds tensors this model does not have");
-  return llvm::Error::success();
+  return Status::success();
 }
 
-llvm::Expected<std::vector<std::string>>
+ErrorOr<std::vector<std::string>>
 pruneCheckpoints(const std::string &dir, int64_t keep, int64_t protect) {
   auto checkpoints = listCheckpoints(dir);
   if (!checkpoints)
-    return checkpoints.takeError();
+    return checkpoints.status();
   std::vector<std::string> deleted;
   int64_t excess = int64_t(checkpoints->size()) - keep;
   for (int64_t i = 0; i < excess; ++i) {
@@ -135,10 +144,11 @@ pruneCheckpoints(const std::string &dir, int64_t keep, int64_t protect) {
     std::error_code ec;
     std::filesystem::remove(path, ec);
     if (ec)
-      return error("cannot delete '" + path + "': " + ec.message());
+      return Status::failure("cannot delete '" + path + "': " + ec.message(),
+                             ErrorCode::Io);
     deleted.push_back(path);
   }
   return deleted;
 }
 
-} // namespace loom::cli
+} // namespace loom::train

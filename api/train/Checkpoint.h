@@ -10,13 +10,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LOOM_TOOLS_LOOM_CHECKPOINT_H
-#define LOOM_TOOLS_LOOM_CHECKPOINT_H
+#ifndef LOOM_API_TRAIN_CHECKPOINT_H
+#define LOOM_API_TRAIN_CHECKPOINT_H
 
 #include "runtime/Safetensors.h"
 #include "runtime/Session.h"
-
-#include "llvm/Support/Error.h"
 
 #include <cstdint>
 #include <map>
@@ -24,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-namespace loom::cli {
+namespace loom::train {
 
 using Metadata = std::map<std::string, std::string>;
 
@@ -36,26 +34,26 @@ std::string checkpointPath(const std::string &dir, int64_t step);
 
 /// The run's checkpoints as (step, path), oldest first; none when
 /// DIR/checkpoints does not exist.
-llvm::Expected<std::vector<std::pair<int64_t, std::string>>>
+ErrorOr<std::vector<std::pair<int64_t, std::string>>>
 listCheckpoints(const std::string &dir);
 
 /// Writes the model's whole state (parameters and optimizer moments), or
 /// only its parameters, with `metadata`, atomically; refuses, writing
 /// nothing, when a value is NaN or infinite.
-llvm::Error saveState(runtime::Session &session, const std::string &path,
+Status saveState(runtime::Session &session, const std::string &path,
                       const Metadata &metadata, bool parametersOnly = false);
 
 /// Copies a checkpoint that saveState wrote, read from `path`, into the
 /// model's state: every tensor of the state must be there with its shape and
 /// dtype, and finite.
-llvm::Error loadState(runtime::Session &session, const SafeTensorFile &file,
+Status loadState(runtime::Session &session, const SafeTensorFile &file,
                       const std::string &path);
 
 /// Deletes step checkpoints older than the `keep` latest, except `protect`
 /// (the best one). Returns the paths deleted.
-llvm::Expected<std::vector<std::string>>
+ErrorOr<std::vector<std::string>>
 pruneCheckpoints(const std::string &dir, int64_t keep, int64_t protect);
 
-} // namespace loom::cli
+} // namespace loom::train
 
-#endif // LOOM_TOOLS_LOOM_CHECKPOINT_H
+#endif // LOOM_API_TRAIN_CHECKPOINT_H

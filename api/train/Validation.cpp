@@ -1,23 +1,18 @@
 //===- Validation.cpp - Validation loss and BLEU during training ----------===//
 
-#include "tools/loom/Validation.h"
-#include "tools/loom/Common.h"
-#include "tools/loom/CpuBackend.h"
+#include "api/train/Validation.h"
 
 #include "abi/ModelAbi.h"
 #include "runtime/Decoding.h"
+#include "runtime/TrainStep.h"
 #include "text/Batching.h"
 
 #include <algorithm>
 #include <chrono>
 
-namespace loom::cli {
+namespace loom::train {
 
 namespace {
-
-llvm::Error error(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
 
 std::vector<std::vector<int64_t>>
 pick(const std::vector<std::vector<int64_t>> &rows, const text::Batch &batch) {
@@ -35,7 +30,7 @@ int64_t decodeLength(int64_t width, int64_t maxLen) {
 
 } // namespace
 
-llvm::Expected<ValidationResult> validate(runtime::Session &session,
+ErrorOr<ValidationResult> validate(runtime::Session &session,
                                           const ValidationSet &set,
                                           const text::Tokenizer &tokenizer,
                                           const ValidationLimits &limits) {
@@ -50,21 +45,21 @@ llvm::Expected<ValidationResult> validate(runtime::Session &session,
   double nll = 0;
   for (const text::Batch &batch : text::makeSortedBatches(
            lengths, limits.maxTokens, limits.maxSentences)) {
-    auto src = idsTensor(pick(set.sources, batch));
-    auto tgt = idsTensor(pick(set.targets, batch));
+    ErrorOr<runtime::Tensor> src = runtime::idsTensor(pick(set.sources, batch));
+    ErrorOr<runtime::Tensor> tgt = runtime::idsTensor(pick(set.targets, batch));
     if (!src || !tgt)
-      return !src ? src.takeError() : tgt.takeError();
+      return !src ? src.status() : tgt.status();
     std::vector<runtime::Tensor> staging;
     auto srcIn = runtime::deviceInput(session.device(), src->ref(), staging);
     auto tgtIn = runtime::deviceInput(session.device(), tgt->ref(), staging);
     if (!srcIn || !tgtIn)
-      return toError(!srcIn ? srcIn.status() : tgtIn.status());
+      return !srcIn ? srcIn.status() : tgtIn.status();
     auto out = session.run(abi::kTokenLogProbs, {*srcIn, *tgtIn});
     if (!out)
-      return error("validation: " + out.error());
-    auto logProbs = toExpected(runtime::toHost((*out)[0].tensor));
+      return out.status().withContext("validation");
+    ErrorOr<runtime::Tensor> logProbs = runtime::toHost((*out)[0].tensor);
     if (!logProbs)
-      return logProbs.takeError();
+      return logProbs.status();
     for (int64_t i = 0; i < logProbs->numel(); ++i)
       nll -= logProbs->f32()[i];
     for (int64_t index : batch)
@@ -82,9 +77,9 @@ llvm::Expected<ValidationResult> validate(runtime::Session &session,
   result.hypotheses.resize(set.sources.size());
   for (const text::Batch &batch : text::makeSortedBatches(
            decodeLengths, limits.maxTokens, limits.maxSentences)) {
-    auto src = idsTensor(pick(set.sources, batch));
+    ErrorOr<runtime::Tensor> src = runtime::idsTensor(pick(set.sources, batch));
     if (!src)
-      return src.takeError();
+      return src.status();
     runtime::GreedyOptions greedy;
     greedy.bos = text::Tokenizer::kBos;
     greedy.eos = text::Tokenizer::kEos;
@@ -93,11 +88,11 @@ llvm::Expected<ValidationResult> validate(runtime::Session &session,
       greedy.maxLen = std::max(greedy.maxLen, decodeLengths[index].tgt);
     auto decoded = runtime::greedyDecode(session, src->ref(), greedy);
     if (!decoded)
-      return error("validation: " + decoded.error());
+      return decoded.status().withContext("validation");
     for (size_t i = 0; i < batch.size(); ++i) {
-      auto text = toExpected(tokenizer.decode((*decoded)[i]));
+      ErrorOr<std::string> text = tokenizer.decode((*decoded)[i]);
       if (!text)
-        return text.takeError();
+        return text.status();
       result.hypotheses[batch[i]] = std::move(*text);
     }
   }
@@ -108,4 +103,4 @@ llvm::Expected<ValidationResult> validate(runtime::Session &session,
   return result;
 }
 
-} // namespace loom::cli
+} // namespace loom::train

@@ -7,20 +7,18 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LOOM_TOOLS_LOOM_VALIDATION_H
-#define LOOM_TOOLS_LOOM_VALIDATION_H
+#ifndef LOOM_API_TRAIN_VALIDATION_H
+#define LOOM_API_TRAIN_VALIDATION_H
 
 #include "runtime/Session.h"
 #include "text/Bleu.h"
 #include "text/Tokenizer.h"
 
-#include "llvm/Support/Error.h"
-
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace loom::cli {
+namespace loom::train {
 
 struct ValidationSet {
   std::vector<std::vector<int64_t>> sources; // ids + eos
@@ -45,11 +43,11 @@ struct ValidationResult {
   double seconds = 0;
 };
 
-llvm::Expected<ValidationResult> validate(runtime::Session &session,
+ErrorOr<ValidationResult> validate(runtime::Session &session,
                                           const ValidationSet &set,
                                           const text::Tokenizer &tokenizer,
                                           const ValidationLimits &limits);
 
-} // namespace loom::cli
+} // namespace loom::train
 
-#endif // LOOM_TOOLS_LOOM_VALIDATION_H
+#endif // LOOM_API_TRAIN_VALIDATION_H

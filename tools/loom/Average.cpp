@@ -10,9 +10,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tools/loom/Checkpoint.h"
 #include "tools/loom/Commands.h"
 #include "tools/loom/Common.h"
+
+#include "api/train/Checkpoint.h"
 
 #include "runtime/Safetensors.h"
 
@@ -40,7 +41,7 @@ struct AverageOptions {
 llvm::Error average(const AverageOptions &o) {
   if (o.last < 1)
     return error("--last must be at least 1");
-  auto checkpoints = listCheckpoints(o.dir);
+  auto checkpoints = toExpected(train::listCheckpoints(o.dir));
   if (!checkpoints)
     return checkpoints.takeError();
   if (int64_t(checkpoints->size()) < o.last)

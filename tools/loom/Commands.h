@@ -29,6 +29,8 @@ void addExportCommand(CLI::App &app, int &exitCode);
 void addAverageCommand(CLI::App &app, int &exitCode);
 /// `loom train`: a translator from a parallel corpus.
 void addTrainCommand(CLI::App &app, int &exitCode);
+/// `loom prepare`: a folder that trains with loom-train (Prepare.cpp).
+void addPrepareCommand(CLI::App &app, int &exitCode);
 /// `loom plot`: learning curves of runs as a PNG (Plot.cpp).
 void addPlotCommand(CLI::App &app, int &exitCode);
 /// `loom inspect`: a compiled executable as protobuf text.

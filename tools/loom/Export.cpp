@@ -54,32 +54,6 @@ llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-/// Copies `from` to `to` atomically, with `executable` permissions.
-llvm::Error copyFile(const std::string &from, const std::string &to,
-                     bool executable = false) {
-  auto bytes = llvm::MemoryBuffer::getFile(from, /*IsText=*/false,
-                                           /*RequiresNullTerminator=*/false);
-  if (!bytes)
-    return error("cannot read '" + from + "': " + bytes.getError().message());
-  llvm::StringRef data = (*bytes)->getBuffer();
-  if (llvm::Error err = toError(
-          writeFileAtomically(to, {BytePiece{data.data(), data.size()}})))
-    return err;
-  if (executable) {
-    std::error_code ec;
-    std::filesystem::permissions(to,
-                                 std::filesystem::perms::owner_all |
-                                     std::filesystem::perms::group_read |
-                                     std::filesystem::perms::group_exec |
-                                     std::filesystem::perms::others_read |
-                                     std::filesystem::perms::others_exec,
-                                 ec);
-    if (ec)
-      return error("cannot make '" + to + "' executable: " + ec.message());
-  }
-  return llvm::Error::success();
-}
-
 llvm::Error exportModel(const ExportOptions &o) {
   if (!abi::isCpuLevel(o.cpu))
     return error("unknown --cpu '" + o.cpu + "'; the choices are " +

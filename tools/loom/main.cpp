@@ -32,6 +32,7 @@ int main(int argc, char **argv) {
   loom::cli::addScoreCommand(app, exitCode);
   loom::cli::addTranslateCommand(app, exitCode);
   loom::cli::addExportCommand(app, exitCode);
+  loom::cli::addPrepareCommand(app, exitCode);
   loom::cli::addAverageCommand(app, exitCode);
   loom::cli::addTrainCommand(app, exitCode);
   loom::cli::addPlotCommand(app, exitCode);
