@@ -35,8 +35,10 @@ test: build
 # The runtime-only binaries and their libraries, for a GPU machine without
 # Debian's packages (scripts/device-bundle.sh says how to run them there).
 # DeviceAgreementTest runs `tiny` (the build compiles it), `multi30k` and
-# `base`; loom-bench times base-bench-cuda (batch 32, beam 4).
+# `base`; loom-bench times base-bench-cuda (batch 32, beam 4); with
+# Multi30k in M30K_DATA, the learn stage trains the multi30k recipe there.
 DEVICE_DATA = $(BUILD)/device-data
+M30K_DATA ?=
 device-bundle: build
 	@mkdir -p $(DEVICE_DATA)
 	@cp $(BUILD)/tests/unit/device-data/*.loomx $(DEVICE_DATA)/
@@ -48,9 +50,18 @@ device-bundle: build
 	done
 	@$(BUILD)/bin/loom compile --preset base --target cuda \
 	  --max-tokens 4096 --max-len 32 --max-batch 128 -o $(DEVICE_DATA)/base-bench-cuda.loomx
+	@if [ -n "$(M30K_DATA)" ]; then \
+	  ./scripts/prepare-gpu-learn.sh $(BUILD) $(BUILD)/learn $(M30K_DATA); \
+	else \
+	  echo "device-bundle: no M30K_DATA=DIR (Multi30k); the learn stage will not run"; \
+	  rm -rf $(BUILD)/learn; \
+	fi
 	@DEVICE_BUNDLE_DATA="$$(ls $(DEVICE_DATA)/*.loomx)" \
+	  DEVICE_BUNDLE_MODULES="$(BUILD)/lib/libloom_sentencepiece.so" \
+	  DEVICE_BUNDLE_DIRS="$$(ls -d $(BUILD)/learn 2>/dev/null)" \
 	  ./scripts/device-bundle.sh $(BUILD) device-bundle.tar.xz \
-	  DeviceConformanceTest DeviceAgreementTest NcclCollectivesTest loom-translate loom-bench
+	  DeviceConformanceTest DeviceAgreementTest NcclCollectivesTest loom-translate loom-bench \
+	  loom-train
 
 # The GPU check (docs/GPU.md): the bundle, and the one command to run where
 # the GPU is.

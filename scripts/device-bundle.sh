@@ -19,6 +19,11 @@
 # DEVICE_BUNDLE_DATA (compiled executables, say) go into data/, which `run`
 # names in LOOM_DEVICE_DATA.
 #
+# Shared objects in DEVICE_BUNDLE_MODULES (ones a binary opens at run time,
+# as the tokenizer's SentencePiece module) go into lib/ with what they
+# load; folders in DEVICE_BUNDLE_DIRS are copied as they are (the learn
+# stage's prepared run).
+#
 # Usage: scripts/device-bundle.sh BUILD_DIR OUT_ARCHIVE BINARY...
 # (DEVICE_BUNDLE_XZ_LEVEL: xz level, default 6)
 set -euo pipefail
@@ -49,6 +54,16 @@ for name in "$@"; do
     grep -v -E 'libcuda\.so' | while read -r lib; do
       cp -L -n "$lib" "$stage/lib/"
     done
+done
+for module in ${DEVICE_BUNDLE_MODULES:-}; do
+  cp -L "$module" "$stage/lib/"
+  ldd "$module" | awk '/=>/ && $3 ~ /^\// {print $3}' |
+    grep -v -E 'libcuda\.so' | while read -r lib; do
+      cp -L -n "$lib" "$stage/lib/"
+    done
+done
+for dir in ${DEVICE_BUNDLE_DIRS:-}; do
+  cp -r "$dir" "$stage/"
 done
 # The C library's companions, from the folder the packed C library came
 # from (the binaries above need not load them themselves).
