@@ -21,6 +21,13 @@ namespace loom::OpTrait {
 template <typename ConcreteType>
 class ElementwiseMap
     : public mlir::OpTrait::TraitBase<ConcreteType, ElementwiseMap> {};
+
+/// Loom_ViewOfOperand in LoomOps.td: the result is the first operand's
+/// bytes in another shape; checked with
+/// `op->hasTrait<loom::OpTrait::ViewOfOperand>()`.
+template <typename ConcreteType>
+class ViewOfOperand
+    : public mlir::OpTrait::TraitBase<ConcreteType, ViewOfOperand> {};
 } // namespace loom::OpTrait
 
 #include "ir/LoomDialect.h.inc"

@@ -23,6 +23,15 @@ def Loom_ElementwiseMap : NativeOpTrait<"ElementwiseMap"> {
   let cppNamespace = "::loom::OpTrait";
 }
 
+// The result is the first operand's bytes, reinterpreted in another shape
+// (reshape, reshape_as, expand_dims): the memory plan places it on the
+// operand's storage, a library call copies at most, and fusion passes one
+// that only adds or drops unit dims through. Ops carry it here instead of
+// being listed in each pass.
+def Loom_ViewOfOperand : NativeOpTrait<"ViewOfOperand"> {
+  let cppNamespace = "::loom::OpTrait";
+}
+
 class Loom_Op<string mnemonic, list<Trait> traits = []>
     : Op<Loom_Dialect, mnemonic, traits>;
 
@@ -268,7 +277,7 @@ def Loom_CrossEntropyGradOp : Loom_InferredOp<"cross_entropy_grad"> {
 // Shape and data movement
 //===----------------------------------------------------------------------===//
 
-def Loom_ReshapeOp : Loom_DiffOp<"reshape"> {
+def Loom_ReshapeOp : Loom_DiffOp<"reshape", [Loom_ViewOfOperand]> {
   let summary = "Reshape; 0 copies the input dim at that index, -1 infers";
   let arguments = (ins Loom_AnyTensor:$input, DenseI64ArrayAttr:$shape);
   let results = (outs Loom_AnyTensor:$result);
@@ -276,7 +285,7 @@ def Loom_ReshapeOp : Loom_DiffOp<"reshape"> {
       "$input $shape attr-dict `:` functional-type(operands, results)";
 }
 
-def Loom_ReshapeAsOp : Loom_DiffOp<"reshape_as"> {
+def Loom_ReshapeAsOp : Loom_DiffOp<"reshape_as", [Loom_ViewOfOperand]> {
   let summary = "Reshape `input` to the shape of `like`";
   let arguments = (ins Loom_AnyTensor:$input, Loom_AnyTensor:$like);
   let results = (outs Loom_AnyTensor:$result);
@@ -284,7 +293,7 @@ def Loom_ReshapeAsOp : Loom_DiffOp<"reshape_as"> {
       "$input `,` $like attr-dict `:` functional-type(operands, results)";
 }
 
-def Loom_ExpandDimsOp : Loom_DiffOp<"expand_dims"> {
+def Loom_ExpandDimsOp : Loom_DiffOp<"expand_dims", [Loom_ViewOfOperand]> {
   let summary = "Insert size-1 dims at `dims` (indices in the result)";
   let arguments = (ins Loom_AnyTensor:$input, DenseI64ArrayAttr:$dims);
   let results = (outs Loom_AnyTensor:$result);

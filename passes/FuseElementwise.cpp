@@ -154,9 +154,10 @@ static bool onlyUnitDims(Type from, Type to) {
 }
 
 static bool isBroadcastOrView(Operation *op) {
-  if (isa<BroadcastAsOp, ExpandDimsOp>(op))
+  if (isa<BroadcastAsOp>(op))
     return true;
-  if (isa<ReshapeOp, ReshapeAsOp>(op))
+  // A view that only adds or drops unit dims (expand_dims always does).
+  if (op->hasTrait<loom::OpTrait::ViewOfOperand>())
     return onlyUnitDims(op->getOperand(0).getType(),
                         op->getResult(0).getType());
   return false;

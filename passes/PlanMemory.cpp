@@ -89,7 +89,7 @@ int64_t elementWidth(Value v) {
 
 /// Whether `op`'s result is its first operand's bytes, reinterpreted.
 bool isView(Operation *op) {
-  return isa<ReshapeOp, ReshapeAsOp, ExpandDimsOp>(op);
+  return op->hasTrait<loom::OpTrait::ViewOfOperand>();
 }
 
 /// A slice that is a contiguous piece of its operand: every dim before the

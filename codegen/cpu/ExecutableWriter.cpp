@@ -2,10 +2,10 @@
 
 #include "codegen/cpu/ExecutableWriter.h"
 
+#include "abi/LinearPrecision.h"
 #include "codegen/cpu/ObjectEmitter.h"
 #include "codegen/cpu/RegionCodegen.h"
 #include "ir/ArenaPlan.h"
-#include "runtime/cpu/PackedGemm.h"
 
 #include <map>
 
@@ -70,8 +70,8 @@ writeCpuExecutable(ModuleOp planned, const CpuExecutableOptions &options) {
   llvm::Expected<cpu::CodegenTarget> target = cpu::codegenTarget(options.cpu);
   if (!target)
     return planned.emitError(llvm::toString(target.takeError()));
-  if (ErrorOr<cpu::LinearPrecision> precision =
-          cpu::parseLinearPrecision(options.linearPrecision);
+  if (ErrorOr<abi::LinearPrecision> precision =
+          abi::parseLinearPrecision(options.linearPrecision);
       !precision)
     return planned.emitError(precision.error());
   CpuKernelTarget kernels(planned.getContext(), *target);

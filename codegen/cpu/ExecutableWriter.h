@@ -1,15 +1,15 @@
 //===- ExecutableWriter.h - Planned modules to CPU executables --*- C++ -*-===//
 //
 // `loom compile --target cpu`: the executable of a planned module
-// (codegen/ExecutableBuilder.h) whose generated kernels are native code for
-// one CPU, linked into one shared object (cpu/RegionCodegen.h).
+// (codegen/common/ExecutableBuilder.h) whose generated kernels are native code
+// for one CPU, linked into one shared object (cpu/RegionCodegen.h).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef LOOM_CODEGEN_CPU_EXECUTABLEWRITER_H
 #define LOOM_CODEGEN_CPU_EXECUTABLEWRITER_H
 
-#include "codegen/ExecutableBuilder.h"
+#include "codegen/common/ExecutableBuilder.h"
 
 namespace loom {
 

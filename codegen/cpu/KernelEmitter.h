@@ -9,8 +9,8 @@
 #ifndef LOOM_CODEGEN_CPU_KERNELEMITTER_H
 #define LOOM_CODEGEN_CPU_KERNELEMITTER_H
 
-#include "codegen/cpu/KernelMath.h"
-#include "codegen/cpu/RegionGraph.h"
+#include "codegen/common/KernelMath.h"
+#include "codegen/common/RegionGraph.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -23,6 +23,18 @@
 namespace loom::cpu {
 
 using mlir::Value;
+// The region graph and its arithmetic are shared with the CUDA target
+// (codegen/common); the CPU's kernels are written in its terms.
+using codegen::BinaryFn;
+using codegen::DimExpr;
+using codegen::KernelMath;
+using codegen::Level;
+using codegen::Node;
+using codegen::NodeKind;
+using codegen::ReduceFn;
+using codegen::RegionGraph;
+using codegen::ShapeExpr;
+using codegen::UnaryFn;
 
 /// Vectors per iteration of a column loop that reduces, each with its own
 /// accumulators: a row that stays in L1 between phases is otherwise bound

@@ -46,7 +46,7 @@ struct CodegenTarget {
   unsigned vectorBits = 128;
   /// Kernels call the C library for sin, cos and pow. Tests turn it off to
   /// check, on the CPU, the arithmetic GPU kernels compute them with
-  /// (codegen/MathExpansion.h).
+  /// (codegen/common/MathExpansion.h).
   bool libm = true;
 };
 

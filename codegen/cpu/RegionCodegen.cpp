@@ -15,9 +15,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/cpu/RegionCodegen.h"
-#include "codegen/MathExpansion.h"
+#include "codegen/common/MathExpansion.h"
+#include "codegen/common/RegionGraph.h"
 #include "codegen/cpu/ObjectEmitter.h"
-#include "codegen/cpu/RegionGraph.h"
 #include "codegen/cpu/RegionLowering.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -90,11 +90,11 @@ CpuRegionCodegen::~CpuRegionCodegen() = default;
 FailureOr<RegionKernel> CpuRegionCodegen::addRegion(FusionOp fusion) {
   // Building the graph is cheap next to compiling a kernel; its key sees
   // through SSA names, the memory plan and the order of equal regions.
-  auto graph = cpu::buildRegionGraph(fusion);
+  auto graph = codegen::buildRegionGraph(fusion);
   if (failed(graph))
     return failure();
-  std::string structure = cpu::structuralKey(*graph);
-  SmallVector<int64_t> offsets = cpu::dropoutOffsets(*graph);
+  std::string structure = codegen::structuralKey(*graph);
+  SmallVector<int64_t> offsets = codegen::dropoutOffsets(*graph);
   std::string key = structure + "\noffsets";
   for (int64_t o : offsets)
     key += " " + std::to_string(o);

@@ -27,6 +27,7 @@
 using namespace mlir;
 using namespace loom;
 using namespace loom::cpu;
+using namespace loom::codegen;
 
 /// Recomputing a value costs more than this: a later loop reloads it.
 static constexpr int kScratchCost = 8;

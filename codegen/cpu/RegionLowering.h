@@ -22,17 +22,21 @@
 #ifndef LOOM_CODEGEN_CPU_REGIONLOWERING_H
 #define LOOM_CODEGEN_CPU_REGIONLOWERING_H
 
-#include "codegen/cpu/RegionGraph.h"
+#include "codegen/common/KernelMath.h"
+#include "codegen/common/RegionGraph.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
 namespace loom::cpu {
 
+using codegen::KernelMath;
+using codegen::RegionGraph;
+
 struct KernelOptions {
   /// Columns per vector iteration (1: scalar loops only).
   unsigned lanes = 8;
   /// sin, cos and pow through the C library (KernelMath); false: as GPU
-  /// kernels compute them (codegen/MathExpansion.h).
+  /// kernels compute them (codegen/common/MathExpansion.h).
   bool libm = true;
 };
 

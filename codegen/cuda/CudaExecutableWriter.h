@@ -1,7 +1,7 @@
 //===- CudaExecutableWriter.h - Modules to CUDA executables -----*- C++ -*-===//
 //
 // `loom compile --target cuda`: the executable of a planned module
-// (codegen/ExecutableBuilder.h) whose generated kernels are GPU kernels
+// (codegen/common/ExecutableBuilder.h) whose generated kernels are GPU kernels
 // (GpuRegionLowering.h), assembled by ptxas into a cubin for one
 // architecture, with their PTX kept beside it for the driver to compile on
 // a newer GPU. Buffers, steps and library calls are the CPU executable's:
@@ -12,7 +12,7 @@
 #ifndef LOOM_CODEGEN_CUDA_CUDAEXECUTABLEWRITER_H
 #define LOOM_CODEGEN_CUDA_CUDAEXECUTABLEWRITER_H
 
-#include "codegen/ExecutableBuilder.h"
+#include "codegen/common/ExecutableBuilder.h"
 
 namespace loom {
 

@@ -2,7 +2,7 @@
 
 #include "codegen/cuda/CudaRegionCodegen.h"
 
-#include "codegen/cpu/RegionGraph.h"
+#include "codegen/common/RegionGraph.h"
 #include "codegen/cuda/GpuRegionLowering.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -27,7 +27,7 @@ cuda::CudaRegionCodegen::CudaRegionCodegen(MLIRContext *context) {
 }
 
 FailureOr<std::string> cuda::CudaRegionCodegen::addRegion(FusionOp fusion) {
-  FailureOr<cpu::RegionGraph> graph = cpu::buildRegionGraph(fusion);
+  FailureOr<codegen::RegionGraph> graph = codegen::buildRegionGraph(fusion);
   if (failed(graph))
     return failure();
   std::string why;
@@ -35,8 +35,8 @@ FailureOr<std::string> cuda::CudaRegionCodegen::addRegion(FusionOp fusion) {
     return fusion.emitError("cannot be a CUDA kernel: ") << why;
   // Dropout offsets are constants of a GPU kernel, so they are part of
   // what makes two kernels the same.
-  std::string key = cpu::structuralKey(*graph);
-  for (int64_t offset : cpu::dropoutOffsets(*graph))
+  std::string key = codegen::structuralKey(*graph);
+  for (int64_t offset : codegen::dropoutOffsets(*graph))
     key += ";dropout@" + std::to_string(offset);
   auto [it, added] = symbols.try_emplace(key, "");
   if (!added)

@@ -2,7 +2,7 @@
 
 #include "codegen/cuda/GpuRegionLowering.h"
 
-#include "codegen/cpu/KernelMath.h"
+#include "codegen/common/KernelMath.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -11,7 +11,7 @@
 
 using namespace mlir;
 using namespace loom;
-using namespace loom::cpu;
+using namespace loom::codegen;
 using namespace loom::cuda;
 
 namespace {
@@ -586,8 +586,10 @@ LogicalResult cuda::canEmitGpuKernel(const RegionGraph &graph,
       words += type.getRank();
   if (8 * words > kMaxParameterBytes) {
     why = "its " + std::to_string(words) + " addresses and dims take " +
-          std::to_string(8 * words) + " bytes of kernel parameters, more than "
-          "the " + std::to_string(kMaxParameterBytes) + " a launch carries";
+          std::to_string(8 * words) +
+          " bytes of kernel parameters, more than "
+          "the " +
+          std::to_string(kMaxParameterBytes) + " a launch carries";
     return failure();
   }
   for (bool guarded : graph.guardedResults)

@@ -33,7 +33,7 @@
 #ifndef LOOM_CODEGEN_CUDA_GPUREGIONLOWERING_H
 #define LOOM_CODEGEN_CUDA_GPUREGIONLOWERING_H
 
-#include "codegen/cpu/RegionGraph.h"
+#include "codegen/common/RegionGraph.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -48,18 +48,18 @@ constexpr llvm::StringLiteral kLaunchBlock = "block";
 
 /// The threads per block a kernel of `graph` with launch shape `launch` is
 /// compiled for (gpu.func's known_block_size, PTX's .maxntid).
-int32_t blockThreads(const cpu::RegionGraph &graph, llvm::StringRef launch);
+int32_t blockThreads(const codegen::RegionGraph &graph, llvm::StringRef launch);
 
 /// The most bytes of parameters a kernel launch carries (PTX ISA 8.1).
 constexpr int64_t kMaxParameterBytes = 32764;
 
 /// Whether `graph` can be a GPU kernel yet; otherwise why not.
-mlir::LogicalResult canEmitGpuKernel(const cpu::RegionGraph &graph,
+mlir::LogicalResult canEmitGpuKernel(const codegen::RegionGraph &graph,
                                      std::string &why);
 
 /// Adds the kernel of `graph` to `kernels` as `symbol` (canEmitGpuKernel
 /// must hold). `module` is the module that holds `kernels`.
-void emitGpuKernel(const cpu::RegionGraph &graph, mlir::ModuleOp module,
+void emitGpuKernel(const codegen::RegionGraph &graph, mlir::ModuleOp module,
                    mlir::gpu::GPUModuleOp kernels, llvm::StringRef symbol);
 
 } // namespace loom::cuda

@@ -1,7 +1,7 @@
 //===- PtxEmitter.cpp - GPU kernels to PTX through MLIR's NVVM path -------===//
 
 #include "codegen/cuda/PtxEmitter.h"
-#include "codegen/MathExpansion.h"
+#include "codegen/common/MathExpansion.h"
 
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"

@@ -3,7 +3,7 @@
 // A gpu.module of kernels in the gpu, scf, arith, math and llvm dialects
 // becomes PTX for one NVIDIA architecture:
 //
-//   f32 math functions -> arith (codegen/MathExpansion.h: the polynomial
+//   f32 math functions -> arith (codegen/common/MathExpansion.h: the polynomial
 //   approximations the CPU's kernels use; pow as exp(y log x)); scf -> cf;
 //   gpu -> nvvm; gpu-module-to-binary with #nvvm.target<chip>, LLVM's NVPTX
 //   backend at -O3.

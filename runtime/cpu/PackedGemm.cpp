@@ -191,19 +191,6 @@ int loom::cpu::int8WeightLimit() {
   return limit;
 }
 
-loom::ErrorOr<LinearPrecision>
-loom::cpu::parseLinearPrecision(const std::string &name) {
-  if (name.empty() || name == "fp32")
-    return LinearPrecision::F32;
-  if (name == "int8")
-    return LinearPrecision::Int8;
-  if (name == "bf16")
-    return LinearPrecision::BF16;
-  return loom::Status::failure("unknown linear precision '" + name +
-                                   "' (fp32, int8 or bf16)",
-                               loom::ErrorCode::Corrupt);
-}
-
 struct PackedWeights::Impl {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};

@@ -37,6 +37,7 @@
 #define LOOM_RUNTIME_CPU_PACKEDGEMM_H
 
 #include "abi/Error.h"
+#include "abi/LinearPrecision.h"
 
 #include <cstdint>
 #include <memory>
@@ -44,13 +45,8 @@
 
 namespace loom::cpu {
 
-/// What a packed linear layer multiplies in.
-enum class LinearPrecision { F32, Int8, BF16 };
-
-/// The precision CpuTarget.linear_precision names: "" or "fp32", "int8",
-/// "bf16"; anything else is Corrupt. (Whether this CPU runs it is the
-/// device's question.)
-ErrorOr<LinearPrecision> parseLinearPrecision(const std::string &name);
+using abi::LinearPrecision;
+using abi::parseLinearPrecision;
 
 /// The largest weight code at int8 on this CPU: 127 with VNNI (AVX512-VNNI
 /// or AVX-VNNI), 63 without (see above).

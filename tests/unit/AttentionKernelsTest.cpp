@@ -19,7 +19,7 @@
 #include "TestUtil.h"
 
 #include "abi/CounterRng.h"
-#include "codegen/cpu/LibraryCalls.h"
+#include "codegen/common/LibraryCalls.h"
 #include "ir/Interpreter.h"
 #include "ir/LoomDialect.h"
 #include "runtime/Device.h"

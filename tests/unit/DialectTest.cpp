@@ -9,6 +9,10 @@
 #include "mlir/IR/Verifier.h"
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 using namespace mlir;
 using namespace loom;
 
@@ -38,6 +42,29 @@ TEST(Dialect, InfersBroadcastAndMatmulTypes) {
 // Every op with the trait must be mapped (or be one of the four handled by
 // name), so a new elementwise op cannot be fused without a way to run it;
 // and the trait sits on no op that reads other elements.
+// The views (an operand's bytes in another shape) are exactly the ops whose
+// result has as many elements as their first operand and whose evaluation
+// copies it: the memory plan, the executable builder, library calls and
+// fusion all ask the trait rather than list them.
+TEST(Dialect, ViewOfOperandIsReshapesAndExpandDims) {
+  auto ctx = test::makeContext();
+  std::vector<std::string> views;
+  for (RegisteredOperationName name : ctx->getRegisteredOperations())
+    if (name.getDialectNamespace() == "loom" &&
+        name.hasTrait<loom::OpTrait::ViewOfOperand>())
+      views.push_back(name.getStringRef().str());
+  std::sort(views.begin(), views.end());
+  EXPECT_EQ(views, (std::vector<std::string>{"loom.expand_dims", "loom.reshape",
+                                             "loom.reshape_as"}));
+  // A slice is a view only when contiguous, a transpose moves elements, a
+  // broadcast repeats them: none carries the trait.
+  for (const char *other :
+       {"loom.slice", "loom.transpose", "loom.broadcast_as", "loom.concat"})
+    EXPECT_FALSE(RegisteredOperationName::lookup(other, ctx.get())
+                     ->hasTrait<loom::OpTrait::ViewOfOperand>())
+        << other;
+}
+
 TEST(Dialect, EveryElementwiseMapOpHasAnEvaluation) {
   auto ctx = test::makeContext();
   OpBuilder b(ctx.get());

@@ -20,7 +20,7 @@
 
 #include "abi/DType.h"
 #include "abi/LibraryCalls.h"
-#include "codegen/cpu/LibraryCalls.h"
+#include "codegen/common/LibraryCalls.h"
 #include "frontend/Config.h"
 #include "frontend/Transformer.h"
 #include "ir/Interpreter.h"

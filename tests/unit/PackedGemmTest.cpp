@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/cpu/CpuFeatures.h"
 #include "runtime/cpu/PackedGemm.h"
+#include "runtime/cpu/CpuFeatures.h"
 
 #include <gtest/gtest.h>
 
@@ -112,8 +112,7 @@ std::vector<int> codesOf(const float *v, int64_t n, double &scale,
   scale = peak / float(limit);
   std::vector<int> codes(n);
   for (int64_t i = 0; i < n; ++i)
-    codes[i] =
-        peak > 0 ? int(std::nearbyint(v[i] * (float(limit) / peak))) : 0;
+    codes[i] = peak > 0 ? int(std::nearbyint(v[i] * (float(limit) / peak))) : 0;
   return codes;
 }
 

@@ -292,7 +292,7 @@ int checkInPlaceWrites(func::FuncOp fn) {
   int count = 0;
   for (Operation &op : fn.getBody().front()) {
     auto offsets = op.getAttrOfType<DenseI64ArrayAttr>(kOffsetsAttr);
-    if (!offsets || isa<ReshapeOp, ReshapeAsOp, ExpandDimsOp>(op))
+    if (!offsets || op.hasTrait<loom::OpTrait::ViewOfOperand>())
       continue;
     for (auto [r, offset] : llvm::zip(op.getResults(), offsets.asArrayRef()))
       for (Value x : op.getOperands()) {

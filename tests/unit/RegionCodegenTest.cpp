@@ -229,10 +229,10 @@ TEST(RegionCodegen, MathMatchesTheInterpreter) {
 
 TEST(RegionCodegen, GpuMathMatchesTheInterpreterOnTheCpu) {
   // GPU kernels link nothing: sin, cos and pow are arithmetic there
-  // (codegen/MathExpansion.h), which the CPU computes too when its kernels
-  // do not call the C library. Sinusoidal positions reach arguments of a
-  // thousand and more, where a reduction by one float's 2*pi would be off
-  // by 3e-5.
+  // (codegen/common/MathExpansion.h), which the CPU computes too when its
+  // kernels do not call the C library. Sinusoidal positions reach arguments of
+  // a thousand and more, where a reduction by one float's 2*pi would be off by
+  // 3e-5.
   std::mt19937_64 rng(7);
   HostTensor x = randomTensor(rng, {16, 33}, DType::F32, 4.0);
   HostTensor wide = x;

@@ -1,7 +1,7 @@
 //===- MathExpansion.cpp - Math functions as arithmetic
 //--------------------===//
 
-#include "codegen/MathExpansion.h"
+#include "codegen/common/MathExpansion.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"

@@ -10,22 +10,22 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LOOM_CODEGEN_CPU_KERNELMATH_H
-#define LOOM_CODEGEN_CPU_KERNELMATH_H
+#ifndef LOOM_CODEGEN_COMMON_KERNELMATH_H
+#define LOOM_CODEGEN_COMMON_KERNELMATH_H
 
-#include "codegen/cpu/RegionGraph.h"
+#include "codegen/common/RegionGraph.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
-namespace loom::cpu {
+namespace loom::codegen {
 
 class KernelMath {
 public:
   /// `libm`: sin, cos, pow (and f64 erf, tanh) call the C library, whose
   /// range reduction positional encodings need on the CPU; without it (GPU
-  /// kernels) they stay math ops, which codegen/MathExpansion.h expands.
+  /// kernels) they stay math ops, which codegen/common/MathExpansion.h expands.
   KernelMath(mlir::OpBuilder &b, mlir::Location loc, mlir::ModuleOp module,
              bool libm = true)
       : b(b), loc(loc), module(module), libm(libm) {}
@@ -96,6 +96,6 @@ private:
   bool libm;
 };
 
-} // namespace loom::cpu
+} // namespace loom::codegen
 
-#endif // LOOM_CODEGEN_CPU_KERNELMATH_H
+#endif // LOOM_CODEGEN_COMMON_KERNELMATH_H

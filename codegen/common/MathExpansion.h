@@ -20,8 +20,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LOOM_CODEGEN_MATHEXPANSION_H
-#define LOOM_CODEGEN_MATHEXPANSION_H
+#ifndef LOOM_CODEGEN_COMMON_MATHEXPANSION_H
+#define LOOM_CODEGEN_COMMON_MATHEXPANSION_H
 
 #include "mlir/IR/Operation.h"
 #include "mlir/Support/LogicalResult.h"
@@ -35,4 +35,4 @@ mlir::LogicalResult expandMathFunctions(mlir::Operation *root);
 
 } // namespace loom
 
-#endif // LOOM_CODEGEN_MATHEXPANSION_H
+#endif // LOOM_CODEGEN_COMMON_MATHEXPANSION_H

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/cpu/LibraryCalls.h"
+#include "codegen/common/LibraryCalls.h"
 
 #include "ir/LoomDialect.h"
 

@@ -27,8 +27,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LOOM_CODEGEN_CPU_REGIONGRAPH_H
-#define LOOM_CODEGEN_CPU_REGIONGRAPH_H
+#ifndef LOOM_CODEGEN_COMMON_REGIONGRAPH_H
+#define LOOM_CODEGEN_COMMON_REGIONGRAPH_H
 
 #include "ir/InterpreterKernels.h"
 #include "ir/LoomDialect.h"
@@ -41,7 +41,7 @@
 #include <string>
 #include <vector>
 
-namespace loom::cpu {
+namespace loom::codegen {
 
 /// One dim of a run-time shape: `size` when `sources` is empty, else the
 /// NumPy broadcast of the `dims` entries listed.
@@ -152,6 +152,6 @@ ShapeExpr shapeOfType(mlir::RankedTensorType type, unsigned firstDim);
 /// NumPy broadcast of two shapes (right-aligned).
 ShapeExpr broadcastShapes(const ShapeExpr &a, const ShapeExpr &b);
 
-} // namespace loom::cpu
+} // namespace loom::codegen
 
-#endif // LOOM_CODEGEN_CPU_REGIONGRAPH_H
+#endif // LOOM_CODEGEN_COMMON_REGIONGRAPH_H

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LOOM_CODEGEN_CPU_LIBRARYCALLS_H
-#define LOOM_CODEGEN_CPU_LIBRARYCALLS_H
+#ifndef LOOM_CODEGEN_COMMON_LIBRARYCALLS_H
+#define LOOM_CODEGEN_COMMON_LIBRARYCALLS_H
 
 #include "abi/LibraryCalls.h"
 
@@ -36,4 +36,4 @@ mlir::FailureOr<LibraryCall> encodeAttentionCall(mlir::Operation *op);
 
 } // namespace loom
 
-#endif // LOOM_CODEGEN_CPU_LIBRARYCALLS_H
+#endif // LOOM_CODEGEN_COMMON_LIBRARYCALLS_H

@@ -19,8 +19,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LOOM_CODEGEN_EXECUTABLEBUILDER_H
-#define LOOM_CODEGEN_EXECUTABLEBUILDER_H
+#ifndef LOOM_CODEGEN_COMMON_EXECUTABLEBUILDER_H
+#define LOOM_CODEGEN_COMMON_EXECUTABLEBUILDER_H
 
 #include "ir/LoomDialect.h"
 #include "passes/SymbolicShapes.h"
@@ -64,4 +64,4 @@ buildExecutable(mlir::ModuleOp planned, const ExecutableOptions &options,
 
 } // namespace loom
 
-#endif // LOOM_CODEGEN_EXECUTABLEBUILDER_H
+#endif // LOOM_CODEGEN_COMMON_EXECUTABLEBUILDER_H

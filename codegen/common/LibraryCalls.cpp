@@ -15,7 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/cpu/LibraryCalls.h"
+#include "codegen/common/LibraryCalls.h"
 
 #include "ir/LoomDialect.h"
 
@@ -61,6 +61,10 @@ loom::abi::Activation activationOf(Activation activation) {
 
 FailureOr<LibraryCall> loom::encodeLibraryCall(Operation *op) {
   using R = FailureOr<LibraryCall>;
+  // A view the memory plan could not place on its operand's storage is a
+  // copy.
+  if (op->hasTrait<loom::OpTrait::ViewOfOperand>())
+    return callOf(op, "copy");
   return llvm::TypeSwitch<Operation *, R>(op)
       .Case<AttentionOp, AttentionGradOp>(
           [](Operation *op) { return encodeAttentionCall(op); })
@@ -77,8 +81,6 @@ FailureOr<LibraryCall> loom::encodeLibraryCall(Operation *op) {
         matmul.transposeRhs = o.getTransposeRhs();
         return callOf(o, "matmul", matmul.encode());
       })
-      .Case<ReshapeOp, ReshapeAsOp, ExpandDimsOp>(
-          [](Operation *op) -> R { return callOf(op, "copy"); })
       .Case<TransposeOp>([](TransposeOp o) -> R {
         ArrayRef<int64_t> perm = o.getPerm();
         return callOf(o, "transpose",

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/cpu/RegionGraph.h"
+#include "codegen/common/RegionGraph.h"
 
 #include "ir/InterpreterOps.h"
 
@@ -19,9 +19,9 @@
 
 using namespace mlir;
 using namespace loom;
-using namespace loom::cpu;
+using namespace loom::codegen;
 
-ShapeExpr cpu::shapeOfType(RankedTensorType type, unsigned firstDim) {
+ShapeExpr codegen::shapeOfType(RankedTensorType type, unsigned firstDim) {
   ShapeExpr shape;
   for (auto [i, d] : llvm::enumerate(type.getShape())) {
     DimExpr dim;
@@ -50,7 +50,7 @@ static DimExpr broadcastDim(const DimExpr &a, const DimExpr &b) {
   return merged;
 }
 
-ShapeExpr cpu::broadcastShapes(const ShapeExpr &a, const ShapeExpr &b) {
+ShapeExpr codegen::broadcastShapes(const ShapeExpr &a, const ShapeExpr &b) {
   size_t rank = std::max(a.size(), b.size());
   ShapeExpr out(rank);
   for (size_t i = 0; i < rank; ++i) {
@@ -570,11 +570,11 @@ FailureOr<RegionGraph> GraphBuilder::build() {
   return std::move(g);
 }
 
-FailureOr<RegionGraph> cpu::buildRegionGraph(FusionOp fusion) {
+FailureOr<RegionGraph> codegen::buildRegionGraph(FusionOp fusion) {
   return GraphBuilder(fusion).build();
 }
 
-std::string cpu::structuralKey(const RegionGraph &g) {
+std::string codegen::structuralKey(const RegionGraph &g) {
   std::string key;
   llvm::raw_string_ostream os(key);
   auto shape = [&](const ShapeExpr &e) {
@@ -620,7 +620,7 @@ std::string cpu::structuralKey(const RegionGraph &g) {
   return key;
 }
 
-SmallVector<int64_t> cpu::dropoutOffsets(const RegionGraph &g) {
+SmallVector<int64_t> codegen::dropoutOffsets(const RegionGraph &g) {
   SmallVector<int64_t> offsets;
   for (const Node &n : g.nodes)
     if (n.kind == NodeKind::Dropout)

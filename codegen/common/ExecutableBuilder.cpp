@@ -1,10 +1,10 @@
 //===- ExecutableBuilder.cpp - Planned modules to executables -------------===//
 
-#include "codegen/ExecutableBuilder.h"
+#include "codegen/common/ExecutableBuilder.h"
 
 #include "abi/Version.h"
-#include "codegen/cpu/LibraryCalls.h"
-#include "codegen/cpu/RegionGraph.h"
+#include "codegen/common/LibraryCalls.h"
+#include "codegen/common/RegionGraph.h"
 #include "ir/ArenaPlan.h"
 #include "ir/LoomDialect.h"
 #include "ir/ShapeUtils.h"
@@ -42,10 +42,11 @@ FailureOr<Buffer::DType> dtypeOf(Operation *where, Type type) {
   return where->emitError("no buffer type for element type ") << element;
 }
 
-/// Whether `op` reinterprets its first operand's bytes (a view the memory
-/// plan may have placed on the operand's storage).
+/// Whether `op` may reinterpret its first operand's bytes: a view, or a
+/// slice, which the memory plan places on its operand's storage when it is
+/// a contiguous piece of it.
 bool isViewOp(Operation *op) {
-  return isa<ReshapeOp, ReshapeAsOp, ExpandDimsOp, SliceOp>(op);
+  return op->hasTrait<loom::OpTrait::ViewOfOperand>() || isa<SliceOp>(op);
 }
 
 /// Writes the entry points of one module into one Executable.
@@ -300,10 +301,10 @@ FailureOr<int> Writer::kernelFor(const std::string &name,
 /// (dtype, rank, static sizes, which it writes) and every shape through
 /// which it touches them, so that the loader can hold each step to them.
 LogicalResult Writer::recordSignature(Kernel &kernel, FusionOp fusion) {
-  FailureOr<cpu::RegionGraph> built = cpu::buildRegionGraph(fusion);
+  FailureOr<codegen::RegionGraph> built = codegen::buildRegionGraph(fusion);
   if (failed(built))
     return failure();
-  const cpu::RegionGraph &g = *built;
+  const codegen::RegionGraph &g = *built;
   unsigned numOperands = g.operandTypes.size();
   auto addArg = [&](RankedTensorType type, bool written) -> LogicalResult {
     FailureOr<Buffer::DType> dtype = dtypeOf(fusion, type);
@@ -324,14 +325,14 @@ LogicalResult Writer::recordSignature(Kernel &kernel, FusionOp fusion) {
       return failure();
 
   // The kernel's domain is the broadcast of the leaves its values read and
-  // of its results (cpu::buildRegionGraph); record exactly those.
+  // of its results (codegen::buildRegionGraph); record exactly those.
   auto addAccess = [&](int arg, unsigned firstDim,
-                       const cpu::ShapeExpr &shape) -> LogicalResult {
+                       const codegen::ShapeExpr &shape) -> LogicalResult {
     runtime::Access *access = kernel.add_accesses();
     access->set_arg(arg);
     int64_t rank =
         arg < 0 ? 0 : static_cast<int64_t>(kernel.args(arg).dims_size());
-    for (const cpu::DimExpr &d : shape) {
+    for (const codegen::DimExpr &d : shape) {
       runtime::AccessDim *dim = access->add_dims();
       if (d.isStatic()) {
         dim->set_size(d.size);
@@ -346,13 +347,13 @@ LogicalResult Writer::recordSignature(Kernel &kernel, FusionOp fusion) {
     return success();
   };
   std::vector<bool> used(g.nodes.size(), false);
-  for (const cpu::Node &n : g.nodes)
+  for (const codegen::Node &n : g.nodes)
     for (unsigned i : n.inputs)
       used[i] = true;
   for (unsigned r : g.results)
     used[r] = true;
   for (auto [n, node] : llvm::enumerate(g.nodes)) {
-    if (node.kind != cpu::NodeKind::Leaf || !used[n])
+    if (node.kind != codegen::NodeKind::Leaf || !used[n])
       continue;
     // A constant array of the kernel's own (arg -1) only shapes the domain.
     int arg = node.operand;
@@ -362,7 +363,7 @@ LogicalResult Writer::recordSignature(Kernel &kernel, FusionOp fusion) {
   }
   for (auto [i, type] : llvm::enumerate(g.resultTypes))
     if (failed(addAccess(numOperands + i, g.resultDims[i],
-                         cpu::shapeOfType(type, g.resultDims[i]))))
+                         codegen::shapeOfType(type, g.resultDims[i]))))
       return failure();
   return success();
 }

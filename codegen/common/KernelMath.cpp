@@ -1,6 +1,6 @@
 //===- KernelMath.cpp - Scalar and vector arithmetic for kernels ----------===//
 
-#include "codegen/cpu/KernelMath.h"
+#include "codegen/common/KernelMath.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -12,7 +12,7 @@
 
 using namespace mlir;
 using namespace loom;
-using namespace loom::cpu;
+using namespace loom::codegen;
 
 static unsigned lanesOf(Value v) {
   auto vec = dyn_cast<VectorType>(v.getType());
