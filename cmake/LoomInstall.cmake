@@ -5,24 +5,25 @@ include(CMakePackageConfigHelpers)
 
 # The two user-facing targets bundle the internal libraries.
 add_library(LoomRuntimePackage INTERFACE)
-target_link_libraries(LoomRuntimePackage INTERFACE LoomTranslator LoomRuntime
-                      LoomText LoomAbi)
+target_link_libraries(LoomRuntimePackage INTERFACE LoomTrain LoomTranslator
+                      LoomRuntime LoomText LoomAbi)
 set_target_properties(LoomRuntimePackage PROPERTIES EXPORT_NAME runtime)
 add_library(LoomCompilerPackage INTERFACE)
-target_link_libraries(LoomCompilerPackage INTERFACE LoomCodegen LoomFrontend
+target_link_libraries(LoomCompilerPackage INTERFACE LoomDriver LoomCudaCodegen LoomCodegen LoomCodegenCommon LoomFrontend
                       LoomPasses LoomIR LoomRuntimePackage)
 set_target_properties(LoomCompilerPackage PROPERTIES EXPORT_NAME compiler)
 set_target_properties(LoomCApi PROPERTIES EXPORT_NAME c_api)
 
 install(TARGETS LoomAbi LoomRuntime LoomText LoomTranslator LoomCApi
-                LoomConfigProto LoomModelBench LoomRuntimePackage
+                LoomConfigProto LoomModelBench LoomMpi LoomTrain LoomRuntimePackage
         EXPORT LoomRuntimeTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(TARGETS LoomIR LoomPasses LoomFrontend LoomCodegen LoomCompilerPackage
+install(TARGETS LoomIR LoomPasses LoomFrontend LoomCodegenCommon LoomCodegen
+                LoomCudaCodegen LoomDriver LoomCompilerPackage
         EXPORT LoomCompilerTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(TARGETS loom loom-opt loom-translate loom-bench
+install(TARGETS loom loom-opt loom-translate loom-bench loom-train
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # `loom train` and `loom plot` draw curves with the script beside `loom`.
 install(PROGRAMS ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/loom-plot
@@ -39,7 +40,7 @@ install(EXPORT LoomCompilerTargets NAMESPACE Loom::
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Loom)
 
 # Headers keep their paths ("runtime/Session.h"), generated ones included.
-install(DIRECTORY abi runtime text api frontend ir passes codegen
+install(DIRECTORY abi runtime text api frontend ir passes codegen driver
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.h")
 install(DIRECTORY include/loom DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

@@ -9,7 +9,7 @@
 
 #include "tools/loom/Commands.h"
 #include "tools/loom/Common.h"
-#include "tools/loom/CpuBackend.h"
+#include "tools/loom/Sessions.h"
 
 #include "api/bench/ModelBench.h"
 
@@ -86,7 +86,8 @@ void addBenchCommand(CLI::App &app, int &exitCode) {
                   "decode: hypotheses per sentence (1: greedy)")
       ->capture_default_str();
   addPrecisionOption(cmd, o->run.precision);
-  cmd->add_option("--steps", o->run.steps, "Timed steps")->capture_default_str();
+  cmd->add_option("--steps", o->run.steps, "Timed steps")
+      ->capture_default_str();
   cmd->add_option("--warmup", o->run.warmup, "Untimed steps first")
       ->capture_default_str();
   cmd->add_option("--threads", o->threads,
@@ -95,7 +96,8 @@ void addBenchCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("--device", o->device,
                   "Where the model runs: cpu, or cuda (cuda:N for GPU N)")
       ->capture_default_str();
-  cmd->add_flag("--profile", o->run.profile, "Print the time per kernel to stderr");
+  cmd->add_flag("--profile", o->run.profile,
+                "Print the time per kernel to stderr");
   cmd->callback([o, &exitCode] {
     if (llvm::Error err = bench(*o))
       exitCode = fail("bench", std::move(err));

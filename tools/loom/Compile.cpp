@@ -7,17 +7,17 @@
 // the module after every stage and `--report` writes the figures of each
 // entry point as JSON. `--target cpu -o M.loomx` writes an executable
 // instead: generated kernels for every loom.fusion and library calls for the
-// rest (codegen/ExecutableBuilder.h), compiled for the CPU `--cpu` names:
-// this machine (native) or a portable x86-64 level. `--target cuda` writes
-// the same executable with GPU kernels for `--cuda-arch`
+// rest (codegen/common/ExecutableBuilder.h), compiled for the CPU `--cpu`
+// names: this machine (native) or a portable x86-64 level. `--target cuda`
+// writes the same executable with GPU kernels for `--cuda-arch`
 // (codegen/cuda/CudaExecutableWriter.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "tools/loom/Commands.h"
 #include "tools/loom/Common.h"
-#include "tools/loom/CpuBackend.h"
 #include "tools/loom/Report.h"
+#include "tools/loom/Sessions.h"
 
 #include "abi/CpuFeatures.h"
 #include "codegen/cpu/ExecutableWriter.h"

@@ -13,7 +13,7 @@
 #include "tools/loom/Demo.h"
 
 #include "tools/loom/Common.h"
-#include "tools/loom/CpuBackend.h"
+#include "tools/loom/Sessions.h"
 
 #include "frontend/Config.h"
 #include "frontend/SyntheticTask.h"

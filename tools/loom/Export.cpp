@@ -19,8 +19,8 @@
 
 #include "tools/loom/Commands.h"
 #include "tools/loom/Common.h"
-#include "tools/loom/CpuBackend.h"
 #include "tools/loom/ModelDir.h"
+#include "tools/loom/Sessions.h"
 
 #include "abi/CpuFeatures.h"
 #include "api/Translator.h"

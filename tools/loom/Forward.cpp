@@ -17,7 +17,7 @@
 
 #include "frontend/Transformer.h"
 #include "passes/Passes.h"
-#include "tools/loom/CpuBackend.h"
+#include "tools/loom/Sessions.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"

@@ -2,7 +2,7 @@
 
 #include "tools/loom/ModelDir.h"
 #include "tools/loom/Common.h"
-#include "tools/loom/CpuBackend.h"
+#include "tools/loom/Sessions.h"
 
 #include "abi/Version.h"
 #include "api/Translator.h"

@@ -13,7 +13,7 @@
 #ifndef LOOM_TOOLS_LOOM_MODELDIR_H
 #define LOOM_TOOLS_LOOM_MODELDIR_H
 
-#include "tools/loom/CpuBackend.h"
+#include "tools/loom/Sessions.h"
 
 #include "frontend/Config.h"
 #include "runtime/Program.h"

@@ -21,7 +21,7 @@
 
 #include "tools/loom/Commands.h"
 #include "tools/loom/Common.h"
-#include "tools/loom/CpuBackend.h"
+#include "tools/loom/Sessions.h"
 
 #include "frontend/onnx/OnnxImporter.h"
 #include "ir/Interpreter.h"

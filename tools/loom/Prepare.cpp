@@ -14,8 +14,8 @@
 
 #include "tools/loom/Commands.h"
 #include "tools/loom/Common.h"
-#include "tools/loom/CpuBackend.h"
 #include "tools/loom/ModelDir.h"
+#include "tools/loom/Sessions.h"
 #include "tools/loom/TrainingProgram.h"
 
 #include "abi/CpuFeatures.h"
@@ -152,12 +152,12 @@ llvm::Error prepare(const PrepareOptions &o) {
   if (llvm::Error err =
           writeText(o.out + "/" + kVocabulary, tokenizer->modelBytes()))
     return err;
-  if (llvm::Error err = toError(saveExecutable(
-          o.out + "/" + train::kTrainExecutable, *trainExe)))
+  if (llvm::Error err = toError(
+          saveExecutable(o.out + "/" + train::kTrainExecutable, *trainExe)))
     return err;
   std::string translateName = translateExecutableName(target);
-  if (llvm::Error err = toError(
-          saveExecutable(o.out + "/" + translateName, *translateExe)))
+  if (llvm::Error err =
+          toError(saveExecutable(o.out + "/" + translateName, *translateExe)))
     return err;
   std::string shimName = llvm::sys::path::filename(*shim).str();
   for (auto [from, to, executable] :
@@ -175,8 +175,7 @@ llvm::Error prepare(const PrepareOptions &o) {
   settings.translateExecutable = translateName;
   settings.vocabularyChecksum = vocabularyChecksum(*tokenizer);
   // Written last: a folder without it is not a prepared one.
-  if (llvm::Error err =
-          toError(train::writePreparedSettings(o.out, settings)))
+  if (llvm::Error err = toError(train::writePreparedSettings(o.out, settings)))
     return err;
   std::printf("prepared %s: d_model %lld, %lld+%lld layers, train.loomx for "
               "%s (%d pieces, %lld tokens and %lld sentences a batch) "
@@ -213,8 +212,7 @@ void addPrepareCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("--max-tokens", o->run.maxTokens,
                   "Padded tokens per batch and side")
       ->capture_default_str();
-  cmd->add_option("--max-sentences", o->run.maxSentences,
-                  "Sentences per batch")
+  cmd->add_option("--max-sentences", o->run.maxSentences, "Sentences per batch")
       ->capture_default_str();
   cmd->add_option("--warmup", o->run.warmup, "Warm-up steps of the schedule")
       ->capture_default_str();

@@ -1,45 +1,29 @@
-//===- CpuBackend.h - Compiling and loading models for the CPU --*- C++ -*-===//
+//===- Sessions.h - What the commands share at run time ---------*- C++ -*-===//
 //
-// What every command that runs a model on the CPU backend shares: build the
-// model from its config, run the compile pipeline for the bounds of the
-// batches it will see, write the executable, open a session on the CPU
-// device and bind named parameters. The runtime reports failures as
-// loom::Status; `toError` turns one into the llvm::Error the commands use.
+// What every command that runs a model shares once it is compiled (the
+// compiler is driver/CompileDriver.h): open the device a command's
+// `--device` names, a session of an executable on it, parameters drawn or
+// read. The runtime reports failures as loom::Status; `toError` turns one
+// into the llvm::Error the commands use.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LOOM_TOOLS_LOOM_CPUBACKEND_H
-#define LOOM_TOOLS_LOOM_CPUBACKEND_H
+#ifndef LOOM_TOOLS_LOOM_SESSIONS_H
+#define LOOM_TOOLS_LOOM_SESSIONS_H
 
-#include "frontend/Config.h"
+#include "driver/CompileDriver.h"
 #include "frontend/InterpretedModel.h"
-#include "passes/Pipeline.h"
-#include "passes/SymbolicShapes.h"
 #include "runtime/Session.h"
 #include "runtime/TrainStep.h"
 
-#include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/Error.h"
 
 #include <memory>
 
 namespace loom::cli {
 
-/// Prints every diagnostic of `ctx` (remarks included) to stderr with its
-/// location, while alive.
-std::unique_ptr<mlir::ScopedDiagnosticHandler>
-printDiagnostics(mlir::MLIRContext &ctx);
-
-/// The pipeline options for `config` planned for batches within the bounds.
-CompilePipelineOptions pipelineFor(const TransformerConfig &config,
-                                   int64_t maxTokens, int64_t maxLen,
-                                   int64_t maxBatch);
-
-/// Builds `config`'s model, compiles it and writes the CPU executable, with
-/// code for `cpu` ("native" or a portable level, as `loom compile --cpu`).
-llvm::Expected<runtime::Executable> compileCpuExecutable(
-    const TransformerConfig &config, const CompilePipelineOptions &pipeline,
-    llvm::StringRef dumpDir = "", llvm::StringRef cpu = "native");
+// The commands are written in the driver's terms.
+using namespace loom::driver;
 
 /// Opens a session of `exe` on a CPU device with `threads` threads (<= 0:
 /// one per hardware thread).
@@ -51,42 +35,6 @@ loadCpuSession(runtime::Executable exe, int threads);
 /// for it, so that a machine without it says so at once.
 llvm::Expected<std::shared_ptr<runtime::Device>>
 openCommandDevice(const std::string &kind, int threads);
-
-/// What an executable's code is for: a CPU (a level of abi/CpuFeatures.h,
-/// "native" for this machine) or, with `cudaArch` set, a GPU architecture.
-struct CodeTarget {
-  std::string cpu = "native";
-  std::string cudaArch; // "sm_90"
-  /// What decoding's linear layers multiply in on the CPU: "fp32", "int8",
-  /// "bf16" (CpuTarget.linear_precision).
-  std::string precision = "fp32";
-  bool cuda() const { return !cudaArch.empty(); }
-  /// "native", "x86-64-v3", "sm_90".
-  std::string name() const { return cuda() ? cudaArch : cpu; }
-};
-
-/// The target whose code runs natively on `device`: this CPU, or the GPU's
-/// architecture (the newest the compiler knows, whose PTX the driver
-/// compiles, for a GPU newer than all of them).
-CodeTarget codeTargetOf(const runtime::Device &device);
-
-/// The executable of `planned` (a module the compile pipeline ran on,
-/// planned for `bounds`) for `target`; `config` is what it was built from.
-llvm::Expected<runtime::Executable>
-writeExecutable(mlir::ModuleOp planned, const TransformerConfig &config,
-                const SizeBounds &bounds, const CodeTarget &target);
-/// The same for a module that no config describes (an imported model):
-/// `configText` is what the executable records of its source ("" for none).
-llvm::Expected<runtime::Executable>
-writeExecutable(mlir::ModuleOp planned, const std::string &configText,
-                const SizeBounds &bounds, const CodeTarget &target);
-
-/// Builds `config`'s model, compiles it (keeping the module after every
-/// pass in `dumpDir` when given) and writes the executable for `target`.
-llvm::Expected<runtime::Executable>
-compileExecutable(const TransformerConfig &config,
-                  const CompilePipelineOptions &pipeline,
-                  const CodeTarget &target, llvm::StringRef dumpDir = "");
 
 /// A session of `exe` on `device`.
 llvm::Expected<std::unique_ptr<runtime::Session>>
@@ -118,4 +66,4 @@ llvm::Expected<runtime::Tensor> scalarTensor(DType dtype, double value);
 
 } // namespace loom::cli
 
-#endif // LOOM_TOOLS_LOOM_CPUBACKEND_H
+#endif // LOOM_TOOLS_LOOM_SESSIONS_H

@@ -9,12 +9,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tools/TrainFlags.h"
 #include "tools/loom/Commands.h"
 #include "tools/loom/Common.h"
-#include "tools/loom/CpuBackend.h"
 #include "tools/loom/ModelDir.h"
+#include "tools/loom/Sessions.h"
 #include "tools/loom/TrainingProgram.h"
-#include "tools/TrainFlags.h"
 
 #include "api/Translator.h"
 #include "api/train/Job.h"
@@ -216,10 +216,10 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
     return fail(corpora.takeError());
 
   // Compile @train_step (and the validation entries) for these batches.
-  CompilePipelineOptions pipeline = trainingPipeline(
-      config, runSettings(o), job != nullptr,
-      // Checked when the options were read.
-      llvm::cantFail(bucketBytes(o.bucketMb)));
+  CompilePipelineOptions pipeline =
+      trainingPipeline(config, runSettings(o), job != nullptr,
+                       // Checked when the options were read.
+                       llvm::cantFail(bucketBytes(o.bucketMb)));
   auto device = openCommandDevice(o.device, o.threads);
   if (!device)
     return fail(device.takeError());

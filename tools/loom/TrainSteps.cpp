@@ -17,7 +17,7 @@
 
 #include "tools/loom/Commands.h"
 #include "tools/loom/Common.h"
-#include "tools/loom/CpuBackend.h"
+#include "tools/loom/Sessions.h"
 
 #include "abi/ModelAbi.h"
 #include "runtime/Executable.h"

@@ -9,7 +9,7 @@
 #ifndef LOOM_TOOLS_LOOM_TRAININGPROGRAM_H
 #define LOOM_TOOLS_LOOM_TRAININGPROGRAM_H
 
-#include "tools/loom/CpuBackend.h"
+#include "tools/loom/Sessions.h"
 
 #include "api/train/TrainingRun.h"
 #include "frontend/Config.h"

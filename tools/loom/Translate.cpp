@@ -11,8 +11,8 @@
 
 #include "tools/loom/Commands.h"
 #include "tools/loom/Common.h"
-#include "tools/loom/CpuBackend.h"
 #include "tools/loom/ModelDir.h"
+#include "tools/loom/Sessions.h"
 
 #include "api/TranslateStream.h"
 #include "tools/TranslateFlags.h"
