@@ -65,8 +65,8 @@ double forwardFlops(const TransformerConfig &config, double batch,
 /// FLOPs of decoding: the encoder and the cross K/V once per sentence, then
 /// per step one position for each of `beam` hypotheses a sentence,
 /// attending over the positions so far.
-double decodeFlops(const TransformerConfig &config, double batch,
-                   double srcLen, double tgtLen, double beam);
+double decodeFlops(const TransformerConfig &config, double batch, double srcLen,
+                   double tgtLen, double beam);
 
 /// Warms up, times `options.steps` steps on `session` (whose parameters are
 /// set) and returns the record: system, mode, shapes, device, threads,

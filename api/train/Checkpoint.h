@@ -41,13 +41,13 @@ listCheckpoints(const std::string &dir);
 /// only its parameters, with `metadata`, atomically; refuses, writing
 /// nothing, when a value is NaN or infinite.
 Status saveState(runtime::Session &session, const std::string &path,
-                      const Metadata &metadata, bool parametersOnly = false);
+                 const Metadata &metadata, bool parametersOnly = false);
 
 /// Copies a checkpoint that saveState wrote, read from `path`, into the
 /// model's state: every tensor of the state must be there with its shape and
 /// dtype, and finite.
 Status loadState(runtime::Session &session, const SafeTensorFile &file,
-                      const std::string &path);
+                 const std::string &path);
 
 /// Deletes step checkpoints older than the `keep` latest, except `protect`
 /// (the best one). Returns the paths deleted.

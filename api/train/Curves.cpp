@@ -49,8 +49,8 @@ ErrorOr<pid_t> spawnPlot(const std::string &script,
                           environ);
   ::posix_spawnattr_destroy(&attributes);
   if (rc != 0)
-    return Status::failure("cannot run '" + argv[0] + "': " +
-                               std::strerror(rc) +
+    return Status::failure("cannot run '" + argv[0] +
+                               "': " + std::strerror(rc) +
                                (python ? ""
                                        : " (the script runs with "
                                          "/usr/bin/python3; set LOOM_PYTHON "
@@ -113,8 +113,8 @@ void CurvesObserver::update() {
   pending = false;
   // In its own process group: Ctrl-C at the terminal stops training (which
   // then saves a checkpoint and waits for this redraw), not the redraw.
-  ErrorOr<pid_t> child = spawnPlot(
-      script, {dir, "-o", dir + "/" + kCurvesFile}, /*ownProcessGroup=*/true);
+  ErrorOr<pid_t> child = spawnPlot(script, {dir, "-o", dir + "/" + kCurvesFile},
+                                   /*ownProcessGroup=*/true);
   if (!child) {
     std::fprintf(stderr, "%s: %s; no curves are drawn in this run\n",
                  command.c_str(), child.error().c_str());

@@ -53,7 +53,8 @@ jobOnDevice(std::shared_ptr<runtime::Collectives> job,
     return job;
 #ifdef LOOM_NCCL
   size_t colon = device.find(':');
-  int ordinal = colon == std::string::npos ? 0 : std::stoi(device.substr(colon + 1));
+  int ordinal =
+      colon == std::string::npos ? 0 : std::stoi(device.substr(colon + 1));
   return cuda::joinNcclJob(job, ordinal, timeoutSeconds);
 #else
   return Status::failure("this build has no NCCL (nccl.h was not found): a "

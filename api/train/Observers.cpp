@@ -90,9 +90,10 @@ void ConsoleObserver::onEnd(const TrainEnd &end) {
     if (at.bestStep > 0)
       std::printf("best greedy BLEU %.2f at step %lld\n", at.bestBleu,
                   (long long)at.bestStep);
-    std::printf("parameters: %s; average the last checkpoints with `loom "
-                "average %s`\n",
-                end.saved.c_str(), dir.c_str());
+    if (!end.saved.empty())
+      std::printf("parameters: %s; average the last checkpoints with `loom "
+                  "average %s`\n",
+                  end.saved.c_str(), dir.c_str());
   }
   std::fflush(stdout);
 }
@@ -107,22 +108,18 @@ void MetricsObserver::onStep(const StepReport &r) {
     return;
   append("{\"type\": \"train\", \"step\": " + integer(r.step) +
          ", \"epoch\": " + integer(r.epoch) + ", \"loss\": " + json(r.loss) +
-         ", \"lr\": " + json(r.learningRate) +
-         ", \"tokens_per_s\": " + json(r.tokensPerSecond) +
-         ", \"tokens\": " + integer(r.tokens) +
-         ", \"elapsed_s\": " + json(r.elapsedSeconds) +
-         ", \"ranks\": " + integer(r.ranks) +
-         ", \"wait_share\": " + json(r.waitShare) + "}");
+         ", \"lr\": " + json(r.learningRate) + ", \"tokens_per_s\": " +
+         json(r.tokensPerSecond) + ", \"tokens\": " + integer(r.tokens) +
+         ", \"elapsed_s\": " + json(r.elapsedSeconds) + ", \"ranks\": " +
+         integer(r.ranks) + ", \"wait_share\": " + json(r.waitShare) + "}");
 }
 
 void MetricsObserver::onValidation(const ValidationReport &r) {
   append("{\"type\": \"valid\", \"step\": " + integer(r.step) +
-         ", \"epoch\": " + integer(r.epoch) +
-         ", \"valid_nll\": " + json(r.nll) +
-         ", \"valid_ppl\": " + json(std::exp(r.nll)) +
-         ", \"valid_bleu\": " + json(r.bleu) +
-         ", \"valid_s\": " + json(r.seconds) +
-         ", \"elapsed_s\": " + json(r.elapsedSeconds) + "}");
+         ", \"epoch\": " + integer(r.epoch) + ", \"valid_nll\": " +
+         json(r.nll) + ", \"valid_ppl\": " + json(std::exp(r.nll)) +
+         ", \"valid_bleu\": " + json(r.bleu) + ", \"valid_s\": " +
+         json(r.seconds) + ", \"elapsed_s\": " + json(r.elapsedSeconds) + "}");
 }
 
 Status truncateMetrics(const std::string &dir, int64_t step) {

@@ -135,8 +135,10 @@ ErrorOr<PreparedFolder> openPrepared(const std::string &dir) {
   ErrorOr<std::string> compiledText =
       normalizedConfig((*program)->executable().config_text(), compiled);
   if (!compiledText || *compiledText != p.configText)
-    return invalid("'" + p.trainPath + "' was compiled for another config "
-                   "than '" + configPath + "'; prepare the folder again");
+    return invalid("'" + p.trainPath +
+                   "' was compiled for another config "
+                   "than '" +
+                   configPath + "'; prepare the folder again");
   if (!(*program)->hasEntry(abi::kTrainStep))
     return invalid("'" + p.trainPath + "' has no @" + abi::kTrainStep +
                    "; it is not a training executable");

@@ -6,10 +6,10 @@
 #include "text/Batching.h"
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <csignal>
-#include <cerrno>
 #include <cstdlib>
 
 namespace loom::train {
@@ -74,7 +74,7 @@ class Trainer {
 public:
   Trainer(runtime::Session &model, const TrainerOptions &options,
           TrainPosition position, const TrainData &data,
-          const ValidationSet *valid, const text::Tokenizer &tokenizer,
+          const ValidationSet *valid, const text::Tokenizer *tokenizer,
           const Metadata &runMetadata,
           const std::vector<TrainObserver *> &observers)
       : model(model), o(options), at(position), data(data), valid(valid),
@@ -128,7 +128,7 @@ private:
   TrainPosition at;
   const TrainData &data;
   const ValidationSet *valid;
-  const text::Tokenizer &tokenizer;
+  const text::Tokenizer *tokenizer;
   const Metadata &runMetadata;
   const std::vector<TrainObserver *> &observers;
   std::vector<text::PairLengths> lengths;
@@ -211,12 +211,12 @@ void Trainer::report(bool logged) {
   if (o.epochs > 0) {
     int64_t byEpochs = at.step + (o.epochs - at.epoch) * batchesThisEpoch +
                        (batchesThisEpoch - at.batch);
-    r.totalSteps = r.totalSteps > 0 ? std::min(r.totalSteps, byEpochs)
-                                    : byEpochs;
+    r.totalSteps =
+        r.totalSteps > 0 ? std::min(r.totalSteps, byEpochs) : byEpochs;
   }
-  r.etaSeconds = stepsRun > 0 ? (r.totalSteps - at.step) *
-                                    (stepSeconds / double(stepsRun))
-                              : 0;
+  r.etaSeconds =
+      stepsRun > 0 ? (r.totalSteps - at.step) * (stepSeconds / double(stepsRun))
+                   : 0;
   r.logged = (logged || at.step % o.logEvery == 0) && windowSteps > 0;
   tell([&](TrainObserver &observer) { observer.onStep(r); });
   if (r.logged) {
@@ -239,7 +239,7 @@ ErrorOr<std::string> Trainer::checkpoint(bool validate) {
   if (validate && valid) {
     ValidationLimits limits{o.maxTokens, o.maxSentences, o.maxLen};
     ErrorOr<ValidationResult> result =
-        train::validate(model, *valid, tokenizer, limits);
+        train::validate(model, *valid, *tokenizer, limits);
     if (!result)
       return result.status();
     bleu = result->bleu.score;
@@ -257,6 +257,8 @@ ErrorOr<std::string> Trainer::checkpoint(bool validate) {
     r.elapsedSeconds = elapsed();
     tell([&](TrainObserver &observer) { observer.onValidation(r); });
   }
+  if (o.dir.empty())
+    return std::string();
   Metadata metadata = savedMetadata();
   if (std::isfinite(bleu))
     metadata["valid_bleu"] = metadataNumber(bleu);
@@ -289,11 +291,10 @@ ErrorOr<TrainEnd> Trainer::run() {
       if (!loss)
         return loss.status();
       if (!std::isfinite(*loss)) {
-        std::string last = lastSaved > 0
-                               ? "the last checkpoint, " +
-                                     checkpointPath(o.dir, lastSaved) +
-                                     ", is intact"
-                               : "no checkpoint was written yet";
+        std::string last =
+            lastSaved > 0 ? "the last checkpoint, " +
+                                checkpointPath(o.dir, lastSaved) + ", is intact"
+                          : "no checkpoint was written yet";
         return Status::failure(
             "the loss is " + describeLoss(*loss) + " at step " +
                 std::to_string(at.step + 1) + " (epoch " +
@@ -351,9 +352,9 @@ ErrorOr<TrainEnd> Trainer::run() {
       }
     }
   }
-  TrainEnd end{0, at, o.dir + "/model.safetensors"};
+  TrainEnd end{0, at, o.dir.empty() ? "" : o.dir + "/model.safetensors"};
   end.position.seconds = elapsed();
-  if (leader())
+  if (leader() && !o.dir.empty())
     // The final parameters, for `loom translate --model DIR` as they are.
     LOOM_RETURN_IF_ERROR(
         saveState(model, end.saved, savedMetadata(), /*parametersOnly=*/true));
@@ -410,11 +411,19 @@ ErrorOr<TrainPosition> TrainPosition::load(const Metadata &m) {
 ErrorOr<TrainEnd> train(runtime::Session &model, const TrainerOptions &options,
                         TrainPosition position, const TrainData &data,
                         const ValidationSet *valid,
-                        const text::Tokenizer &tokenizer,
+                        const text::Tokenizer *tokenizer,
                         const Metadata &runMetadata,
                         const std::vector<TrainObserver *> &observers) {
-  Trainer trainer(model, options, position, data, valid, tokenizer,
-                  runMetadata, observers);
+  if (valid && !tokenizer)
+    return Status::failure("validation needs the tokenizer",
+                           ErrorCode::InvalidArgument);
+  if (data.sources.empty() || data.sources.size() != data.targets.size())
+    return Status::failure(
+        "training needs pairs: " + std::to_string(data.sources.size()) +
+            " sources and " + std::to_string(data.targets.size()) + " targets",
+        ErrorCode::InvalidArgument);
+  Trainer trainer(model, options, position, data, valid, tokenizer, runMetadata,
+                  observers);
   return trainer.run();
 }
 

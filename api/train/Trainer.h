@@ -1,4 +1,5 @@
-//===- Trainer.h - Training a compiled model ---------------------*- C++ -*-===//
+//===- Trainer.h - Training a compiled model ---------------------*- C++
+//-*-===//
 //
 // Runs a compiled @train_step over token-budget batches, epoch after epoch,
 // with dropout seeded per step; as one rank of a data-parallel job, over
@@ -35,6 +36,8 @@ namespace loom::train {
 
 struct TrainerOptions {
   /// The run's directory: checkpoints/ and model.safetensors go there.
+  /// Empty: the run writes nothing (a demonstration, a test); the session
+  /// holds the parameters when it ends.
   std::string dir;
   uint64_t seed = 1;
   /// Padded tokens per side and sentences per batch.
@@ -162,12 +165,13 @@ private:
 
 /// Trains until the step or epoch limit or a stop request; `runMetadata`
 /// (config, seed, ...) goes into every checkpoint beside the position. A
-/// non-finite loss is an error that saves nothing and names the last
-/// checkpoint.
+/// validation set needs the tokenizer that detokenizes its translations;
+/// without one, `tokenizer` may be null. A non-finite loss is an error that
+/// saves nothing and names the last checkpoint.
 ErrorOr<TrainEnd> train(runtime::Session &model, const TrainerOptions &options,
                         TrainPosition position, const TrainData &data,
                         const ValidationSet *valid,
-                        const text::Tokenizer &tokenizer,
+                        const text::Tokenizer *tokenizer,
                         const Metadata &runMetadata,
                         const std::vector<TrainObserver *> &observers);
 

@@ -71,7 +71,8 @@ ErrorOr<text::Corpus> readPairs(const std::vector<std::string> &files,
   if (!corpus)
     return corpus;
   if (corpus->pairs.empty())
-    return invalid(std::string("the ") + what + " corpus has no usable pairs (" +
+    return invalid(std::string("the ") + what +
+                   " corpus has no usable pairs (" +
                    text::describe(corpus->stats, options.maxLen) + ")");
   std::printf("%s: %s\n", what,
               text::describe(corpus->stats, options.maxLen).c_str());
@@ -174,8 +175,7 @@ ErrorOr<RunCorpora> readRunCorpora(const std::vector<std::string> &train,
   return corpora;
 }
 
-Metadata runMetadata(const RunSettings &settings,
-                     const std::string &configText,
+Metadata runMetadata(const RunSettings &settings, const std::string &configText,
                      const text::Tokenizer &tokenizer, const TrainData &data) {
   Metadata run;
   run["seed"] = std::to_string(settings.seed);
@@ -263,10 +263,9 @@ int runObservedTraining(runtime::Session &session,
     observers.push_back(&*curves);
   }
   StopOnSignals stopOnSignals;
-  ErrorOr<TrainEnd> end =
-      train(session, options, position, corpora.train,
-            corpora.valid ? &*corpora.valid : nullptr, tokenizer, runMetadata,
-            observers);
+  ErrorOr<TrainEnd> end = train(session, options, position, corpora.train,
+                                corpora.valid ? &*corpora.valid : nullptr,
+                                &tokenizer, runMetadata, observers);
   if (!end) {
     std::fflush(stdout);
     std::fprintf(stderr, "\n%s: error: %s\n", presentation.command.c_str(),

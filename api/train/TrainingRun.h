@@ -75,8 +75,7 @@ ErrorOr<RunCorpora> readRunCorpora(const std::vector<std::string> &train,
 /// What every checkpoint of the run records beside its position: the
 /// settings, the config as text, checksums of the vocabulary and of the
 /// training data's ids.
-Metadata runMetadata(const RunSettings &settings,
-                     const std::string &configText,
+Metadata runMetadata(const RunSettings &settings, const std::string &configText,
                      const text::Tokenizer &tokenizer, const TrainData &data);
 
 /// The directory's latest checkpoint, read; NotFound when there is none.

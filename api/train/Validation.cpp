@@ -31,9 +31,9 @@ int64_t decodeLength(int64_t width, int64_t maxLen) {
 } // namespace
 
 ErrorOr<ValidationResult> validate(runtime::Session &session,
-                                          const ValidationSet &set,
-                                          const text::Tokenizer &tokenizer,
-                                          const ValidationLimits &limits) {
+                                   const ValidationSet &set,
+                                   const text::Tokenizer &tokenizer,
+                                   const ValidationLimits &limits) {
   auto start = std::chrono::steady_clock::now();
   ValidationResult result;
 

@@ -44,9 +44,9 @@ struct ValidationResult {
 };
 
 ErrorOr<ValidationResult> validate(runtime::Session &session,
-                                          const ValidationSet &set,
-                                          const text::Tokenizer &tokenizer,
-                                          const ValidationLimits &limits);
+                                   const ValidationSet &set,
+                                   const text::Tokenizer &tokenizer,
+                                   const ValidationLimits &limits);
 
 } // namespace loom::train
 

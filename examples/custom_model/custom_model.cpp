@@ -2,10 +2,12 @@
 //
 // A Transformer written against Loom's C++ builder, outside Loom's tree:
 // GELU feed-forward layers, and one encoder layer whose weights are shared by
-// every pass through the encoder (as ALBERT shares them). Loom differentiates
-// it, adds Adam, fuses and plans it, and compiles it for this CPU into an
-// executable file; the runtime then loads that file and trains the model for
-// a few hundred steps on a copy task.
+// every pass through the encoder (as ALBERT shares them). The compile driver
+// differentiates it, adds Adam, fuses and plans it, and compiles it for this
+// CPU into an executable file; the runtime then loads that file and the
+// trainer library trains the model for a few hundred steps on a copy task.
+// Only installed headers are used: the builder, the driver, the runtime's
+// device interface and the trainer.
 //
 //   custom_model [--steps N] [--out model.loomx]
 //
@@ -14,13 +16,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "abi/ModelAbi.h"
-#include "codegen/cpu/ExecutableWriter.h"
+#include "api/train/Trainer.h"
+#include "driver/CompileDriver.h"
 #include "frontend/nn.h"
 #include "ir/LoomDialect.h"
-#include "passes/Pipeline.h"
+#include "runtime/Device.h"
 #include "runtime/Session.h"
-#include "runtime/TrainStep.h"
-#include "runtime/cpu/CpuDevice.h"
+#include "runtime/Weights.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -110,6 +112,39 @@ int fail(const std::string &message) {
   return 1;
 }
 
+/// Prints the loss of every logged report and keeps the first and last.
+class LossPrinter : public train::TrainObserver {
+public:
+  void onStep(const train::StepReport &report) override {
+    if (!report.logged)
+      return;
+    if (std::isnan(first))
+      first = report.loss;
+    last = report.loss;
+    std::printf("step %3lld  loss %.4f\n", (long long)report.step, report.loss);
+  }
+  double first = NAN, last = NAN;
+};
+
+/// Copy-task pairs: target = bos, the source's symbols, eos.
+train::TrainData copyTask(int64_t pairs, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> symbol(4, kVocab - 1), length(3, 8);
+  train::TrainData data;
+  for (int64_t i = 0; i < pairs; ++i) {
+    std::vector<int64_t> s;
+    for (int n = length(rng); n > 0; --n)
+      s.push_back(symbol(rng));
+    std::vector<int64_t> t = {abi::kBosId};
+    t.insert(t.end(), s.begin(), s.end());
+    t.push_back(abi::kEosId);
+    s.push_back(abi::kEosId);
+    data.sources.push_back(s);
+    data.targets.push_back(t);
+  }
+  return data;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -125,6 +160,7 @@ int main(int argc, char **argv) {
   // Compile: build, differentiate, add Adam, fuse, plan, generate code.
   mlir::MLIRContext context;
   context.loadDialect<LoomDialect, mlir::func::FuncDialect>();
+  auto diagnostics = driver::printDiagnostics(context);
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::ModuleOp::create(mlir::UnknownLoc::get(&context));
   buildLoss(*module);
@@ -134,14 +170,10 @@ int main(int argc, char **argv) {
   pipeline.maxBatch = kBatch;
   pipeline.maxLen = kMaxLen;
   pipeline.maxTokens = kBatch * kMaxLen;
-  if (mlir::failed(runCompilePipeline(*module, pipeline)))
-    return fail("the compile pipeline failed");
-  CpuExecutableOptions options;
-  options.bounds = {pipeline.maxTokens, pipeline.maxLen, pipeline.maxBatch};
-  mlir::FailureOr<runtime::Executable> exe =
-      writeCpuExecutable(*module, options);
-  if (mlir::failed(exe))
-    return fail("code generation failed");
+  llvm::Expected<runtime::Executable> exe =
+      driver::compileModule(*module, pipeline, driver::CodeTarget());
+  if (!exe)
+    return fail(llvm::toString(exe.takeError()));
   if (loom::Status saved = saveExecutable(out, *exe); !saved.ok())
     return fail(saved.message());
 
@@ -149,8 +181,10 @@ int main(int argc, char **argv) {
   auto program = runtime::Program::load(out);
   if (!program)
     return fail(program.error());
-  auto session = runtime::Session::create(
-      *program, std::make_shared<cpu::CpuDevice>(/*threads=*/1));
+  auto device = runtime::openDevice("cpu", /*threads=*/1);
+  if (!device)
+    return fail(device.error());
+  auto session = runtime::Session::create(*program, *device);
   if (!session)
     return fail(session.error());
   std::printf("%s: %lld parameters (%zu tensors; the encoder layer's are "
@@ -160,56 +194,26 @@ int main(int argc, char **argv) {
   for (const runtime::Program::Entry &entry : (*program)->entries())
     std::printf(" @%s", entry.name.c_str());
   std::printf("\n");
+  if (loom::Status init = runtime::initParameters(**session, /*seed=*/7);
+      !init.ok())
+    return fail(init.message());
 
-  std::mt19937_64 rng(7);
-  for (const std::string &name : (*session)->parameterNames()) {
-    const runtime::Program::StateTensor &state = *(*program)->stateTensor(name);
-    auto host = runtime::Tensor::host(DType::F32, state.shape);
-    if (!host)
-      return fail(host.error());
-    bool isNorm = name.find("norm") != std::string::npos;
-    // "linear1.bias", "self_attn.in_proj_bias".
-    bool isBias = name.size() > 4 && name.substr(name.size() - 4) == "bias";
-    int64_t fanIn = state.shape.size() == 2 ? state.shape[1] : 1;
-    std::normal_distribution<float> normal(0, 1.0f / std::sqrt(float(fanIn)));
-    for (int64_t i = 0; i < host->numel(); ++i)
-      host->f32()[i] = isNorm && !isBias ? 1.0f : isBias ? 0.0f : normal(rng);
-    if (loom::Status status = (*session)->setState(name, host->ref());
-        !status.ok())
-      return fail(status.message());
-  }
-
-  // A copy task: tgt = bos, src without its eos, eos.
-  std::uniform_int_distribution<int> symbol(4, kVocab - 1), length(3, 8);
-  double first = 0, last = 0;
-  for (int64_t step = 1; step <= steps; ++step) {
-    std::vector<std::vector<int64_t>> src, tgt;
-    for (int64_t b = 0; b < kBatch; ++b) {
-      std::vector<int64_t> s;
-      for (int n = length(rng); n > 0; --n)
-        s.push_back(symbol(rng));
-      std::vector<int64_t> t = {abi::kBosId};
-      t.insert(t.end(), s.begin(), s.end());
-      t.push_back(abi::kEosId);
-      s.push_back(abi::kEosId);
-      src.push_back(s);
-      tgt.push_back(t);
-    }
-    auto srcIds = runtime::idsTensor(src), tgtIds = runtime::idsTensor(tgt);
-    if (!srcIds || !tgtIds)
-      return fail("out of memory");
-    auto loss = runtime::runTrainStep(**session, srcIds->ref(), tgtIds->ref(),
-                                      /*seed=*/step, step);
-    if (!loss)
-      return fail(loss.error());
-    if (!std::isfinite(*loss))
-      return fail("the loss is not finite at step " + std::to_string(step));
-    if (step == 1)
-      first = *loss;
-    last = *loss;
-    if (step % 10 == 0 || step == 1)
-      std::printf("step %3lld  loss %.4f\n", (long long)step, *loss);
-  }
-  std::printf("loss %.4f -> %.4f\n", first, last);
-  return last < 0.8 * first ? 0 : fail("the loss did not fall");
+  // Train through the trainer library: batches of at most kBatch copies,
+  // nothing written (no run directory).
+  train::TrainerOptions options;
+  options.seed = 7;
+  options.maxTokens = kBatch * kMaxLen;
+  options.maxSentences = kBatch;
+  options.steps = steps;
+  options.logEvery = 10;
+  options.schedule = {kModel, 100, 1.0};
+  options.maxLen = kMaxLen;
+  LossPrinter losses;
+  auto end = train::train(**session, options, train::TrainPosition(),
+                          copyTask(steps * kBatch, 11), /*valid=*/nullptr,
+                          /*tokenizer=*/nullptr, train::Metadata(), {&losses});
+  if (!end)
+    return fail(end.error());
+  std::printf("loss %.4f -> %.4f\n", losses.first, losses.last);
+  return losses.last < 0.8 * losses.first ? 0 : fail("the loss did not fall");
 }

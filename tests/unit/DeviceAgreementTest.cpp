@@ -140,9 +140,9 @@ double worstError(const std::vector<double> &actual,
   double worst = 0;
   for (size_t i = 0; i < expected.size(); ++i)
     if (std::isfinite(actual[i]) && std::isfinite(expected[i]))
-      worst = std::max(worst, std::abs(actual[i] - expected[i]) /
-                                  (std::max(std::abs(expected[i]), rms) +
-                                   1e-30));
+      worst =
+          std::max(worst, std::abs(actual[i] - expected[i]) /
+                              (std::max(std::abs(expected[i]), rms) + 1e-30));
   return worst;
 }
 

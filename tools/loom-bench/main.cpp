@@ -55,9 +55,12 @@ Status benchExecutable(Options o) {
     return Status::failure(
         o.executable + " holds at most " + std::to_string(exe.max_batch()) +
             " rows of " + std::to_string(exe.max_len()) + " tokens, " +
-            std::to_string(exe.max_tokens()) + " tokens in all; this run needs " +
-            std::to_string(rows) + " rows of " + std::to_string(len) + " (" +
-            std::to_string(rows * len) + " tokens; compile it with larger --max-batch, --max-len, --max-tokens)",
+            std::to_string(exe.max_tokens()) +
+            " tokens in all; this run needs " + std::to_string(rows) +
+            " rows of " + std::to_string(len) + " (" +
+            std::to_string(rows * len) +
+            " tokens; compile it with larger --max-batch, --max-len, "
+            "--max-tokens)",
         ErrorCode::InvalidArgument);
   if (o.device.empty())
     o.device = exe.target() == runtime::Executable::CUDA ? "cuda" : "cpu";
@@ -69,10 +72,9 @@ Status benchExecutable(Options o) {
       runtime::Session::create(*program, *device);
   if (!session)
     return session.status().withContext(o.executable);
-  LOOM_RETURN_IF_ERROR(
-      o.weights.empty()
-          ? runtime::initParameters(**session, /*seed=*/1)
-          : runtime::loadParametersFile(**session, o.weights));
+  LOOM_RETURN_IF_ERROR(o.weights.empty()
+                           ? runtime::initParameters(**session, /*seed=*/1)
+                           : runtime::loadParametersFile(**session, o.weights));
   ErrorOr<nlohmann::json> record =
       bench::runModelBench(**session, config, o.run);
   if (!record)

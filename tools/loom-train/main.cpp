@@ -130,8 +130,8 @@ ErrorOr<int> trainPrepared(Options o, const std::set<std::string> &given) {
   }
 
   int64_t maxLen = prepared->config.max_len();
-  ErrorOr<train::RunCorpora> corpora = train::readRunCorpora(
-      o.train, o.valid, prepared->tokenizer(), maxLen);
+  ErrorOr<train::RunCorpora> corpora =
+      train::readRunCorpora(o.train, o.valid, prepared->tokenizer(), maxLen);
   if (!corpora)
     return corpora.status();
   ErrorOr<std::shared_ptr<runtime::Device>> opened =
@@ -156,17 +156,16 @@ ErrorOr<int> trainPrepared(Options o, const std::set<std::string> &given) {
   if (leader) {
     std::filesystem::create_directories(dir + "/checkpoints", ec);
     if (ec)
-      return Status::failure("cannot create '" + dir + "/checkpoints': " +
-                                 ec.message(),
+      return Status::failure("cannot create '" + dir +
+                                 "/checkpoints': " + ec.message(),
                              ErrorCode::Io);
   }
   std::printf("model: %lld parameters; %s; prepared in %s\n",
               (long long)prepared->trainProgram->parameterCount(),
               (*session)->device().description().c_str(), folder.c_str());
 
-  train::Metadata run =
-      train::runMetadata(settings, prepared->configText, prepared->tokenizer(),
-                         corpora->train);
+  train::Metadata run = train::runMetadata(
+      settings, prepared->configText, prepared->tokenizer(), corpora->train);
   train::TrainPosition position;
   if (o.resume) {
     ErrorOr<train::TrainPosition> at =
@@ -207,9 +206,9 @@ ErrorOr<int> trainPrepared(Options o, const std::set<std::string> &given) {
                    "this run\n",
                    folder.c_str());
   }
-  int code = train::runObservedTraining(**session, trainer, position, *corpora,
-                                        prepared->tokenizer(), run,
-                                        presentation);
+  int code =
+      train::runObservedTraining(**session, trainer, position, *corpora,
+                                 prepared->tokenizer(), run, presentation);
   if (job && (code == 0 || code == 130))
     LOOM_RETURN_IF_ERROR(train::leaveJob());
   return code;
