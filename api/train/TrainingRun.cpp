@@ -5,6 +5,7 @@
 #include "api/Translator.h"
 #include "api/train/Curves.h"
 #include "api/train/Observers.h"
+#include "runtime/AtomicFile.h"
 #include "runtime/Executable.h"
 #include "text/Corpus.h"
 
@@ -148,6 +149,22 @@ Status checkFreshRunDirectory(const std::string &dir, bool prepared) {
                      "with --resume");
   }
   return Status::success();
+}
+
+Status writeRunDirectory(const std::string &dir,
+                         const text::Tokenizer &tokenizer,
+                         const std::string &configText) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir + "/checkpoints", ec);
+  if (ec)
+    return Status::failure("cannot create '" + dir + "': " + ec.message(),
+                           ErrorCode::Io);
+  std::string vocabulary = tokenizer.modelBytes();
+  LOOM_RETURN_IF_ERROR(
+      writeFileAtomically(dir + "/" + kVocabulary,
+                          {BytePiece{vocabulary.data(), vocabulary.size()}}));
+  return writeFileAtomically(dir + "/" + kModelConfig,
+                             {BytePiece{configText.data(), configText.size()}});
 }
 
 ErrorOr<RunCorpora> readRunCorpora(const std::vector<std::string> &train,

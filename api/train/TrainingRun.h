@@ -60,6 +60,13 @@ Status takeRecordedSettings(const std::string &path, const Metadata &metadata,
 /// there yet.
 Status checkFreshRunDirectory(const std::string &dir, bool prepared = false);
 
+/// Writes a new run's directory: DIR/checkpoints/, the vocabulary and the
+/// config (each file atomically). What the run's checkpoints hold comes
+/// later, from the trainer.
+Status writeRunDirectory(const std::string &dir,
+                         const text::Tokenizer &tokenizer,
+                         const std::string &configText);
+
 /// The corpora as the model takes them: source ids + eos, target bos + ids
 /// + eos, pairs longer than `maxLen` (with those) skipped. Prints a line of
 /// counts for each ("train: 400 lines, ...").

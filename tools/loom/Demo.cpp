@@ -4,9 +4,11 @@
 // task (reverse or copy a string of symbols), builds the `tiny` Transformer
 // and compiles it for the CPU as `loom compile --target cpu` does (fusion,
 // gradients, Adam, elementwise regions, memory plan, native kernels). It
-// trains it with fresh random batches and translates held-out sentences
-// with beam search (the encoder output and the self-attention cache),
-// printing a few, the exact-match rate and BLEU.
+// trains it through the trainer library, as `loom train` does, on a
+// synthetic corpus large enough that no pair is seen twice, writing
+// nothing, and translates held-out sentences with beam search (the encoder
+// output and the self-attention cache), printing a few, the exact-match
+// rate and BLEU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +17,7 @@
 #include "tools/loom/Common.h"
 #include "tools/loom/Sessions.h"
 
+#include "api/train/Trainer.h"
 #include "frontend/Config.h"
 #include "frontend/SyntheticTask.h"
 #include "runtime/Decoding.h"
@@ -56,17 +59,24 @@ double secondsSince(Clock::time_point start) {
 
 int fail(llvm::Error err) { return cli::fail("demo", std::move(err)); }
 
-/// One @train_step; returns the batch's loss, or an error when it is not
-/// finite (the parameters are then already updated, and the demo stops).
-llvm::Expected<double> trainStep(runtime::Session &model,
-                                 const runtime::Tensor &src,
-                                 const runtime::Tensor &tgt, int64_t step) {
-  auto loss = cli::runTrainStep(model, src, tgt, /*seed=*/step, step);
-  if (loss && !std::isfinite(*loss))
-    return llvm::createStringError(
-        llvm::formatv("the loss is {0} at step {1}", *loss, step).str());
-  return loss;
-}
+/// The demo's progress: a line per logged report.
+class DemoProgress : public train::TrainObserver {
+public:
+  DemoProgress(int64_t steps, Clock::time_point start)
+      : steps(steps), start(start) {}
+  void onStep(const train::StepReport &r) override {
+    if (!r.logged)
+      return;
+    llvm::outs() << llvm::format(
+        "step %5lld/%lld  loss %7.4f  lr %.2e  %6.0f tok/s  %5.1fs\n",
+        (long long)r.step, (long long)steps, r.loss, r.learningRate,
+        r.tokensPerSecond, secondsSince(start));
+  }
+
+private:
+  int64_t steps;
+  Clock::time_point start;
+};
 
 } // namespace
 
@@ -127,34 +137,27 @@ int loom::runDemo(const DemoOptions &options) {
                   "plan, native kernels) on "
                << cli::cpuThreads(**model) << " threads\n";
 
+  // As many pairs as the steps take, so that none is seen twice: each
+  // step's batch is new, as a task with unbounded data allows.
+  auto corpus = makeSyntheticPairs(task, options.steps * options.batch,
+                                   options.seed * 1000003);
+  train::TrainData data{sourcesOf(corpus), targetsOf(corpus)};
+  train::TrainerOptions trainer;
+  trainer.seed = options.seed;
+  trainer.maxTokens = options.batch * maxLen;
+  trainer.maxSentences = options.batch;
+  trainer.steps = options.steps;
+  trainer.logEvery = std::max<int64_t>(1, options.steps / 12);
+  trainer.schedule = learningRateSchedule(pipeline.training);
+  trainer.maxLen = maxLen;
   auto start = Clock::now();
-  int64_t tokens = 0;
-  double recent = 0;
-  int64_t reportEvery = std::max<int64_t>(1, options.steps / 12);
-  for (int64_t step = 1; step <= options.steps; ++step) {
-    auto batch =
-        makeSyntheticPairs(task, options.batch, options.seed * 1000003 + step);
-    auto src = cli::idsTensor(sourcesOf(batch));
-    auto tgt = cli::idsTensor(targetsOf(batch));
-    if (!src || !tgt)
-      return fail(!src ? src.takeError() : tgt.takeError());
-    for (const SentencePair &p : batch)
-      tokens += int64_t(p.tgt.size()) - 1;
-    auto loss = trainStep(**model, *src, *tgt, step);
-    if (!loss)
-      return fail(loss.takeError());
-    recent += *loss;
-    if (step % reportEvery == 0 || step == options.steps) {
-      double elapsed = secondsSince(start);
-      double lr = learningRate(pipeline.training, step);
-      int64_t n = step % reportEvery == 0 ? reportEvery : step % reportEvery;
-      llvm::outs() << llvm::format(
-          "step %5lld/%lld  loss %7.4f  lr %.2e  %6.0f tok/s  %5.1fs\n",
-          (long long)step, (long long)options.steps, recent / n, lr,
-          tokens / elapsed, elapsed);
-      recent = 0;
-    }
-  }
+  DemoProgress progress(options.steps, start);
+  auto trained = cli::toExpected(train::train(**model, trainer, train::TrainPosition(),
+                                         data, /*valid=*/nullptr,
+                                         /*tokenizer=*/nullptr,
+                                         train::Metadata(), {&progress}));
+  if (!trained)
+    return fail(trained.takeError());
 
   // Held-out sentences from another seed, translated with beam search as
   // `loom translate` does: encoder once, self-attention cache per step.

@@ -23,7 +23,6 @@
 #include "api/train/Curves.h"
 #include "api/train/Prepared.h"
 #include "codegen/cuda/CudaExecutableWriter.h"
-#include "runtime/AtomicFile.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -53,11 +52,6 @@ struct PrepareOptions {
 
 llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
-
-llvm::Error writeText(const std::string &path, const std::string &text) {
-  return toError(
-      writeFileAtomically(path, {BytePiece{text.data(), text.size()}}));
 }
 
 llvm::Error prepare(const PrepareOptions &o) {
@@ -147,10 +141,8 @@ llvm::Error prepare(const PrepareOptions &o) {
     return error("cannot create '" + o.out + "/lib': " + ec.message());
   std::string configText;
   google::protobuf::TextFormat::PrintToString(config, &configText);
-  if (llvm::Error err = writeText(o.out + "/" + kModelConfig, configText))
-    return err;
   if (llvm::Error err =
-          writeText(o.out + "/" + kVocabulary, tokenizer->modelBytes()))
+          toError(train::writeRunDirectory(o.out, *tokenizer, configText)))
     return err;
   if (llvm::Error err = toError(
           saveExecutable(o.out + "/" + train::kTrainExecutable, *trainExe)))

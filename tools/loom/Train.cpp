@@ -55,11 +55,6 @@ struct TrainOptions : RunFlags {
   int64_t vocabSize = 0;
   double bucketMb = 25;
 };
-llvm::Error writeText(const std::string &path, const std::string &text) {
-  return toError(
-      writeFileAtomically(path, {BytePiece{text.data(), text.size()}}));
-}
-
 /// The run settings of the options.
 train::RunSettings runSettings(const TrainOptions &o) {
   train::RunSettings settings;
@@ -121,7 +116,6 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
   for (size_t i = 0; i < o.valid.size(); ++i)
     if (llvm::Error err = checkInputFile(o.valid[i], "--valid"))
       return fail(std::move(err));
-  std::error_code ec;
   // Temporaries a crashed run left behind, before anything new is written.
   for (const std::string &place : {dir, dir + "/checkpoints"})
     if (Status cleaned = removeStaleTemporaries(place); !cleaned.ok())
@@ -242,16 +236,10 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
   // writes it for the job.
   std::string configText;
   google::protobuf::TextFormat::PrintToString(config, &configText);
-  if (!o.resume && leader) {
-    std::filesystem::create_directories(dir + "/checkpoints", ec);
-    if (ec)
-      return fail(error("cannot create '" + dir + "': " + ec.message()));
-    if (llvm::Error err =
-            writeText(dir + "/" + kVocabulary, tokenizer->modelBytes()))
+  if (!o.resume && leader)
+    if (llvm::Error err = toError(
+            train::writeRunDirectory(dir, *tokenizer, configText)))
       return fail(std::move(err));
-    if (llvm::Error err = writeText(dir + "/" + kModelConfig, configText))
-      return fail(std::move(err));
-  }
   // The decoder `loom translate` and `loom export` use, compiled now so the
   // directory translates without compiling (and is rebuilt if stale).
   if (leader)
