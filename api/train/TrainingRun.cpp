@@ -151,6 +151,28 @@ Status checkFreshRunDirectory(const std::string &dir, bool prepared) {
   return Status::success();
 }
 
+Status cleanRunDirectory(const std::string &dir) {
+  for (const std::string &place : {dir, dir + "/checkpoints"})
+    LOOM_RETURN_IF_ERROR(removeStaleTemporaries(place));
+  return Status::success();
+}
+
+Status shareVocabulary(runtime::Collectives *job,
+                       std::optional<text::Tokenizer> &tokenizer) {
+  if (!job)
+    return Status::success();
+  bool leader = job->rank() == 0;
+  std::string bytes = leader ? tokenizer->modelBytes() : std::string();
+  LOOM_RETURN_IF_ERROR(job->broadcast(bytes, 0));
+  if (leader)
+    return Status::success();
+  ErrorOr<text::Tokenizer> received = text::Tokenizer::load(bytes);
+  if (!received)
+    return received.status().withContext("the vocabulary rank 0 trained");
+  tokenizer = std::move(*received);
+  return Status::success();
+}
+
 Status writeRunDirectory(const std::string &dir,
                          const text::Tokenizer &tokenizer,
                          const std::string &configText) {

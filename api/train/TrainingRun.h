@@ -60,6 +60,15 @@ Status takeRecordedSettings(const std::string &path, const Metadata &metadata,
 /// there yet.
 Status checkFreshRunDirectory(const std::string &dir, bool prepared = false);
 
+/// Deletes the temporaries a crashed run left in DIR and DIR/checkpoints,
+/// before anything new is written there.
+Status cleanRunDirectory(const std::string &dir);
+
+/// The vocabulary rank 0 of `job` holds in `tokenizer`, given to every
+/// rank (a job's ranks train one vocabulary once); alone, as it is.
+Status shareVocabulary(runtime::Collectives *job,
+                       std::optional<text::Tokenizer> &tokenizer);
+
 /// Writes a new run's directory: DIR/checkpoints/, the vocabulary and the
 /// config (each file atomically). What the run's checkpoints hold comes
 /// later, from the trainer.

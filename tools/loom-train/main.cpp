@@ -14,7 +14,6 @@
 #include "api/train/Job.h"
 #include "api/train/Prepared.h"
 #include "api/train/TrainingRun.h"
-#include "runtime/AtomicFile.h"
 #include "runtime/Program.h"
 #include "runtime/Weights.h"
 #include "tools/CommandLine.h"
@@ -104,8 +103,7 @@ ErrorOr<int> trainPrepared(Options o, const std::set<std::string> &given) {
       return invalid("--valid: '" + file + "' is not a readable file");
   if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir))
     return invalid("--out: '" + dir + "' is not a directory");
-  for (const std::string &place : {dir, dir + "/checkpoints"})
-    LOOM_RETURN_IF_ERROR(removeStaleTemporaries(place));
+  LOOM_RETURN_IF_ERROR(train::cleanRunDirectory(dir));
 
   // The run's settings: the prepared program's, and on --resume the
   // checkpoint's, which must agree with them.

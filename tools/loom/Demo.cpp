@@ -152,10 +152,9 @@ int loom::runDemo(const DemoOptions &options) {
   trainer.maxLen = maxLen;
   auto start = Clock::now();
   DemoProgress progress(options.steps, start);
-  auto trained = cli::toExpected(train::train(**model, trainer, train::TrainPosition(),
-                                         data, /*valid=*/nullptr,
-                                         /*tokenizer=*/nullptr,
-                                         train::Metadata(), {&progress}));
+  auto trained = cli::toExpected(train::train(
+      **model, trainer, train::TrainPosition(), data, /*valid=*/nullptr,
+      /*tokenizer=*/nullptr, train::Metadata(), {&progress}));
   if (!trained)
     return fail(trained.takeError());
 

@@ -19,7 +19,6 @@
 #include "api/Translator.h"
 #include "api/train/Job.h"
 #include "api/train/TrainingRun.h"
-#include "runtime/AtomicFile.h"
 #include "text/Corpus.h"
 #include "text/Tokenizer.h"
 
@@ -116,10 +115,8 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
   for (size_t i = 0; i < o.valid.size(); ++i)
     if (llvm::Error err = checkInputFile(o.valid[i], "--valid"))
       return fail(std::move(err));
-  // Temporaries a crashed run left behind, before anything new is written.
-  for (const std::string &place : {dir, dir + "/checkpoints"})
-    if (Status cleaned = removeStaleTemporaries(place); !cleaned.ok())
-      return fail(toError(cleaned));
+  if (llvm::Error err = toError(train::cleanRunDirectory(dir)))
+    return fail(std::move(err));
 
   TransformerConfig config;
   std::optional<text::Tokenizer> tokenizer;
@@ -167,26 +164,16 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
     config = *loaded;
     // One vocabulary for both languages, as large as the config's target
     // vocabulary unless --vocab-size says otherwise. Rank 0 trains it;
-    // every rank takes its bytes.
-    std::string spmBytes;
+    // every rank takes it.
     if (leader) {
       auto spm = trainVocabulary(
           o.train, o.vocabSize > 0 ? o.vocabSize : config.tgt_vocab(), o.seed);
       if (!spm)
         return fail(spm.takeError());
-      spmBytes = spm->modelBytes();
       tokenizer = std::move(*spm);
     }
-    if (job) {
-      if (Status shared = job->broadcast(spmBytes, 0); !shared.ok())
-        return fail(toError(shared));
-      if (!leader) {
-        auto spm = text::Tokenizer::load(spmBytes);
-        if (!spm)
-          return fail(error("the vocabulary rank 0 trained: " + spm.error()));
-        tokenizer = std::move(*spm);
-      }
-    }
+    if (llvm::Error err = toError(train::shareVocabulary(job.get(), tokenizer)))
+      return fail(std::move(err));
     if (llvm::Error err = fitVocabulary(config, *tokenizer))
       return fail(std::move(err));
   }
@@ -237,8 +224,8 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
   std::string configText;
   google::protobuf::TextFormat::PrintToString(config, &configText);
   if (!o.resume && leader)
-    if (llvm::Error err = toError(
-            train::writeRunDirectory(dir, *tokenizer, configText)))
+    if (llvm::Error err =
+            toError(train::writeRunDirectory(dir, *tokenizer, configText)))
       return fail(std::move(err));
   // The decoder `loom translate` and `loom export` use, compiled now so the
   // directory translates without compiling (and is rebuilt if stale).
