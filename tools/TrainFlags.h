@@ -11,6 +11,8 @@
 #ifndef LOOM_TOOLS_TRAINFLAGS_H
 #define LOOM_TOOLS_TRAINFLAGS_H
 
+#include "api/train/TrainingRun.h"
+
 #include "CLI/CLI.hpp"
 
 #include <cstdint>
@@ -85,6 +87,31 @@ inline void addRunFlags(CLI::App *cmd, RunFlags &o, const std::string &outHelp,
                 "Do not draw DIR/curves.png after each validation");
   cmd->add_flag("--resume", o.resume,
                 "Continue the run in --out from its latest checkpoint");
+}
+
+/// The trainer's options for a run of `settings` into `dir` as the flags
+/// say, for a model of `dModel` and `maxLen`, as one rank of `job` (or
+/// alone).
+inline train::TrainerOptions trainerOptions(const RunFlags &flags,
+                                            const std::string &dir,
+                                            const train::RunSettings &settings,
+                                            int64_t dModel, int64_t maxLen,
+                                            runtime::Collectives *job) {
+  train::TrainerOptions o;
+  o.dir = dir;
+  o.seed = settings.seed;
+  o.maxTokens = settings.maxTokens;
+  o.maxSentences = settings.maxSentences;
+  o.steps = flags.steps;
+  o.epochs = flags.epochs;
+  o.timeLimitSeconds = flags.timeLimit;
+  o.validEvery = flags.validEvery;
+  o.logEvery = flags.logEvery;
+  o.keep = flags.keep;
+  o.schedule = {dModel, settings.warmup, settings.lrScale};
+  o.maxLen = maxLen;
+  o.job = job;
+  return o;
 }
 
 } // namespace loom

@@ -16,13 +16,13 @@
 #include "api/train/TrainingRun.h"
 #include "runtime/Program.h"
 #include "runtime/Weights.h"
+#include "tools/BinaryDir.h"
 #include "tools/CommandLine.h"
 #include "tools/ProcessExit.h"
 #include "tools/TrainFlags.h"
 
 #include <google/protobuf/text_format.h>
 
-#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -32,17 +32,6 @@
 using namespace loom;
 
 namespace {
-
-/// The directory of this binary, or "." when unknown.
-std::string binaryDir() {
-  char buffer[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);
-  if (n <= 0)
-    return ".";
-  std::string path(buffer, static_cast<size_t>(n));
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
-}
 
 struct Options : RunFlags {
   std::string prepared;
@@ -175,21 +164,8 @@ ErrorOr<int> trainPrepared(Options o, const std::set<std::string> &given) {
     LOOM_RETURN_IF_ERROR(runtime::initParameters(**session, settings.seed));
   }
 
-  train::TrainerOptions trainer;
-  trainer.dir = dir;
-  trainer.seed = settings.seed;
-  trainer.maxTokens = settings.maxTokens;
-  trainer.maxSentences = settings.maxSentences;
-  trainer.steps = o.steps;
-  trainer.epochs = o.epochs;
-  trainer.timeLimitSeconds = o.timeLimit;
-  trainer.validEvery = o.validEvery;
-  trainer.logEvery = o.logEvery;
-  trainer.keep = o.keep;
-  trainer.schedule = {prepared->config.d_model(), settings.warmup,
-                      settings.lrScale};
-  trainer.maxLen = maxLen;
-  trainer.job = job.get();
+  train::TrainerOptions trainer = trainerOptions(
+      o, dir, settings, prepared->config.d_model(), maxLen, job.get());
   train::RunPresentation presentation;
   presentation.progressBar =
       o.progress == "bar" || (o.progress == "auto" && ::isatty(STDOUT_FILENO));

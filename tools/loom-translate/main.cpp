@@ -9,28 +9,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "api/TranslateStream.h"
+#include "tools/BinaryDir.h"
 #include "tools/CommandLine.h"
 #include "tools/ProcessExit.h"
 #include "tools/TranslateFlags.h"
 
-#include <climits>
 #include <cstdio>
-#include <unistd.h>
-
-namespace {
-
-/// The directory of this binary, or "." when unknown.
-std::string binaryDir() {
-  char buffer[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);
-  if (n <= 0)
-    return ".";
-  std::string path(buffer, static_cast<size_t>(n));
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
-}
-
-} // namespace
 
 int main(int argc, char **argv) {
   loom::skipLibraryDestructorsOnExit();
@@ -55,8 +39,8 @@ int main(int argc, char **argv) {
                  status.message().c_str());
     return 1;
   };
-  auto translator =
-      loom::Translator::open(model.empty() ? binaryDir() : model, opening);
+  auto translator = loom::Translator::open(
+      model.empty() ? loom::binaryDir() : model, opening);
   if (!translator)
     return fail(translator.status());
   loom::Status status = loom::translateStream(

@@ -54,6 +54,7 @@ struct TrainOptions : RunFlags {
   int64_t vocabSize = 0;
   double bucketMb = 25;
 };
+
 /// The run settings of the options.
 train::RunSettings runSettings(const TrainOptions &o) {
   train::RunSettings settings;
@@ -269,20 +270,8 @@ int runTrain(TrainOptions o, CLI::App *cmd) {
       return fail(std::move(err));
   }
 
-  train::TrainerOptions settings;
-  settings.dir = dir;
-  settings.seed = o.seed;
-  settings.maxTokens = o.maxTokens;
-  settings.maxSentences = o.maxSentences;
-  settings.steps = o.steps;
-  settings.epochs = o.epochs;
-  settings.timeLimitSeconds = o.timeLimit;
-  settings.validEvery = o.validEvery;
-  settings.logEvery = o.logEvery;
-  settings.keep = o.keep;
-  settings.schedule = learningRateSchedule(pipeline.training);
-  settings.maxLen = maxLen;
-  settings.job = job.get();
+  train::TrainerOptions settings = trainerOptions(
+      o, dir, runSettings(o), config.d_model(), maxLen, job.get());
   train::RunPresentation presentation;
   presentation.progressBar =
       o.progress == "bar" || (o.progress == "auto" && ::isatty(STDOUT_FILENO));
