@@ -52,8 +52,8 @@ install(FILES ${CMAKE_BINARY_DIR}/abi/Version.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/abi)
 install(FILES ${CMAKE_BINARY_DIR}/runtime/executable.pb.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/runtime)
-install(FILES ${CMAKE_BINARY_DIR}/frontend/config.pb.h
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/frontend)
+install(FILES ${CMAKE_BINARY_DIR}/runtime/config.pb.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/runtime)
 
 configure_package_config_file(cmake/LoomConfig.cmake.in
   ${CMAKE_BINARY_DIR}/LoomConfig.cmake

@@ -10,7 +10,7 @@
 #ifndef LOOM_FRONTEND_CONFIG_H
 #define LOOM_FRONTEND_CONFIG_H
 
-#include "frontend/config.pb.h"
+#include "runtime/config.pb.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"

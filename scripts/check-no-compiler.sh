@@ -11,12 +11,9 @@ status=0
 if [ "${1:-}" = "--sources" ]; then
   root=$2
   shift 2
-  # frontend/config.pb.h is the config's generated message alone
-  # (LoomConfigProto), which links protobuf and nothing of the compiler.
   if hits=$(cd "$root" && grep -rnE \
       '#include *[<"](ir|passes|codegen|frontend|tools)/|#include *[<"](mlir|llvm)/' \
-      abi runtime text api include |
-      grep -v '#include "frontend/config.pb.h"'); then
+      abi runtime text api include); then
     echo "check-no-compiler: the runtime includes the compiler:" >&2
     echo "$hits" >&2
     status=1

@@ -37,6 +37,14 @@ shift 2
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib"
+# pack_libraries FILE: every library the loader resolves for FILE, and the
+# loader itself, into lib/; the driver and the vDSO stay behind.
+pack_libraries() {
+  ldd "$1" | awk '/=>/ && $3 ~ /^\// {print $3} /^\t\/.*ld-linux/ {print $1}' |
+    grep -v -E 'libcuda\.so' | while read -r lib; do
+      cp -L -n "$lib" "$stage/lib/"
+    done
+}
 for name in "$@"; do
   binary="$build/bin/$name"
   if [ ! -x "$binary" ]; then
@@ -48,19 +56,11 @@ for name in "$@"; do
     exit 1
   fi
   cp "$binary" "$stage/bin/"
-  # Every library the loader resolves, and the loader itself; the driver
-  # and the vDSO stay behind.
-  ldd "$binary" | awk '/=>/ && $3 ~ /^\// {print $3} /^\t\/.*ld-linux/ {print $1}' |
-    grep -v -E 'libcuda\.so' | while read -r lib; do
-      cp -L -n "$lib" "$stage/lib/"
-    done
+  pack_libraries "$binary"
 done
 for module in ${DEVICE_BUNDLE_MODULES:-}; do
   cp -L "$module" "$stage/lib/"
-  ldd "$module" | awk '/=>/ && $3 ~ /^\// {print $3}' |
-    grep -v -E 'libcuda\.so' | while read -r lib; do
-      cp -L -n "$lib" "$stage/lib/"
-    done
+  pack_libraries "$module"
 done
 for dir in ${DEVICE_BUNDLE_DIRS:-}; do
   cp -r "$dir" "$stage/"

@@ -27,7 +27,7 @@
 #define LOOM_API_BENCH_MODELBENCH_H
 
 #include "abi/Error.h"
-#include "frontend/config.pb.h"
+#include "runtime/config.pb.h"
 #include "runtime/Session.h"
 
 #include "nlohmann/json.hpp"

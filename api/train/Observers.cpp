@@ -23,8 +23,7 @@ std::string json(double value) {
 
 std::string integer(int64_t value) { return std::to_string(value); }
 
-} // namespace
-
+/// "H:MM:SS".
 std::string clockString(double seconds) {
   auto s = static_cast<long long>(std::max(0.0, seconds));
   char text[32];
@@ -32,6 +31,8 @@ std::string clockString(double seconds) {
                 (s / 60) % 60, s % 60);
   return text;
 }
+
+} // namespace
 
 void ConsoleObserver::onStep(const StepReport &r) {
   // A job's ranks: what rank 0 waited for the others, and the ranks.

@@ -56,9 +56,6 @@ private:
 /// resumed from the checkpoint at `step` writes them again.
 Status truncateMetrics(const std::string &dir, int64_t step);
 
-/// "H:MM:SS".
-std::string clockString(double seconds);
-
 } // namespace loom::train
 
 #endif // LOOM_API_TRAIN_OBSERVERS_H

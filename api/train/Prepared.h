@@ -22,7 +22,7 @@
 #define LOOM_API_TRAIN_PREPARED_H
 
 #include "api/train/TrainingRun.h"
-#include "frontend/config.pb.h"
+#include "runtime/config.pb.h"
 #include "runtime/Program.h"
 #include "text/Tokenizer.h"
 

@@ -55,14 +55,6 @@ llvm::Error loadParameters(runtime::Session &session, const std::string &path) {
   return toError(runtime::loadParametersFile(session, path));
 }
 
-llvm::Expected<double> runTrainStep(runtime::Session &session,
-                                    const runtime::Tensor &src,
-                                    const runtime::Tensor &tgt, int64_t seed,
-                                    int64_t step) {
-  return toExpected(
-      runtime::runTrainStep(session, src.ref(), tgt.ref(), seed, step));
-}
-
 llvm::Expected<runtime::Tensor>
 idsTensor(const std::vector<std::vector<int64_t>> &rows) {
   return toExpected(runtime::idsTensor(rows));

@@ -51,12 +51,6 @@ llvm::Error loadParameters(runtime::Session &session, const std::string &path);
 /// the session's f32 state.
 llvm::Error initParameters(runtime::Session &session, uint64_t seed);
 
-/// Runs one @train_step (runtime::runTrainStep).
-llvm::Expected<double> runTrainStep(runtime::Session &session,
-                                    const runtime::Tensor &src,
-                                    const runtime::Tensor &tgt, int64_t seed,
-                                    int64_t step);
-
 /// A [rows, longest] i32 host tensor of `rows`, padded with 0.
 llvm::Expected<runtime::Tensor>
 idsTensor(const std::vector<std::vector<int64_t>> &rows);
