@@ -27,8 +27,8 @@
 #define LOOM_API_BENCH_MODELBENCH_H
 
 #include "abi/Error.h"
-#include "runtime/config.pb.h"
 #include "runtime/Session.h"
+#include "runtime/config.pb.h"
 
 #include "nlohmann/json.hpp"
 

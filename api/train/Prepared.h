@@ -22,8 +22,8 @@
 #define LOOM_API_TRAIN_PREPARED_H
 
 #include "api/train/TrainingRun.h"
-#include "runtime/config.pb.h"
 #include "runtime/Program.h"
+#include "runtime/config.pb.h"
 #include "text/Tokenizer.h"
 
 #include <memory>
