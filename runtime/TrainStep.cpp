@@ -5,40 +5,71 @@
 #include "abi/ModelAbi.h"
 
 #include <algorithm>
+#include <string_view>
 
 namespace loom::runtime {
 
-ErrorOr<double> runTrainStep(Session &session, const TensorRef &src,
-                             const TensorRef &tgt, int64_t seed, int64_t step) {
-  ErrorOr<Tensor> seedT = scalarTensor(DType::I64, 0);
-  ErrorOr<Tensor> stepT = scalarTensor(DType::I64, 0);
-  if (!seedT || !stepT)
-    return !seedT ? seedT.status() : stepT.status();
-  // Through the pointer: a double does not hold every int64 seed exactly.
-  *static_cast<int64_t *>(seedT->data()) = seed;
-  *static_cast<int64_t *>(stepT->data()) = step;
-  std::vector<Tensor> staging;
+namespace {
+
+/// `entry`'s inputs on the session's device, in order: seed and step from
+/// the arguments, every other input from `batch` by name. `staging` holds
+/// what had to be copied.
+ErrorOr<std::vector<TensorRef>> bindInputs(Session &session,
+                                           const std::string &entry,
+                                           const NamedBatch &batch,
+                                           int64_t seed, int64_t step,
+                                           std::vector<Tensor> &staging) {
+  if (!session.hasEntry(entry))
+    return Status::failure("the executable has no @" + entry,
+                           ErrorCode::InvalidArgument);
+  for (const std::string &name : {std::string(abi::kSeed), std::string(abi::kStep)})
+    if (batch.count(name))
+      return Status::failure("the batch holds '" + name +
+                                 "', which the trainer passes itself",
+                             ErrorCode::InvalidArgument);
+  std::vector<std::string> names = session.inputNames(entry);
+  for (const auto &[name, tensor] : batch)
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      return Status::failure("the batch holds '" + name + "', which @" +
+                                 entry + " does not take",
+                             ErrorCode::InvalidArgument);
   std::vector<TensorRef> inputs;
-  for (const std::string &name : session.inputNames(abi::kTrainStep)) {
+  for (const std::string &name : names) {
     TensorRef host;
-    if (name == abi::kSrc)
-      host = src;
-    else if (name == abi::kTgt)
-      host = tgt;
-    else if (name == abi::kSeed)
-      host = seedT->ref();
-    else if (name == abi::kStep)
-      host = stepT->ref();
-    else
-      return Status::failure("@train_step takes an unknown input '" + name +
-                                 "'",
-                             ErrorCode::Unsupported);
+    if (name == abi::kSeed || name == abi::kStep) {
+      ErrorOr<Tensor> scalar = scalarTensor(DType::I64, 0);
+      if (!scalar)
+        return scalar.status();
+      // Through the pointer: a double does not hold every int64 seed exactly.
+      *static_cast<int64_t *>(scalar->data()) = name == abi::kSeed ? seed : step;
+      staging.push_back(std::move(*scalar));
+      host = staging.back().ref();
+    } else {
+      auto it = batch.find(name);
+      if (it == batch.end())
+        return Status::failure("the batch has no tensor '" + name +
+                                   "', an input of @" + entry,
+                               ErrorCode::InvalidArgument);
+      host = it->second;
+    }
     ErrorOr<TensorRef> input = deviceInput(session.device(), host, staging);
     if (!input)
       return input.status();
     inputs.push_back(*input);
   }
-  auto out = session.run(abi::kTrainStep, inputs);
+  return inputs;
+}
+
+} // namespace
+
+ErrorOr<double> runTrainStep(Session &session, const NamedBatch &batch,
+                             int64_t seed, int64_t step) {
+  std::vector<Tensor> staging;
+  ErrorOr<std::vector<TensorRef>> inputs =
+      bindInputs(session, abi::kTrainStep, batch, seed, step, staging);
+  if (!inputs)
+    return inputs.status();
+  auto out = session.run(abi::kTrainStep, *inputs);
   if (!out)
     return out.status();
   for (const NamedTensor &t : *out)
@@ -49,6 +80,38 @@ ErrorOr<double> runTrainStep(Session &session, const TensorRef &src,
       return double(loss->f32()[0]);
     }
   return Status::failure("@train_step returns no loss", ErrorCode::Corrupt);
+}
+
+ErrorOr<double> runTrainStep(Session &session, const TensorRef &src,
+                             const TensorRef &tgt, int64_t seed, int64_t step) {
+  return runTrainStep(session, NamedBatch{{abi::kSrc, src}, {abi::kTgt, tgt}},
+                      seed, step);
+}
+
+ErrorOr<std::vector<NamedTensor>> runLossGradient(Session &session,
+                                                  const NamedBatch &batch,
+                                                  int64_t seed) {
+  std::vector<Tensor> staging;
+  ErrorOr<std::vector<TensorRef>> inputs =
+      bindInputs(session, abi::kLossGrad, batch, seed, 0, staging);
+  if (!inputs)
+    return inputs.status();
+  auto out = session.run(abi::kLossGrad, *inputs);
+  if (!out)
+    return out.status();
+  std::vector<NamedTensor> grads;
+  for (NamedTensor &t : *out) {
+    std::string_view name = t.name;
+    if (name.substr(0, std::string_view(abi::kGradPrefix).size()) !=
+        abi::kGradPrefix)
+      continue;
+    ErrorOr<Tensor> host = toHost(t.tensor);
+    if (!host)
+      return host.status();
+    name.remove_prefix(std::string_view(abi::kGradPrefix).size());
+    grads.push_back({std::string(name), std::move(*host)});
+  }
+  return grads;
 }
 
 ErrorOr<Tensor> idsTensor(const std::vector<std::vector<int64_t>> &rows) {

@@ -225,6 +225,16 @@ def compare(out, loom_grad, loom_step1, loom_log):
     return 0 if ok else 1
 
 
+def bad_batches(out):
+    """Batches `loom train-steps` must refuse: one with a tensor the model
+    does not take, one whose ids are not whole numbers."""
+    batch = load_safetensors(os.path.join(out, "batch.safetensors"))
+    extra = dict(batch, extra=batch["src_ids"])
+    save_safetensors(os.path.join(out, "extra.safetensors"), extra)
+    fraction = dict(batch, src_ids=batch["src_ids"].astype(np.float32) + 0.5)
+    save_safetensors(os.path.join(out, "fraction.safetensors"), fraction)
+
+
 def main():
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command", required=True)
@@ -236,9 +246,14 @@ def main():
     c.add_argument("grad")
     c.add_argument("step1")
     c.add_argument("log")
+    b = sub.add_parser("bad-batches")
+    b.add_argument("out")
     args = parser.parse_args()
     if args.command == "prepare":
         prepare(args.out, args.steps)
+        return 0
+    if args.command == "bad-batches":
+        bad_batches(args.out)
         return 0
     return compare(args.out, args.grad, args.step1, args.log)
 
