@@ -11,13 +11,15 @@
 #ifndef LOOM_TOOLS_TRAINFLAGS_H
 #define LOOM_TOOLS_TRAINFLAGS_H
 
-#include "api/train/TrainingRun.h"
+#include "api/train/TrainingJob.h"
 
 #include "CLI/CLI.hpp"
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 namespace loom {
 
@@ -89,28 +91,29 @@ inline void addRunFlags(CLI::App *cmd, RunFlags &o, const std::string &outHelp,
                 "Continue the run in --out from its latest checkpoint");
 }
 
-/// The trainer's options for a run of `settings` into `dir` as the flags
-/// say, for a model of `dModel` and `maxLen`, as one rank of `job` (or
-/// alone).
-inline train::TrainerOptions trainerOptions(const RunFlags &flags,
-                                            const std::string &dir,
-                                            const train::RunSettings &settings,
-                                            int64_t dModel, int64_t maxLen,
-                                            runtime::Collectives *job) {
-  train::TrainerOptions o;
-  o.dir = dir;
-  o.seed = settings.seed;
-  o.maxTokens = settings.maxTokens;
-  o.maxSentences = settings.maxSentences;
+/// The job the flags ask for, introduced as `command`; the settings but
+/// the seed are left at their defaults for the caller.
+inline train::JobOptions jobOptions(const RunFlags &flags,
+                                    const std::string &command) {
+  train::JobOptions o;
+  o.train = flags.train;
+  o.valid = flags.valid;
+  o.dir = flags.out;
+  o.resume = flags.resume;
   o.steps = flags.steps;
   o.epochs = flags.epochs;
   o.timeLimitSeconds = flags.timeLimit;
+  o.threads = flags.threads;
+  o.device = flags.device;
   o.validEvery = flags.validEvery;
   o.logEvery = flags.logEvery;
   o.keep = flags.keep;
-  o.schedule = {dModel, settings.warmup, settings.lrScale};
-  o.maxLen = maxLen;
-  o.job = job;
+  o.progressBar = flags.progress == "bar" ||
+                  (flags.progress == "auto" && ::isatty(STDOUT_FILENO));
+  o.drawCurves = !flags.noPlot;
+  o.commTimeoutSeconds = flags.commTimeout;
+  o.settings.seed = flags.seed;
+  o.command = command;
   return o;
 }
 

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <unistd.h>
 
 namespace loom::train {
 
@@ -164,6 +165,75 @@ Status copyPreparedModel(const PreparedFolder &prepared,
         dir + "/" + name, {BytePiece{bytes->data(), bytes->size()}}));
   }
   return Status::success();
+}
+
+std::string PreparedSource::defaultDevice() const {
+  return prepared.settings.device;
+}
+
+std::set<std::string> PreparedSource::compiledSettings() const {
+  return {"--max-tokens", "--max-sentences", "--warmup", "--lr-scale",
+          "--clip-norm"};
+}
+
+Status PreparedSource::checkJob(const runtime::Collectives *job) const {
+  if (job && !prepared.settings.dataParallel)
+    return invalid("'" + prepared.dir +
+                   "' was prepared for one process; prepare it with "
+                   "--data-parallel to train as a job of " +
+                   std::to_string(job->size()) + " ranks");
+  if (!job && prepared.settings.dataParallel)
+    return invalid("'" + prepared.dir +
+                   "' was prepared for a data-parallel job; run it under "
+                   "mpirun with two or more ranks");
+  return Status::success();
+}
+
+bool PreparedSource::isHome(const std::string &dir) const {
+  std::error_code ec;
+  return dir == prepared.dir || std::filesystem::equivalent(dir, prepared.dir, ec);
+}
+
+Status PreparedSource::open(const std::string &, bool, const RunSettings &,
+                            runtime::Collectives *) {
+  // The folder is the model, new run or resumed: a checkpoint of another
+  // config or vocabulary is refused when the run resumes (resumeRun).
+  return Status::success();
+}
+
+ErrorOr<std::unique_ptr<runtime::Session>>
+PreparedSource::session(const RunSettings &,
+                        std::shared_ptr<runtime::Device> device, bool) {
+  ErrorOr<std::unique_ptr<runtime::Session>> session =
+      runtime::Session::create(prepared.trainProgram, std::move(device));
+  if (!session)
+    return session.status().withContext(prepared.trainPath);
+  return session;
+}
+
+Status PreparedSource::writeModelFiles(const std::string &dir, bool newRun) {
+  // A new run elsewhere than the prepared folder gets the files that make
+  // it a model directory (`loom translate --model DIR` reads them).
+  if (!newRun || isHome(dir))
+    return Status::success();
+  return copyPreparedModel(prepared, dir);
+}
+
+std::string PreparedSource::describe(runtime::Session &session,
+                                     const runtime::Collectives *job) const {
+  std::string line =
+      "model: " + std::to_string(prepared.trainProgram->parameterCount()) +
+      " parameters; " + session.device().description() + "; prepared in " +
+      prepared.dir;
+  if (job)
+    line += "; " + std::to_string(job->size()) + " ranks (" +
+            job->description() + ")";
+  return line;
+}
+
+std::string PreparedSource::plotScript() const {
+  std::string script = prepared.dir + "/loom-plot";
+  return ::access(script.c_str(), X_OK) == 0 ? script : std::string();
 }
 
 } // namespace loom::train

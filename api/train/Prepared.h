@@ -21,7 +21,7 @@
 #ifndef LOOM_API_TRAIN_PREPARED_H
 #define LOOM_API_TRAIN_PREPARED_H
 
-#include "api/train/TrainingRun.h"
+#include "api/train/TrainingJob.h"
 #include "runtime/Program.h"
 #include "runtime/config.pb.h"
 #include "text/Tokenizer.h"
@@ -73,6 +73,38 @@ ErrorOr<PreparedFolder> openPrepared(const std::string &dir);
 /// prepared folder.
 Status copyPreparedModel(const PreparedFolder &prepared,
                          const std::string &dir);
+
+/// A run's model from a prepared folder, for runTrainingJob: the folder's
+/// config, vocabulary and @train_step, which fix the batch bounds, the
+/// schedule and whether the run is one process or a data-parallel job.
+class PreparedSource : public ModelSource {
+public:
+  explicit PreparedSource(PreparedFolder folder) : prepared(std::move(folder)) {}
+
+  std::string defaultDevice() const override;
+  std::set<std::string> compiledSettings() const override;
+  Status checkJob(const runtime::Collectives *job) const override;
+  bool isHome(const std::string &dir) const override;
+  Status open(const std::string &dir, bool resumed, const RunSettings &settings,
+              runtime::Collectives *job) override;
+  const TransformerConfig &config() const override { return prepared.config; }
+  const std::string &configText() const override {
+    return prepared.configText;
+  }
+  const text::Tokenizer &tokenizer() const override {
+    return prepared.tokenizer();
+  }
+  ErrorOr<std::unique_ptr<runtime::Session>>
+  session(const RunSettings &settings, std::shared_ptr<runtime::Device> device,
+          bool dataParallel) override;
+  Status writeModelFiles(const std::string &dir, bool newRun) override;
+  std::string describe(runtime::Session &session,
+                       const runtime::Collectives *job) const override;
+  std::string plotScript() const override;
+
+private:
+  PreparedFolder prepared;
+};
 
 } // namespace loom::train
 

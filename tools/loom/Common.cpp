@@ -28,6 +28,13 @@ static llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
+Status toStatus(llvm::Error err) {
+  if (!err)
+    return Status::success();
+  return Status::failure(llvm::toString(std::move(err)),
+                         ErrorCode::InvalidArgument);
+}
+
 llvm::Error toError(const Status &status) {
   if (status.ok())
     return llvm::Error::success();

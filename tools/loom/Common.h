@@ -26,6 +26,9 @@ namespace loom::cli {
 
 /// The runtime's failure as an llvm::Error (success for an ok status).
 llvm::Error toError(const Status &status);
+/// The message of `err` as a Status, for the libraries that take a callback
+/// written in the commands' terms (train::ModelSource).
+Status toStatus(llvm::Error err);
 template <typename T> llvm::Expected<T> toExpected(ErrorOr<T> value) {
   if (!value)
     return toError(value.status());

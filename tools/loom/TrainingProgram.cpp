@@ -2,8 +2,11 @@
 
 #include "tools/loom/TrainingProgram.h"
 #include "tools/loom/Common.h"
+#include "tools/loom/ModelDir.h"
 
 #include "llvm/Support/FormatVariadic.h"
+
+#include <google/protobuf/text_format.h>
 
 #include <chrono>
 #include <cstdio>
@@ -55,6 +58,110 @@ CompilePipelineOptions trainingPipeline(const TransformerConfig &config,
   pipeline.training.dataParallel = dataParallel;
   pipeline.training.bucketBytes = bucketBytes;
   return pipeline;
+}
+
+Status CompilingSource::open(const std::string &dir, bool resumed,
+                             const train::RunSettings &settings,
+                             runtime::Collectives *job) {
+  if (resumed) {
+    auto loaded = loadConfig(dir + "/config.pbtxt");
+    if (!loaded)
+      return toStatus(loaded.takeError());
+    modelConfig = *loaded;
+    ErrorOr<text::Tokenizer> spm =
+        text::Tokenizer::loadFile(dir + "/spm.model");
+    if (!spm)
+      return spm.status();
+    vocabulary = std::move(*spm);
+  } else {
+    auto loaded = model.load();
+    if (!loaded)
+      return toStatus(loaded.takeError());
+    modelConfig = *loaded;
+    // One vocabulary for both languages, as large as the config's target
+    // vocabulary unless --vocab-size says otherwise. Rank 0 trains it;
+    // every rank takes it.
+    if (!job || job->rank() == 0) {
+      auto spm = trainVocabulary(
+          trainFiles, vocabSize > 0 ? vocabSize : modelConfig.tgt_vocab(),
+          settings.seed);
+      if (!spm)
+        return toStatus(spm.takeError());
+      vocabulary = std::move(*spm);
+    }
+    LOOM_RETURN_IF_ERROR(train::shareVocabulary(job, vocabulary));
+    LOOM_RETURN_IF_ERROR(toStatus(fitVocabulary(modelConfig, *vocabulary)));
+  }
+  google::protobuf::TextFormat::PrintToString(modelConfig, &text);
+  return Status::success();
+}
+
+ErrorOr<std::unique_ptr<runtime::Session>>
+CompilingSource::session(const train::RunSettings &settings,
+                         std::shared_ptr<runtime::Device> device,
+                         bool dataParallel) {
+  // @train_step (and the validation entries) for these batches.
+  CompilePipelineOptions pipeline =
+      trainingPipeline(modelConfig, settings, dataParallel,
+                       llvm::cantFail(bucketBytes(bucketMb)));
+  auto start = std::chrono::steady_clock::now();
+  auto exe = compileExecutable(modelConfig, pipeline, codeTargetOf(*device));
+  if (!exe)
+    return toStatus(exe.takeError());
+  auto session = loadSession(std::move(*exe), std::move(device));
+  if (!session)
+    return toStatus(session.takeError());
+  compileSeconds += std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+  return std::move(*session);
+}
+
+Status CompilingSource::writeModelFiles(const std::string &dir, bool newRun) {
+  if (newRun)
+    LOOM_RETURN_IF_ERROR(train::writeRunDirectory(dir, *vocabulary, text));
+  // The decoder `loom translate` and `loom export` use, compiled now so the
+  // directory translates without compiling (and is rebuilt if stale).
+  auto start = std::chrono::steady_clock::now();
+  LOOM_RETURN_IF_ERROR(toStatus(writeTranslateExecutable(dir, modelConfig)));
+  compileSeconds += std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+  return Status::success();
+}
+
+std::string CompilingSource::describe(runtime::Session &session,
+                                      const runtime::Collectives *job) const {
+  std::string where =
+      cpuThreads(session) > 0
+          ? llvm::formatv("this CPU in {0:f1}s; {1} threads", compileSeconds,
+                          cpuThreads(session))
+                .str()
+          : llvm::formatv("{0} in {1:f1}s", session.device().description(),
+                          compileSeconds)
+                .str();
+  if (job)
+    where += llvm::formatv("; {0} ranks ({1}), gradients in all-reduces of "
+                           "{2} MiB",
+                           job->size(), job->description(),
+                           bucketMb)
+                 .str();
+  return llvm::formatv("model: d_model {0}, {1} heads, {2}+{3} layers, {4} "
+                       "parameters; compiled for {5}",
+                       modelConfig.d_model(), modelConfig.heads(),
+                       modelConfig.encoder_layers(),
+                       modelConfig.decoder_layers(),
+                       session.program().parameterCount(), where)
+      .str();
+}
+
+std::string CompilingSource::plotScript() const {
+  auto script = programBesideLoom("loom-plot");
+  if (!script) {
+    llvm::consumeError(script.takeError());
+    return "";
+  }
+  return *script;
 }
 
 } // namespace loom::cli
