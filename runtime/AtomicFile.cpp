@@ -7,6 +7,8 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <signal.h>
 #include <unistd.h>
 
@@ -53,13 +55,15 @@ bool processRuns(long pid) {
 } // namespace
 
 Status writeFileAtomically(const std::string &path,
-                           const std::vector<BytePiece> &pieces) {
+                           const std::vector<BytePiece> &pieces,
+                           bool executable) {
   // A unique name beside the target keeps the rename within one file system,
   // so it is atomic.
   static std::atomic<unsigned> counter{0};
   std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
                     std::to_string(counter++);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                  executable ? 0777 : 0666);
   if (fd < 0)
     return Status::failure(
         "cannot create '" + tmp + "': " + std::strerror(errno), ErrorCode::Io);
@@ -88,6 +92,21 @@ Status writeFileAtomically(const std::string &path,
     ::close(dirFd);
   }
   return Status::success();
+}
+
+Status copyFileAtomically(const std::string &from, const std::string &to,
+                          bool executable) {
+  std::ifstream in(from, std::ios::binary);
+  std::string bytes;
+  if (in)
+    bytes.assign(std::istreambuf_iterator<char>(in),
+                 std::istreambuf_iterator<char>());
+  if (!in && !in.eof())
+    return Status::failure("cannot read '" + from + "': " +
+                               std::strerror(errno),
+                           ErrorCode::Io);
+  return writeFileAtomically(to, {BytePiece{bytes.data(), bytes.size()}},
+                             executable);
 }
 
 Status removeStaleTemporaries(const std::string &dir) {

@@ -25,10 +25,18 @@ struct BytePiece {
   size_t size;
 };
 
-/// Writes `pieces` to `path` atomically. Fails with Io and a message naming
-/// the file.
+/// Writes `pieces` to `path` atomically; `executable` makes the file
+/// runnable (rwxr-xr-x, less the umask) before it appears. Fails with Io
+/// and a message naming the file.
 Status writeFileAtomically(const std::string &path,
-                           const std::vector<BytePiece> &pieces);
+                           const std::vector<BytePiece> &pieces,
+                           bool executable = false);
+
+/// Copies the file at `from` to `to` atomically (a binary, a module, a
+/// model's file shipped in a folder). Fails with Io naming the file that
+/// could not be read or written.
+Status copyFileAtomically(const std::string &from, const std::string &to,
+                          bool executable = false);
 
 /// Deletes the temporaries that writeFileAtomically left in `dir` when its
 /// process died mid-write (named `<file>.tmp.<pid>.<n>`, for a pid that no

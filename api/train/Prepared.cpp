@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 #include <unistd.h>
 
 namespace loom::train {
@@ -147,6 +148,32 @@ ErrorOr<PreparedFolder> openPrepared(const std::string &dir) {
   return p;
 }
 
+Status writePreparedFolder(const std::string &dir,
+                           const PreparedFolderParts &parts) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir + "/lib", ec);
+  if (ec)
+    return Status::failure("cannot create '" + dir + "/lib': " + ec.message(),
+                           ErrorCode::Io);
+  LOOM_RETURN_IF_ERROR(
+      writeRunDirectory(dir, *parts.tokenizer, parts.configText));
+  LOOM_RETURN_IF_ERROR(
+      saveExecutable(dir + "/" + kTrainExecutable, *parts.trainExecutable));
+  LOOM_RETURN_IF_ERROR(
+      saveExecutable(dir + "/" + parts.settings.translateExecutable,
+                     *parts.translateExecutable));
+  std::string module =
+      std::filesystem::path(parts.tokenizerModule).filename().string();
+  for (auto [from, to, executable] :
+       {std::tuple{parts.trainer, std::string("loom-train"), true},
+        std::tuple{parts.plotter, std::string("loom-plot"), true},
+        std::tuple{parts.tokenizerModule, "lib/" + module, false}})
+    LOOM_RETURN_IF_ERROR(copyFileAtomically(from, dir + "/" + to, executable));
+  PreparedSettings settings = parts.settings;
+  settings.vocabularyChecksum = vocabularyChecksum(*parts.tokenizer);
+  return writePreparedSettings(dir, settings);
+}
+
 Status copyPreparedModel(const PreparedFolder &prepared,
                          const std::string &dir) {
   std::error_code ec;
@@ -157,13 +184,9 @@ Status copyPreparedModel(const PreparedFolder &prepared,
   std::vector<std::string> names = {kModelConfig, kVocabulary};
   if (!prepared.settings.translateExecutable.empty())
     names.push_back(prepared.settings.translateExecutable);
-  for (const std::string &name : names) {
-    ErrorOr<std::string> bytes = readFile(prepared.dir + "/" + name);
-    if (!bytes)
-      return bytes.status();
-    LOOM_RETURN_IF_ERROR(writeFileAtomically(
-        dir + "/" + name, {BytePiece{bytes->data(), bytes->size()}}));
-  }
+  for (const std::string &name : names)
+    LOOM_RETURN_IF_ERROR(
+        copyFileAtomically(prepared.dir + "/" + name, dir + "/" + name));
   return Status::success();
 }
 

@@ -53,6 +53,25 @@ struct PreparedSettings {
 Status writePreparedSettings(const std::string &dir,
                              const PreparedSettings &settings);
 
+/// What `loom prepare` puts into a folder, made beforehand.
+struct PreparedFolderParts {
+  const text::Tokenizer *tokenizer = nullptr;
+  std::string configText;
+  const runtime::Executable *trainExecutable = nullptr;
+  const runtime::Executable *translateExecutable = nullptr;
+  /// loom-train, loom-plot, and the tokenizer module they open.
+  std::string trainer, plotter, tokenizerModule;
+  /// What the training executable was compiled with; the translate
+  /// executable's name and the vocabulary's checksum are filled in.
+  PreparedSettings settings;
+};
+
+/// Writes a prepared folder into `dir` (new or empty), every file
+/// atomically and prepare.json last: a folder without it is not a prepared
+/// one, so a crash midway leaves nothing that loom-train would take.
+Status writePreparedFolder(const std::string &dir,
+                           const PreparedFolderParts &parts);
+
 struct PreparedFolder {
   std::string dir;
   TransformerConfig config;

@@ -2,14 +2,12 @@
 
 #include "tools/loom/Common.h"
 
-#include "runtime/AtomicFile.h"
 #include "runtime/Safetensors.h"
 #include "text/LineReader.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -87,31 +85,6 @@ llvm::Expected<std::string> programBesideLoom(llvm::StringRef name) {
     return error("cannot find " + name + " beside '" + self +
                  "'; build or install it with loom");
   return path;
-}
-
-llvm::Error copyFile(const std::string &from, const std::string &to,
-                     bool executable) {
-  auto bytes = llvm::MemoryBuffer::getFile(from, /*IsText=*/false,
-                                           /*RequiresNullTerminator=*/false);
-  if (!bytes)
-    return error("cannot read '" + from + "': " + bytes.getError().message());
-  llvm::StringRef data = (*bytes)->getBuffer();
-  if (llvm::Error err = toError(
-          writeFileAtomically(to, {BytePiece{data.data(), data.size()}})))
-    return err;
-  if (executable) {
-    std::error_code ec;
-    std::filesystem::permissions(to,
-                                 std::filesystem::perms::owner_all |
-                                     std::filesystem::perms::group_read |
-                                     std::filesystem::perms::group_exec |
-                                     std::filesystem::perms::others_read |
-                                     std::filesystem::perms::others_exec,
-                                 ec);
-    if (ec)
-      return error("cannot make '" + to + "' executable: " + ec.message());
-  }
-  return llvm::Error::success();
 }
 
 bool sameFile(const std::string &a, const std::string &b) {

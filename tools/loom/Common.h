@@ -67,10 +67,6 @@ llvm::Error checkOutputDir(const std::string &path, llvm::StringRef what);
 /// for when it is not there or cannot be run.
 llvm::Expected<std::string> programBesideLoom(llvm::StringRef name);
 
-/// Copies `from` to `to` atomically; with `executable`, runnable by all.
-llvm::Error copyFile(const std::string &from, const std::string &to,
-                     bool executable = false);
-
 /// Whether `a` and `b` name the same file (through links too), or, when
 /// one does not exist yet, the same path.
 bool sameFile(const std::string &a, const std::string &b);

@@ -3,17 +3,13 @@
 // Turns a model directory into a translator folder that runs without Loom's
 // compiler:
 //
-//   OUT/loom-translate                 the runtime-only translator binary
-//   OUT/lib/libloom_sentencepiece.so   the tokenizer module it opens
-//   OUT/translate.loomx                @encode/@decode_step for --cpu
-//   OUT/model.safetensors              the parameters (or --weights)
-//   OUT/spm.model, OUT/config.pbtxt    the vocabulary and the config
-//
-// The folder may be copied anywhere, or to another machine of the same CPU
+// api/TranslatorFolder.h lists the folder's files; this command picks the
+// decoder for --cpu or --device cuda (the directory's own when current,
+// else compiled here) and the weights (the directory's, or --weights). The
+// folder may be copied anywhere, or to another machine of the same CPU
 // class with the same shared libraries (protobuf, oneDNN, OpenBLAS,
 // SentencePiece); `OUT/loom-translate < in > out` then prints what
-// `loom translate --model DIR` prints. Every file is written atomically and
-// the weights are checked against the executable before anything is written.
+// `loom translate --model DIR` prints.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,14 +20,8 @@
 
 #include "abi/CpuFeatures.h"
 #include "api/Translator.h"
+#include "api/TranslatorFolder.h"
 #include "codegen/cuda/CudaExecutableWriter.h"
-#include "runtime/AtomicFile.h"
-#include "runtime/Weights.h"
-
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Path.h"
-#include "llvm/Support/Program.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -94,7 +84,6 @@ llvm::Error exportModel(const ExportOptions &o) {
     return config.takeError();
   std::string weights =
       o.weights.empty() ? o.model + "/" + kModelWeights : o.weights;
-  std::string vocabulary = o.model + "/" + kVocabulary;
   auto binary = programBesideLoom("loom-translate");
   if (!binary)
     return binary.takeError();
@@ -120,62 +109,23 @@ llvm::Error exportModel(const ExportOptions &o) {
       return created.takeError();
     program = std::move(*created);
   }
-  // The weights must fit the executable before anything is written; their
-  // header says so without a session, which an executable for another CPU
-  // level could not have here.
-  if (llvm::Error err =
-          toError(runtime::checkParametersFile(*program, weights)))
-    return err;
-  // The vocabulary is loaded, not only copied: a damaged or foreign one
-  // would make a folder that fails (or translates garbage) where it ships.
-  auto tokenizer = toExpected(text::Tokenizer::loadFile(vocabulary));
-  if (!tokenizer)
-    return tokenizer.takeError();
-  if (llvm::Error err =
-          toError(checkTranslatorFiles(*program, *tokenizer, weights)))
-    return err;
-  // The values too, not only the header: a folder that ships NaN weights
-  // (or a tensor that fails its checksum) fails wherever it goes.
-  if (llvm::Error err = toError(readSafetensors(
-          weights, [](const SafeTensorFile &) { return Status::success(); },
-          [&](const std::string &name, SafeTensor &tensor) {
-            if (std::optional<NonFinite> bad = firstNonFinite(tensor))
-              return Status::failure("weights '" + weights + "': parameter '" +
-                                         name + "' holds " + bad->describe(),
-                                     ErrorCode::InvalidArgument);
-            return Status::success();
-          })))
-    return err;
-
-  std::filesystem::create_directories(o.out + "/lib", ec);
-  if (ec)
-    return error("cannot create '" + o.out + "/lib': " + ec.message());
-  if (llvm::Error err = toError(saveExecutable(
-          o.out + "/" + kTranslateExecutable, program->executable())))
-    return err;
-  std::string shimName = llvm::sys::path::filename(*shim).str();
-  for (auto [from, to, executable] :
-       {std::tuple{weights, std::string(kModelWeights), false},
-        std::tuple{vocabulary, std::string(kVocabulary), false},
-        std::tuple{o.model + "/" + kModelConfig, std::string(kModelConfig),
-                   false},
-        std::tuple{*binary, std::string("loom-translate"), true},
-        std::tuple{*shim, "lib/" + shimName, false}})
-    if (llvm::Error err = copyFile(from, o.out + "/" + to, executable))
-      return err;
-
-  uint64_t total = 0;
-  for (const auto &entry :
-       std::filesystem::recursive_directory_iterator(o.out, ec))
-    if (entry.is_regular_file(ec))
-      total += entry.file_size(ec);
+  TranslatorFolderParts parts;
+  parts.program = program.get();
+  parts.weights = weights;
+  parts.vocabulary = o.model + "/" + kVocabulary;
+  parts.config = o.model + "/" + kModelConfig;
+  parts.translator = *binary;
+  parts.tokenizerModule = *shim;
+  auto total = toExpected(writeTranslatorFolder(o.out, parts));
+  if (!total)
+    return total.takeError();
   const runtime::Executable &exe = program->executable();
   std::string what =
       target.cuda() ? exe.cuda_target().arch() + ", CUDA"
                     : exe.cpu_target().level() + ", " + exe.cpu_target().cpu();
   std::printf("exported %s to %s: %.1f MiB (translate.loomx for %s)\n"
               "translate with: %s/loom-translate < input > output\n",
-              o.model.c_str(), o.out.c_str(), double(total) / (1 << 20),
+              o.model.c_str(), o.out.c_str(), double(*total) / (1 << 20),
               what.c_str(), o.out.c_str());
   return llvm::Error::success();
 }

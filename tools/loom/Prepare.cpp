@@ -136,38 +136,23 @@ llvm::Error prepare(const PrepareOptions &o) {
           .count();
 
   // Everything was made; only now is the folder written.
-  std::filesystem::create_directories(o.out + "/lib", ec);
-  if (ec)
-    return error("cannot create '" + o.out + "/lib': " + ec.message());
   std::string configText;
   google::protobuf::TextFormat::PrintToString(config, &configText);
-  if (llvm::Error err =
-          toError(train::writeRunDirectory(o.out, *tokenizer, configText)))
-    return err;
-  if (llvm::Error err = toError(
-          saveExecutable(o.out + "/" + train::kTrainExecutable, *trainExe)))
-    return err;
-  std::string translateName = translateExecutableName(target);
-  if (llvm::Error err =
-          toError(saveExecutable(o.out + "/" + translateName, *translateExe)))
-    return err;
-  std::string shimName = llvm::sys::path::filename(*shim).str();
-  for (auto [from, to, executable] :
-       {std::tuple{*trainer, std::string("loom-train"), true},
-        std::tuple{*plot, std::string("loom-plot"), true},
-        std::tuple{*shim, "lib/" + shimName, false}})
-    if (llvm::Error err = copyFile(from, o.out + "/" + to, executable))
-      return err;
-  train::PreparedSettings settings;
-  settings.run = run;
-  settings.dataParallel = o.dataParallel;
-  settings.bucketMb = o.bucketMb;
-  settings.device = o.device;
-  settings.target = target.name();
-  settings.translateExecutable = translateName;
-  settings.vocabularyChecksum = vocabularyChecksum(*tokenizer);
-  // Written last: a folder without it is not a prepared one.
-  if (llvm::Error err = toError(train::writePreparedSettings(o.out, settings)))
+  train::PreparedFolderParts parts;
+  parts.tokenizer = &*tokenizer;
+  parts.configText = configText;
+  parts.trainExecutable = &*trainExe;
+  parts.translateExecutable = &*translateExe;
+  parts.trainer = *trainer;
+  parts.plotter = *plot;
+  parts.tokenizerModule = *shim;
+  parts.settings.run = run;
+  parts.settings.dataParallel = o.dataParallel;
+  parts.settings.bucketMb = o.bucketMb;
+  parts.settings.device = o.device;
+  parts.settings.target = target.name();
+  parts.settings.translateExecutable = translateExecutableName(target);
+  if (llvm::Error err = toError(train::writePreparedFolder(o.out, parts)))
     return err;
   std::printf("prepared %s: d_model %lld, %lld+%lld layers, train.loomx for "
               "%s (%d pieces, %lld tokens and %lld sentences a batch) "
