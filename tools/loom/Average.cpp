@@ -1,27 +1,21 @@
 //===- Average.cpp - `loom average` ---------------------------------------===//
 //
-// Averages the parameters of the last N checkpoints of a run, the usual
-// last step of training a translator (Vaswani et al. average the last 5 or
-// 20). Checkpoints are DIR/checkpoints/step-<step>.safetensors, as
-// `loom train` writes them; the optimizer state they carry (`exp_avg.*`)
-// is left out of the average. The result holds parameters only and is
-// written atomically, by default to DIR/model.safetensors, which
-// `loom translate --model DIR` reads.
+// Averages the parameters of the last N checkpoints of a run
+// (api/train/Average.h). The result holds parameters only and is written
+// atomically, by default to DIR/model.safetensors, which `loom translate
+// --model DIR` reads; never over or among the checkpoints.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tools/loom/Commands.h"
 #include "tools/loom/Common.h"
 
+#include "api/train/Average.h"
 #include "api/train/Checkpoint.h"
 
-#include "runtime/Safetensors.h"
-
-#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 
-#include <algorithm>
 #include <cstdio>
 
 namespace loom::cli {
@@ -66,71 +60,13 @@ llvm::Error average(const AverageOptions &o) {
                  "' is inside the run's checkpoints "
                  "directory, where it would be taken for a checkpoint");
 
-  std::map<std::string, std::vector<double>> sums;
-  std::map<std::string, std::vector<int64_t>> shapes;
-  for (size_t c = 0; c < chosen.size(); ++c) {
-    const std::string &path = chosen[c].second;
-    auto file = loadSafetensors(path);
-    if (!file)
-      return error(file.error());
-    size_t params = 0;
-    for (const auto &[name, tensor] : file->tensors) {
-      if (llvm::StringRef(name).starts_with("exp_avg"))
-        continue;
-      ++params;
-      // One NaN would make the average NaN.
-      // Integers would be averaged into fractions no integer tensor holds.
-      if (tensor.dtype != "F32" && tensor.dtype != "F64" &&
-          tensor.dtype != "F16" && tensor.dtype != "BF16")
-        return error("'" + path + "': tensor '" + name + "' has dtype " +
-                     tensor.dtype + "; only float parameters are averaged");
-      if (std::optional<NonFinite> bad = firstNonFinite(tensor))
-        return error("'" + path + "': tensor '" + name + "' holds " +
-                     bad->describe());
-      auto values = toDoubles(tensor);
-      if (!values)
-        return error("'" + path + "': tensor '" + name +
-                     "': " + values.error());
-      if (c == 0) {
-        shapes[name] = tensor.shape;
-        sums[name] = *values;
-        continue;
-      }
-      auto it = shapes.find(name);
-      if (it == shapes.end() || it->second != tensor.shape)
-        return error("'" + path + "': tensor '" + name +
-                     "' is not in the first checkpoint, or has another "
-                     "shape; checkpoints of different models cannot be "
-                     "averaged");
-      std::vector<double> &sum = sums[name];
-      for (size_t i = 0; i < sum.size(); ++i)
-        sum[i] += (*values)[i];
-    }
-    if (params != sums.size())
-      return error("'" + path + "' lacks parameters the first checkpoint has");
-  }
-
-  SafeTensorFile out;
-  for (auto &[name, sum] : sums) {
-    for (double &x : sum)
-      x /= double(chosen.size());
-    auto tensor = fromDoubles(sum, shapes[name], "F32");
-    if (!tensor)
-      return error(tensor.error());
-    // Finite inputs of a wider dtype may still average beyond f32.
-    if (std::optional<NonFinite> bad = firstNonFinite(*tensor))
-      return error("the average of tensor '" + name + "' is " +
-                   bad->describe() + ", beyond the range of f32");
-    out.tensors[name] = std::move(*tensor);
-  }
-  out.metadata["averaged_steps"] = "";
-  for (size_t c = 0; c < chosen.size(); ++c)
-    out.metadata["averaged_steps"] +=
-        (c ? "," : "") + std::to_string(chosen[c].first);
-  if (llvm::Error err = toError(saveSafetensors(path, out)))
+  auto out = toExpected(train::averageCheckpoints(chosen));
+  if (!out)
+    return out.takeError();
+  if (llvm::Error err = toError(saveSafetensors(path, *out)))
     return err;
   std::printf("averaged %zu checkpoints (steps %s) into %s\n", chosen.size(),
-              out.metadata["averaged_steps"].c_str(), path.c_str());
+              out->metadata["averaged_steps"].c_str(), path.c_str());
   return llvm::Error::success();
 }
 
