@@ -271,15 +271,11 @@ runOnCpu(mlir::ModuleOp module, const std::map<std::string, HostTensor> &params,
   if (!session)
     return session.takeError();
   for (const auto &[name, value] : params) {
-    runtime::Tensor *state = (*session)->state(name);
-    if (!state)
-      return cliError("the executable holds no parameter '" + name + "'");
     llvm::Expected<runtime::Tensor> t = runtimeTensor(value);
     if (!t)
       return t.takeError();
-    if (t->bytes() != state->bytes())
-      return cliError("parameter '" + name + "' changed size");
-    std::memcpy(state->data(), t->data(), t->bytes());
+    if (llvm::Error err = toError((*session)->setState(name, t->ref())))
+      return err;
   }
   std::vector<runtime::Tensor> held;
   std::vector<runtime::TensorRef> refs;
