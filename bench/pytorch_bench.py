@@ -146,7 +146,7 @@ def attention_flops(batch, heads, q_len, k_len, head_dim):
     return 2 * gemm_flops(batch * heads * q_len, k_len, head_dim)
 
 
-def model_flops(c, mode, batch, src_len, tgt_len):
+def model_flops(c, mode, batch, src_len, tgt_len, beam=1):
     """Model FLOPs of one `train` or `decode` step (2*M*N*K per GEMM).
 
     Only GEMMs count: every linear projection (q, k, v and output of each
@@ -163,7 +163,8 @@ def model_flops(c, mode, batch, src_len, tgt_len):
       of the T steps the decoder for one new position per sentence:
       self-attention over the positions so far (1..T, the new one
       included), cross-attention over the S source positions, the FFN and
-      the generator over the vocabulary.
+      the generator over the vocabulary; with a beam, each step runs for
+      every hypothesis of every sentence (B*beam rows).
     """
     d, ff, h = c["d_model"], c["d_ff"], c["heads"]
     dh, vocab = d // h, c["tgt_vocab"]
@@ -185,11 +186,12 @@ def model_flops(c, mode, batch, src_len, tgt_len):
         generator = gemm_flops(nt, vocab, d)
         return 3 * (encoder + decoder + generator)
     total = encoder + memory_kv
+    rows = batch * beam
     for position in range(1, tgt_len + 1):
-        total += ld * (6 * gemm_flops(batch, d, d) + ffn(batch) +
-                       attention_flops(batch, h, 1, position, dh) +
-                       attention_flops(batch, h, 1, src_len, dh))
-        total += gemm_flops(batch, vocab, d)
+        total += ld * (6 * gemm_flops(rows, d, d) + ffn(rows) +
+                       attention_flops(rows, h, 1, position, dh) +
+                       attention_flops(rows, h, 1, src_len, dh))
+        total += gemm_flops(rows, vocab, d)
     return total
 
 
@@ -376,6 +378,48 @@ def greedy_cached(model, src, steps, keep_logits=False):
     if keep_logits:
         return tokens, torch.stack(logits_seen, 1)
     return tokens
+
+
+def beam_cached(model, src, steps, beam):
+    """Beam search of exactly `steps` tokens with a key/value cache: every
+    hypothesis of every sentence one row, the `beam` best continuations of
+    each sentence by total log-probability kept each step, and the rows'
+    self-attention caches reordered to the hypotheses they continue (the
+    cross-attention caches are the same for every hypothesis of a sentence).
+    No hypothesis ends early: the fixed length `loom-bench --beam` decodes.
+    Returns the best hypothesis of each sentence, [B, steps].
+    """
+    decoder = model.transformer.decoder
+    batch = src.shape[0]
+    memory = model.encode(src).repeat_interleave(beam, 0)
+    caches = [DecoderCache(layer, memory, steps) for layer in decoder.layers]
+    heads = decoder.layers[0].self_attn.num_heads
+    rows = batch * beam
+    scores = torch.full((batch, beam), -math.inf, device=src.device)
+    scores[:, 0] = 0  # one hypothesis to begin with
+    tokens = torch.empty(rows, steps, dtype=torch.long, device=src.device)
+    last = torch.full((rows, 1), BOS, dtype=torch.long, device=src.device)
+    first_row = torch.arange(batch, device=src.device)[:, None] * beam
+    head = torch.arange(heads, device=src.device)
+    for position in range(steps):
+        x = model.embed(model.tgt_embed, last, start=position)
+        for layer, cache in zip(decoder.layers, caches):
+            x = _decoder_layer_step(layer, x, cache, position)
+        if decoder.norm is not None:
+            x = decoder.norm(x)
+        logp = F.log_softmax(model.generator(x[:, 0]).float(), -1)
+        vocab = logp.shape[-1]
+        total = (scores[:, :, None] + logp.view(batch, beam, vocab))
+        scores, best = total.view(batch, beam * vocab).topk(beam, -1)
+        source = (first_row + best // vocab).flatten()
+        tokens = tokens[source]
+        tokens[:, position] = (best % vocab).flatten()
+        cache_rows = (source[:, None] * heads + head).flatten()
+        for cache in caches:
+            cache.self_k_t = cache.self_k_t[cache_rows]
+            cache.self_v = cache.self_v[cache_rows]
+        last = tokens[:, position:position + 1]
+    return tokens.view(batch, beam, steps)[:, 0]
 
 
 def greedy_naive(model, src, steps):

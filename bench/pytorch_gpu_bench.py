@@ -2,7 +2,8 @@
 """Times PyTorch's nn.Transformer on a GPU: the peer of `loom-bench` there.
 
     pytorch_gpu_bench.py [--preset base] [--batch 32] [--src-len 30]
-        [--tgt-len 30] [--variants eager-fp32,eager-tf32,...] [--steps K]
+        [--tgt-len 30] [--modes train,decode,beam] [--beam 4]
+        [--variants eager-fp32,eager-tf32,...] [--steps K]
 
 The model, the training step and the cached greedy decoder are
 bench/pytorch_bench.py's (its docstring says what a step is and how model
@@ -20,6 +21,11 @@ the GEMMs ran in (MFU):
                     the warm-up and out of the timings). Decoding under
                     torch.compile is not timed: the cache grows every step,
                     which recompiles or falls back to eager.
+
+`beam` is beam search of --beam hypotheses a sentence with the same
+cache (pytorch_bench.beam_cached), the fixed length `loom-bench --beam`
+decodes; its tokens are the sentences' (B*T), its FLOPs every
+hypothesis's.
 
 torch.cuda.synchronize() comes before each timer starts and before it
 stops; warm-up steps are not timed. Variants run in the order given, and
@@ -48,7 +54,8 @@ DEFAULT_VARIANTS = ("eager-fp32,eager-tf32,eager-bf16,"
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--preset", choices=sorted(pb.PRESETS), default="base")
-    p.add_argument("--modes", default="train,decode")
+    p.add_argument("--modes", default="train,decode,beam")
+    p.add_argument("--beam", type=int, default=4)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--src-len", type=int, default=30)
     p.add_argument("--tgt-len", type=int, default=30)
@@ -126,7 +133,7 @@ def run_train(a, c, model, precision, compiled, gen):
     return times, {"loss_first": values[0], "loss_last": values[-1]}
 
 
-def run_decode(a, c, model, precision, gen):
+def run_decode(a, c, model, precision, gen, beam=1):
     src = torch.randint(pb.FIRST_WORD, c["src_vocab"], (a.batch, a.src_len),
                         generator=gen).to(a.device)
     model.eval()
@@ -134,7 +141,10 @@ def run_decode(a, c, model, precision, gen):
     def step(_):
         with torch.inference_mode(), torch.autocast(
                 a.device, dtype=torch.bfloat16, enabled=precision == "bf16"):
-            tokens = pb.greedy_cached(model, src, a.tgt_len)
+            if beam > 1:
+                tokens = pb.beam_cached(model, src, a.tgt_len, beam)
+            else:
+                tokens = pb.greedy_cached(model, src, a.tgt_len)
         assert tokens.shape == (a.batch, a.tgt_len)
 
     return timed(step, a.warmup, a.steps, a.device), {}
@@ -150,7 +160,7 @@ def main():
     for mode in a.modes.split(","):
         for variant in a.variants.split(","):
             kind, _, precision = variant.partition("-")
-            if kind == "compile" and mode == "decode":
+            if kind == "compile" and mode != "train":
                 continue
             if on_gpu:
                 torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
@@ -165,7 +175,9 @@ def main():
                     times, extra = run_train(a, c, model, precision,
                                              kind == "compile", gen)
                 else:
-                    times, extra = run_decode(a, c, model, precision, gen)
+                    times, extra = run_decode(
+                        a, c, model, precision, gen,
+                        a.beam if mode == "beam" else 1)
             except Exception as e:  # one variant's failure ends no other
                 print(json.dumps({"framework": "pytorch", "mode": mode,
                                   "variant": variant, "error": str(e)[:500]}),
@@ -174,13 +186,17 @@ def main():
                 continue
             stats = pb.summarize(times)
             seconds = stats["step_ms_median"] / 1e3
-            tokens = pb.tokens_per_step(mode, a.batch, a.src_len, a.tgt_len)
-            gflops = pb.model_flops(c, mode, a.batch, a.src_len,
-                                    a.tgt_len) / 1e9
+            beam = a.beam if mode == "beam" else 1
+            decoding = "train" if mode == "train" else "decode"
+            tokens = pb.tokens_per_step(decoding, a.batch, a.src_len,
+                                        a.tgt_len)
+            gflops = pb.model_flops(c, decoding, a.batch, a.src_len,
+                                    a.tgt_len, beam) / 1e9
             print(json.dumps({
-                "framework": "pytorch", "mode": mode, "variant": variant,
+                "framework": "pytorch", "mode": decoding, "variant": variant,
                 "preset": a.preset, "batch": a.batch, "src_len": a.src_len,
-                "tgt_len": a.tgt_len, "steps": a.steps, "warmup": a.warmup,
+                "tgt_len": a.tgt_len, "beam": beam, "steps": a.steps,
+                "warmup": a.warmup,
                 "tokens_per_s": tokens / seconds, **stats,
                 "model_gflops_per_step": gflops,
                 "model_gflops_per_s": gflops / seconds,
