@@ -1,5 +1,4 @@
-//===- ArenaPlan.h - Memory plans as attributes, and their arena -*- C++
-//-*-===//
+//===- ArenaPlan.h - Memory plans as attributes and their arena -*- C++ -*-===//
 //
 // `loom-plan-memory` records where every temporary of a function lives as
 // attributes on the IR, so the plan travels with any dump and is checked by

@@ -102,9 +102,8 @@ Status copyFileAtomically(const std::string &from, const std::string &to,
     bytes.assign(std::istreambuf_iterator<char>(in),
                  std::istreambuf_iterator<char>());
   if (!in && !in.eof())
-    return Status::failure("cannot read '" + from + "': " +
-                               std::strerror(errno),
-                           ErrorCode::Io);
+    return Status::failure(
+        "cannot read '" + from + "': " + std::strerror(errno), ErrorCode::Io);
   return writeFileAtomically(to, {BytePiece{bytes.data(), bytes.size()}},
                              executable);
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 
 namespace loom::runtime {
 
@@ -24,6 +25,8 @@ Session::create(std::shared_ptr<const Program> program,
   std::unique_ptr<Session> session(new Session);
   session->prog = std::move(program);
   session->dev = std::move(device);
+  const char *sync = std::getenv("LOOM_SYNC_EVERY_STEP");
+  session->syncEveryStep = sync && *sync && std::string(sync) != "0";
   LOOM_RETURN_IF_ERROR(session->place());
   return session;
 }
@@ -88,6 +91,8 @@ void Session::renumber(int buffer) {
   static std::atomic<uint64_t> next{1};
   versions[buffer] = next.fetch_add(1, std::memory_order_relaxed);
 }
+
+StepHook::~StepHook() = default;
 
 Status Session::setState(const std::string &name, const TensorRef &value) {
   Tensor *target = state(name);
@@ -267,6 +272,10 @@ Session::run(const std::string &name, const std::vector<TensorRef> &inputs,
 
   std::vector<TensorRef> args;
   inFlight.clear();
+  auto stepContext = [&](int s, const Kernel &kernel) {
+    return "'" + name + "' step " + std::to_string(s) + " (" + kernel.symbol() +
+           ")";
+  };
   for (int s = 0; s < entry.proto->steps_size(); ++s) {
     const Step &step = entry.proto->steps(s);
     const Kernel &kernel = exe.kernels(step.kernel());
@@ -274,35 +283,36 @@ Session::run(const std::string &name, const std::vector<TensorRef> &inputs,
     args.clear();
     for (int b : step.args())
       args.push_back(refs[b]);
+    StepView view{name, s, kernel, args};
+    if (stepHook) {
+      LOOM_RETURN_IF_ERROR(
+          dev->synchronize().withContext(stepContext(s, kernel)));
+      LOOM_RETURN_IF_ERROR(stepHook->beforeStep(view));
+    }
     Status status;
     if (kernel.kind() == Kernel::COLLECTIVE) {
       status = runCollective(kernel, step, args);
-    } else if (kernel.kind() == Kernel::GENERATED) {
-      // A generated kernel trusts its arguments' sizes; the library ones
-      // check theirs themselves.
-      status = prog->checkLaunch(step.kernel(), args);
-      if (status.ok())
-        status = dev->launch(*code, step.kernel(), args);
     } else {
-      LibraryCallArgs call;
-      call.tensors = args;
-      call.attrs.ints.assign(step.int_attrs().begin(), step.int_attrs().end());
-      call.attrs.floats.assign(step.float_attrs().begin(),
-                               step.float_attrs().end());
-      for (int b : step.args()) {
-        const Buffer &buffer = exe.buffers(b);
-        call.versions.push_back(
-            versions[buffer.has_view_of() ? buffer.view_of() : b]);
-      }
-      status = dev->call(*code, step.kernel(), call);
+      std::vector<uint64_t> stepVersions;
+      if (kernel.kind() == Kernel::LIBRARY)
+        for (int b : step.args()) {
+          const Buffer &buffer = exe.buffers(b);
+          stepVersions.push_back(
+              versions[buffer.has_view_of() ? buffer.view_of() : b]);
+        }
+      status = launchStep(step, args, std::move(stepVersions));
     }
     if (job && !inFlight.empty())
       job->progress();
+    // A fault of an asynchronous device shows at a later synchronization;
+    // these find the step that caused it.
+    if (status.ok() && (syncEveryStep || stepHook || profiling))
+      status = dev->synchronize();
     if (!status.ok())
-      return status.withContext("'" + name + "' step " + std::to_string(s) +
-                                " (" + kernel.symbol() + ")");
+      return status.withContext(stepContext(s, kernel));
+    if (stepHook)
+      LOOM_RETURN_IF_ERROR(stepHook->afterStep(view));
     if (profiling) {
-      LOOM_RETURN_IF_ERROR(dev->synchronize());
       KernelProfile &p = kernelTimes[step.kernel()];
       ++p.calls;
       p.seconds += std::chrono::duration<double>(
@@ -310,13 +320,64 @@ Session::run(const std::string &name, const std::vector<TensorRef> &inputs,
                        .count();
     }
   }
-  LOOM_RETURN_IF_ERROR(dev->synchronize());
+  if (Status synced = dev->synchronize(); !synced.ok())
+    return synced.withContext(
+        "'" + name + "' (" + std::to_string(entry.proto->steps_size()) +
+        " steps launched; LOOM_SYNC_EVERY_STEP=1 names the step that "
+        "failed)");
 
   std::vector<NamedTensor> results;
   for (size_t o = 0; o < entry.outputs.size(); ++o)
     if (entry.outputs[o].state < 0 && !appended[o])
       results.push_back({entry.outputs[o].name, std::move(outputs[o])});
   return results;
+}
+
+Status Session::launchStep(const Step &step, const std::vector<TensorRef> &args,
+                           std::vector<uint64_t> stepVersions) {
+  const Executable &exe = prog->executable();
+  const Kernel &kernel = exe.kernels(step.kernel());
+  if (kernel.kind() == Kernel::GENERATED) {
+    // A generated kernel trusts its arguments' sizes; the library ones
+    // check theirs themselves.
+    LOOM_RETURN_IF_ERROR(prog->checkLaunch(step.kernel(), args));
+    return dev->launch(*code, step.kernel(), args);
+  }
+  LibraryCallArgs call;
+  call.tensors = args;
+  call.attrs.ints.assign(step.int_attrs().begin(), step.int_attrs().end());
+  call.attrs.floats.assign(step.float_attrs().begin(),
+                           step.float_attrs().end());
+  call.versions = std::move(stepVersions);
+  return dev->call(*code, step.kernel(), call);
+}
+
+Status Session::runStep(const std::string &entryName, int index,
+                        const std::vector<TensorRef> &args) {
+  ErrorOr<const Program::Entry *> found = prog->entry(entryName);
+  if (!found)
+    return found.status();
+  const Program::Entry &entry = **found;
+  if (index < 0 || index >= entry.proto->steps_size())
+    return Status::failure("'" + entryName + "' has no step " +
+                               std::to_string(index),
+                           ErrorCode::InvalidArgument);
+  const Step &step = entry.proto->steps(index);
+  const Kernel &kernel = prog->executable().kernels(step.kernel());
+  std::string where = "'" + entryName + "' step " + std::to_string(index) +
+                      " (" + kernel.symbol() + ")";
+  if (kernel.kind() == Kernel::COLLECTIVE)
+    return Status::failure(where + " is a collective; it runs in a job",
+                           ErrorCode::Unsupported);
+  if (int(args.size()) != step.args_size())
+    return Status::failure(where + " takes " +
+                               std::to_string(step.args_size()) +
+                               " arguments, got " + std::to_string(args.size()),
+                           ErrorCode::InvalidArgument);
+  Status status = launchStep(step, args, {});
+  if (status.ok())
+    status = dev->synchronize();
+  return status.withContext(where);
 }
 
 Status Session::runCollective(const Kernel &kernel, const Step &step,

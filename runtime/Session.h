@@ -31,6 +31,27 @@
 
 namespace loom::runtime {
 
+/// A step of an entry as run() hands it to the device: what a StepHook
+/// sees.
+struct StepView {
+  const std::string &entry;
+  int index; // in the entry's steps
+  const Kernel &kernel;
+  /// As the kernel gets them, in the device's memory.
+  const std::vector<TensorRef> &args;
+};
+
+/// Called around every step of run() once set (Session::setStepHook): a
+/// test that replays each kernel on another device with this one's
+/// inputs, to name the kernel where two devices part. An error stops the
+/// run with it.
+class StepHook {
+public:
+  virtual ~StepHook();
+  virtual Status beforeStep(const StepView &step) = 0;
+  virtual Status afterStep(const StepView &step) = 0;
+};
+
 /// Seconds and calls per kernel, when profiling is on.
 struct KernelProfile {
   std::string kernel;
@@ -94,6 +115,16 @@ public:
   }
   Collectives *collectives() const { return job.get(); }
 
+  /// Runs step `index` of `entry` alone, on `args` in the device's memory
+  /// (as many as its kernel takes, of the shapes the step had in a run),
+  /// as run() would, and synchronizes. A collective step is refused.
+  Status runStep(const std::string &entry, int index,
+                 const std::vector<TensorRef> &args);
+
+  /// Calls `hook` around every step of run() from now on; null: none.
+  /// Steps are synchronized before the hook sees them.
+  void setStepHook(StepHook *hook) { stepHook = hook; }
+
   /// Times every kernel from now on (synchronizing after each).
   void setProfiling(bool on) { profiling = on; }
   /// Kernels by decreasing time since profiling was turned on.
@@ -105,6 +136,10 @@ private:
   ErrorOr<char *> arenaFor(int64_t bytes);
   Status runCollective(const Kernel &kernel, const Step &step,
                        const std::vector<TensorRef> &args);
+  /// Launches a generated or library step on `args`; `versions` as
+  /// LibraryCallArgs takes them (empty: none known).
+  Status launchStep(const Step &step, const std::vector<TensorRef> &args,
+                    std::vector<uint64_t> versions);
 
   std::shared_ptr<const Program> prog;
   std::shared_ptr<Device> dev;
@@ -120,6 +155,10 @@ private:
   /// All-reduces in flight in the current run(), by id.
   std::map<int64_t, std::unique_ptr<CollectiveRequest>> inFlight;
   bool profiling = false;
+  /// LOOM_SYNC_EVERY_STEP=1: synchronize after every step, so that an
+  /// asynchronous fault is reported by the step that caused it.
+  bool syncEveryStep = false;
+  StepHook *stepHook = nullptr;
   std::vector<KernelProfile> kernelTimes; // per kernel
 };
 

@@ -14,15 +14,14 @@ namespace {
 /// `entry`'s inputs on the session's device, in order: seed and step from
 /// the arguments, every other input from `batch` by name. `staging` holds
 /// what had to be copied.
-ErrorOr<std::vector<TensorRef>> bindInputs(Session &session,
-                                           const std::string &entry,
-                                           const NamedBatch &batch,
-                                           int64_t seed, int64_t step,
-                                           std::vector<Tensor> &staging) {
+ErrorOr<std::vector<TensorRef>>
+bindInputs(Session &session, const std::string &entry, const NamedBatch &batch,
+           int64_t seed, int64_t step, std::vector<Tensor> &staging) {
   if (!session.hasEntry(entry))
     return Status::failure("the executable has no @" + entry,
                            ErrorCode::InvalidArgument);
-  for (const std::string &name : {std::string(abi::kSeed), std::string(abi::kStep)})
+  for (const std::string &name :
+       {std::string(abi::kSeed), std::string(abi::kStep)})
     if (batch.count(name))
       return Status::failure("the batch holds '" + name +
                                  "', which the trainer passes itself",
@@ -30,8 +29,8 @@ ErrorOr<std::vector<TensorRef>> bindInputs(Session &session,
   std::vector<std::string> names = session.inputNames(entry);
   for (const auto &[name, tensor] : batch)
     if (std::find(names.begin(), names.end(), name) == names.end())
-      return Status::failure("the batch holds '" + name + "', which @" +
-                                 entry + " does not take",
+      return Status::failure("the batch holds '" + name + "', which @" + entry +
+                                 " does not take",
                              ErrorCode::InvalidArgument);
   std::vector<TensorRef> inputs;
   for (const std::string &name : names) {
@@ -41,7 +40,8 @@ ErrorOr<std::vector<TensorRef>> bindInputs(Session &session,
       if (!scalar)
         return scalar.status();
       // Through the pointer: a double does not hold every int64 seed exactly.
-      *static_cast<int64_t *>(scalar->data()) = name == abi::kSeed ? seed : step;
+      *static_cast<int64_t *>(scalar->data()) =
+          name == abi::kSeed ? seed : step;
       staging.push_back(std::move(*scalar));
       host = staging.back().ref();
     } else {
@@ -88,9 +88,8 @@ ErrorOr<double> runTrainStep(Session &session, const TensorRef &src,
                       seed, step);
 }
 
-ErrorOr<std::vector<NamedTensor>> runLossGradient(Session &session,
-                                                  const NamedBatch &batch,
-                                                  int64_t seed) {
+ErrorOr<std::vector<NamedTensor>>
+runLossGradient(Session &session, const NamedBatch &batch, int64_t seed) {
   std::vector<Tensor> staging;
   ErrorOr<std::vector<TensorRef>> inputs =
       bindInputs(session, abi::kLossGrad, batch, seed, 0, staging);

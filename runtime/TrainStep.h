@@ -33,9 +33,8 @@ ErrorOr<double> runTrainStep(Session &session, const NamedBatch &batch,
 /// Runs @loss_grad on `batch` (bound as runTrainStep binds it) and returns
 /// the gradient of the loss at the session's parameters, as host tensors
 /// named as the parameters are.
-ErrorOr<std::vector<NamedTensor>> runLossGradient(Session &session,
-                                                  const NamedBatch &batch,
-                                                  int64_t seed);
+ErrorOr<std::vector<NamedTensor>>
+runLossGradient(Session &session, const NamedBatch &batch, int64_t seed);
 
 /// Runs one @train_step on host batch `src` [B, S] and `tgt` [B, T] (i32,
 /// 0-padded): dropout drawn from `seed`, the schedule and Adam's bias

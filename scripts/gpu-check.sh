@@ -15,11 +15,14 @@
 #   conformance  every device primitive and library kernel on the GPU
 #   agreement    whole models (tiny, multi30k, base) on the GPU against the
 #                CPU: log-probabilities, every gradient, three Adam steps,
-#                greedy decoding
+#                greedy decoding; and every kernel of each model replayed
+#                alone on the GPU with the CPU's inputs, named where it
+#                parts from the CPU
 #   nccl         an all-reduce over this machine's GPUs
 #   sync         a failing suite again with every launch synchronous
-#                (CUDA_LAUNCH_BLOCKING), so that an asynchronous fault names
-#                the kernel that made it; appended to the suite's log
+#                (CUDA_LAUNCH_BLOCKING, LOOM_SYNC_EVERY_STEP), so that an
+#                asynchronous fault names the step and kernel that made it;
+#                appended to the suite's log
 #   sanitizer    the conformance suite's CUDA cases and the tiny model's
 #                agreement under compute-sanitizer's memcheck
 #   bench        loom-bench on `base` (a train step, greedy and beam-4
@@ -172,17 +175,17 @@ wanted() { case " $stages " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 wanted conformance &&
   run_stage conformance conformance.log 120 DeviceConformanceTest --gtest_filter="$conformance_filter"
 wanted agreement &&
-  run_stage agreement agreement.log 180 DeviceAgreementTest --gtest_filter="$agreement_filter"
+  run_stage agreement agreement.log 240 DeviceAgreementTest --gtest_filter="$agreement_filter"
 wanted nccl && run_stage nccl conformance.log 60 NcclCollectivesTest
 
 for suite in $failed_suites; do
   case $suite in
     DeviceConformanceTest)
-      CUDA_LAUNCH_BLOCKING=1 run_stage "sync conformance" conformance.log 120 "$suite" \
+      LOOM_SYNC_EVERY_STEP=1 CUDA_LAUNCH_BLOCKING=1 run_stage "sync conformance" conformance.log 120 "$suite" \
         --gtest_filter="$conformance_filter"
       ;;
     DeviceAgreementTest)
-      CUDA_LAUNCH_BLOCKING=1 run_stage "sync agreement" agreement.log 120 "$suite" \
+      LOOM_SYNC_EVERY_STEP=1 CUDA_LAUNCH_BLOCKING=1 run_stage "sync agreement" agreement.log 120 "$suite" \
         --gtest_filter='*/tiny:*/base'
       ;;
   esac
@@ -199,7 +202,9 @@ elif ! command -v compute-sanitizer >/dev/null; then
   add_row sanitizer "NOT RUN" "no compute-sanitizer on this machine" ""
 else
   start=$(date +%s)
-  for suite in DeviceConformanceTest:'*cuda*' DeviceAgreementTest:'*/tiny'; do
+  # The replay runs every kernel twice more; memcheck sees them in the
+  # other tests.
+  for suite in DeviceConformanceTest:'*cuda*' DeviceAgreementTest:'*/tiny:-*EveryKernelAgreesAlone*'; do
     echo "## compute-sanitizer ${suite%%:*} --gtest_filter=${suite#*:}" >> "$out/sanitizer.log"
     timeout --kill-after=10 120 compute-sanitizer --tool memcheck --report-api-errors no \
       --print-limit 20 --error-exitcode 99 "$here/run" "${suite%%:*}" \

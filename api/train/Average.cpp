@@ -51,8 +51,8 @@ ErrorOr<SafeTensorFile> averageCheckpoints(
                        bad->describe());
       ErrorOr<std::vector<double>> values = toDoubles(tensor);
       if (!values)
-        return values.status().withContext("'" + path + "': tensor '" +
-                                           name + "'");
+        return values.status().withContext("'" + path + "': tensor '" + name +
+                                           "'");
       if (c == 0) {
         shapes[name] = tensor.shape;
         sums[name] = std::move(*values);

@@ -24,8 +24,8 @@ namespace loom::train {
 /// the steps in the metadata as averaged_steps ("1000,2000"). Refused, with
 /// the file and the tensor named: a non-float or non-finite parameter,
 /// checkpoints of different models, a mean beyond f32's range.
-ErrorOr<SafeTensorFile>
-averageCheckpoints(const std::vector<std::pair<int64_t, std::string>> &checkpoints);
+ErrorOr<SafeTensorFile> averageCheckpoints(
+    const std::vector<std::pair<int64_t, std::string>> &checkpoints);
 
 } // namespace loom::train
 

@@ -48,9 +48,8 @@ ErrorOr<OwnedBatch> readBatchFile(const runtime::Session &session,
     ErrorOr<std::vector<double>> values = toDoubles(it->second);
     if (!values)
       return values.status().withContext("batch tensor '" + input.name + "'");
-    ErrorOr<SafeTensor> converted =
-        fromDoubles(*values, it->second.shape,
-                    dtypeInfo(input.dtype).safetensorsName);
+    ErrorOr<SafeTensor> converted = fromDoubles(
+        *values, it->second.shape, dtypeInfo(input.dtype).safetensorsName);
     if (!converted)
       return invalid("batch tensor '" + input.name + "': @train_step takes " +
                      dtypeName(input.dtype) + ": " + converted.error());

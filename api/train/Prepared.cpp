@@ -214,7 +214,8 @@ Status PreparedSource::checkJob(const runtime::Collectives *job) const {
 
 bool PreparedSource::isHome(const std::string &dir) const {
   std::error_code ec;
-  return dir == prepared.dir || std::filesystem::equivalent(dir, prepared.dir, ec);
+  return dir == prepared.dir ||
+         std::filesystem::equivalent(dir, prepared.dir, ec);
 }
 
 Status PreparedSource::open(const std::string &, bool, const RunSettings &,

@@ -98,7 +98,8 @@ Status copyPreparedModel(const PreparedFolder &prepared,
 /// schedule and whether the run is one process or a data-parallel job.
 class PreparedSource : public ModelSource {
 public:
-  explicit PreparedSource(PreparedFolder folder) : prepared(std::move(folder)) {}
+  explicit PreparedSource(PreparedFolder folder)
+      : prepared(std::move(folder)) {}
 
   std::string defaultDevice() const override;
   std::set<std::string> compiledSettings() const override;
@@ -107,9 +108,7 @@ public:
   Status open(const std::string &dir, bool resumed, const RunSettings &settings,
               runtime::Collectives *job) override;
   const TransformerConfig &config() const override { return prepared.config; }
-  const std::string &configText() const override {
-    return prepared.configText;
-  }
+  const std::string &configText() const override { return prepared.configText; }
   const text::Tokenizer &tokenizer() const override {
     return prepared.tokenizer();
   }

@@ -1,5 +1,4 @@
-//===- Trainer.h - Training a compiled model ---------------------*- C++
-//-*-===//
+//===- Trainer.h - Training a compiled model --------------------*- C++ -*-===//
 //
 // Runs a compiled @train_step over token-budget batches, epoch after epoch,
 // with dropout seeded per step; as one rank of a data-parallel job, over

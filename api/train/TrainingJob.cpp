@@ -184,8 +184,9 @@ ErrorOr<int> runTrainingJob(JobOptions o, ModelSource &source) {
   if (o.drawCurves && corpora->valid) {
     presentation.plotScript = source.plotScript();
     if (presentation.plotScript.empty())
-      std::fprintf(stderr, "%s: no loom-plot at hand; no curves are drawn in "
-                           "this run\n",
+      std::fprintf(stderr,
+                   "%s: no loom-plot at hand; no curves are drawn in "
+                   "this run\n",
                    o.command.c_str());
   }
   int code = runObservedTraining(**session, trainer, position, *corpora,

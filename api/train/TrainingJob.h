@@ -89,8 +89,8 @@ public:
   /// A session of @train_step for `settings` on `device`, as a rank of a
   /// data-parallel job or alone.
   virtual ErrorOr<std::unique_ptr<runtime::Session>>
-  session(const RunSettings &settings,
-          std::shared_ptr<runtime::Device> device, bool dataParallel) = 0;
+  session(const RunSettings &settings, std::shared_ptr<runtime::Device> device,
+          bool dataParallel) = 0;
   /// Writes what makes `dir` a model directory besides the run's own files
   /// (rank 0 only, once nothing can refuse the run): a new run's config
   /// and vocabulary, the translate executable.

@@ -1,5 +1,4 @@
-//===- SharedLibrary.h - A CUDA library opened when first needed -*- C++
-//-*-===//
+//===- SharedLibrary.h - A CUDA library opened when needed ------*- C++ -*-===//
 //
 // cuBLASLt and NCCL are opened with dlopen when the runtime first needs
 // them, not linked (cuda/CublasLt.h says why): the library this build was

@@ -12,6 +12,13 @@
 //   TrainingAgrees  three @train_step calls: each loss, then every
 //                   parameter and Adam moment
 //   DecodingAgrees  greedy decoding: the same tokens
+//   EveryKernelAgreesAlone
+//                   every step of a training step, of @loss and
+//                   @loss_grad, of scoring and of greedy decoding,
+//                   replayed alone on the device under test with the CPU's
+//                   inputs (KernelReplay.h): a failure names the kernel,
+//                   the step and the element; every kernel of the
+//                   executable must have been replayed
 //
 // The CPU side is held to the interpreter and PyTorch by the other tests, so
 // agreement here carries those checks to the GPU's generated kernels,
@@ -32,20 +39,29 @@
 // other gradient by less. Gradients get 3e-4: a wrong kernel is off by far
 // more (a missed term, a wrong index: errors of the order of the values).
 // Adam divides by sqrt(v) + eps with v ~ g^2 tiny after three steps, which
-// magnifies gradient differences: parameters get 1e-3. Each test prints
+// magnifies gradient differences: parameters get 1e-3. A kernel alone, on
+// the same inputs, differs by its own summation order only (a dot product
+// of 2048 terms: about sqrt(2048) * 6e-8 = 3e-6 of its scale; exp and log
+// within a few ulp), so it gets a forward pass's 1e-4 with a margin that a
+// first run on a new GPU should not exhaust; a wrong index or a missed term
+// is off by the order of the values. The test prints the kernels closest
+// to it. Each test prints
 // the tensors that came closest to their tolerance, so that a change of
 // the margin shows in the GPU check's log before it fails.
 //
 //===----------------------------------------------------------------------===//
 
 #include "DeviceTestUtil.h"
+#include "KernelReplay.h"
 
 #include "abi/ModelAbi.h"
 
 #include "runtime/Decoding.h"
+#include "runtime/Executable.h"
 #include "runtime/Program.h"
 #include "runtime/Session.h"
 #include "runtime/TrainStep.h"
+#include "runtime/Weights.h"
 
 #include <gtest/gtest.h>
 
@@ -332,6 +348,102 @@ TEST_P(DeviceAgreement, DecodingAgrees) {
   ASSERT_TRUE(bool(expected)) << expected.error();
   ASSERT_TRUE(bool(actual)) << actual.error();
   EXPECT_EQ(*actual, *expected);
+}
+
+TEST_P(DeviceAgreement, EveryKernelAgreesAlone) {
+  const double kernelTolerance = 1e-4;
+  test::KernelReplay replay(*onCpu, *onGpu, kernelTolerance);
+  onCpu->setStepHook(&replay);
+  std::mt19937_64 rng(5);
+  Tensor src = batch(rng, {5, 4, 3, 5}, 5), tgt = batch(rng, {6, 3, 5, 2}, 6);
+  auto loss = runtime::runTrainStep(*onCpu, src.ref(), tgt.ref(), 11, 1);
+  ASSERT_TRUE(bool(loss)) << loss.error();
+  ErrorOr<Tensor> seed = runtime::scalarTensor(DType::I64, 5);
+  ASSERT_TRUE(bool(seed)) << seed.error();
+  for (const char *entry : {"loss", "loss_grad", "token_log_probs"})
+    if (onCpu->hasEntry(entry)) {
+      std::vector<const Tensor *> inputs;
+      for (const std::string &name : onCpu->inputNames(entry))
+        inputs.push_back(name == "src" ? &src : name == "tgt" ? &tgt : &*seed);
+      EXPECT_FALSE(runOn(*onCpu, entry, inputs).empty()) << entry;
+    }
+  runtime::GreedyOptions options;
+  options.maxLen = 12;
+  auto decoded = runtime::greedyDecode(*onCpu, src.ref(), options);
+  ASSERT_TRUE(bool(decoded)) << decoded.error();
+  onCpu->setStepHook(nullptr);
+
+  std::map<std::string, double> worst;
+  int64_t replays = 0;
+  for (const auto &[symbol, verdict] : replay.verdicts()) {
+    EXPECT_TRUE(verdict.failure.empty()) << symbol << " (" << verdict.replays
+                                         << " replays): " << verdict.failure;
+    worst[symbol] = verdict.worst;
+    replays += verdict.replays;
+  }
+  std::printf("  %zu kernels, %lld steps replayed on %s\n",
+              replay.verdicts().size(), (long long)replays,
+              onGpu->device().description().c_str());
+  printClosest(worst, kernelTolerance, 6);
+  std::vector<std::string> missed = replay.kernelsNotReplayed();
+  std::string list;
+  for (const std::string &kernel : missed)
+    list += " " + kernel;
+  EXPECT_TRUE(missed.empty()) << "no step replayed" << list;
+}
+
+// The replay itself: against a copy of the tiny model whose first step
+// with a float attribute (an attention's score scale) has it changed, it
+// must name that kernel at that step, and no other kernel.
+TEST(KernelReplay, NamesTheKernelThatDiffers) {
+  std::string path = dataDir() + "/tiny-cpu.loomx";
+  ErrorOr<Executable> exe = loadExecutable(path);
+  ASSERT_TRUE(bool(exe)) << exe.error();
+  Executable changed = *exe;
+  int stepIndex = -1;
+  std::string symbol;
+  for (runtime::EntryPoint &entry : *changed.mutable_entry_points()) {
+    if (entry.name() != loom::abi::kTrainStep)
+      continue;
+    for (int s = 0; s < entry.steps_size() && stepIndex < 0; ++s)
+      if (entry.steps(s).float_attrs_size() > 0) {
+        runtime::Step *step = entry.mutable_steps(s);
+        step->set_float_attrs(0, step->float_attrs(0) * 1.25f);
+        stepIndex = s;
+        symbol = changed.kernels(step->kernel()).symbol();
+      }
+  }
+  ASSERT_GE(stepIndex, 0) << "no step of @train_step has a float attribute";
+  std::unique_ptr<runtime::Session> reference =
+      test::cpuSession(std::move(*exe), 1);
+  std::unique_ptr<runtime::Session> target =
+      test::cpuSession(std::move(changed), 1);
+  ASSERT_TRUE(reference && target);
+  // Drawn parameters: with zeros every score is 0, whatever its scale.
+  Status drawn = runtime::initParameters(*reference, 3);
+  ASSERT_TRUE(drawn.ok()) << drawn.message();
+  ASSERT_TRUE(test::copyState(*reference, *target));
+
+  test::KernelReplay replay(*reference, *target, 1e-4);
+  reference->setStepHook(&replay);
+  std::mt19937_64 rng(5);
+  std::uniform_int_distribution<int32_t> id(4, 31);
+  std::vector<std::vector<int32_t>> rows(3, std::vector<int32_t>(5));
+  for (auto &row : rows)
+    for (int32_t &x : row)
+      x = id(rng);
+  Tensor src = test::idsOf(rows), tgt = test::idsOf(rows);
+  auto loss = runtime::runTrainStep(*reference, src.ref(), tgt.ref(), 11, 1);
+  ASSERT_TRUE(bool(loss)) << loss.error();
+  reference->setStepHook(nullptr);
+  for (const auto &[kernel, verdict] : replay.verdicts())
+    if (kernel == symbol)
+      EXPECT_NE(verdict.failure.find("'train_step' step " +
+                                     std::to_string(stepIndex) + ":"),
+                std::string::npos)
+          << kernel << ": " << verdict.failure;
+    else
+      EXPECT_EQ(verdict.failure, "") << kernel;
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, DeviceAgreement,

@@ -852,6 +852,57 @@ TEST_P(Sessions, RunAHandWrittenExecutable) {
   }
 }
 
+// One step alone (what a kernel replay runs on the device under test), and
+// run() with LOOM_SYNC_EVERY_STEP=1, which synchronizes after every step.
+TEST_P(Sessions, RunOneStepAloneAndSynchronizeEveryStep) {
+  ErrorOr<std::shared_ptr<const runtime::Program>> program =
+      runtime::Program::create(matmulExecutable(device->target()));
+  ASSERT_TRUE(bool(program)) << program.error();
+  ::setenv("LOOM_SYNC_EVERY_STEP", "1", 1);
+  ErrorOr<std::unique_ptr<runtime::Session>> session =
+      runtime::Session::create(*program, device);
+  ::unsetenv("LOOM_SYNC_EVERY_STEP");
+  ASSERT_TRUE(bool(session)) << session.error();
+  std::vector<float> w = {1, 2, 3, -4};
+  ASSERT_TRUE(
+      (*session)->setState("w", TensorRef{w.data(), DType::F32, {2, 2}}).ok());
+  std::vector<float> a = {1, -2, 0.5f, 3, 0, -1};
+  std::vector<Tensor> staging;
+  ErrorOr<TensorRef> input = runtime::deviceInput(
+      *device, TensorRef{a.data(), DType::F32, {2, 3}}, staging);
+  ASSERT_TRUE(bool(input)) << input.error();
+  ErrorOr<std::vector<runtime::NamedTensor>> outputs =
+      (*session)->run("main", {*input});
+  ASSERT_TRUE(bool(outputs)) << outputs.error();
+  EXPECT_EQ(download<float>(outputs->front().tensor), expectedY(a, w));
+
+  // Step 1, y = ab w^T, alone on tensors of this test's own.
+  std::vector<float> ab(4);
+  for (int r = 0; r < 2; ++r)
+    for (int j = 0; j < 2; ++j)
+      for (int k = 0; k < 3; ++k)
+        ab[r * 2 + j] += a[r * 3 + k] * kB[k * 2 + j];
+  ErrorOr<TensorRef> abOnDevice = runtime::deviceInput(
+      *device, TensorRef{ab.data(), DType::F32, {2, 2}}, staging);
+  ErrorOr<TensorRef> wOnDevice = runtime::deviceInput(
+      *device, TensorRef{w.data(), DType::F32, {2, 2}}, staging);
+  ErrorOr<Tensor> y = Tensor::onDevice(*device, DType::F32, {2, 2});
+  ASSERT_TRUE(abOnDevice && wOnDevice && y);
+  Status ran =
+      (*session)->runStep("main", 1, {*abOnDevice, *wOnDevice, y->ref()});
+  ASSERT_TRUE(ran.ok()) << ran.message();
+  EXPECT_EQ(download<float>(*y), expectedY(a, w));
+
+  Status wrongCount = (*session)->runStep("main", 1, {*abOnDevice});
+  EXPECT_EQ(wrongCount.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(
+      wrongCount.message().find("'main' step 1 (matmul) takes 3 arguments"),
+      std::string::npos)
+      << wrongCount.message();
+  EXPECT_FALSE((*session)->runStep("main", 2, {}).ok());
+  EXPECT_FALSE((*session)->runStep("absent", 0, {}).ok());
+}
+
 TEST_P(Sessions, RefuseInputsBeyondTheBoundsAndOfTheWrongShape) {
   ErrorOr<std::shared_ptr<const runtime::Program>> program =
       runtime::Program::create(matmulExecutable(device->target()));

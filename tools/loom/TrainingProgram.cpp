@@ -111,9 +111,9 @@ CompilingSource::session(const train::RunSettings &settings,
   auto session = loadSession(std::move(*exe), std::move(device));
   if (!session)
     return toStatus(session.takeError());
-  compileSeconds += std::chrono::duration<double>(
-                        std::chrono::steady_clock::now() - start)
-                        .count();
+  compileSeconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   return std::move(*session);
 }
 
@@ -124,9 +124,9 @@ Status CompilingSource::writeModelFiles(const std::string &dir, bool newRun) {
   // directory translates without compiling (and is rebuilt if stale).
   auto start = std::chrono::steady_clock::now();
   LOOM_RETURN_IF_ERROR(toStatus(writeTranslateExecutable(dir, modelConfig)));
-  compileSeconds += std::chrono::duration<double>(
-                        std::chrono::steady_clock::now() - start)
-                        .count();
+  compileSeconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   return Status::success();
 }
 
@@ -143,8 +143,7 @@ std::string CompilingSource::describe(runtime::Session &session,
   if (job)
     where += llvm::formatv("; {0} ranks ({1}), gradients in all-reduces of "
                            "{2} MiB",
-                           job->size(), job->description(),
-                           bucketMb)
+                           job->size(), job->description(), bucketMb)
                  .str();
   return llvm::formatv("model: d_model {0}, {1} heads, {2}+{3} layers, {4} "
                        "parameters; compiled for {5}",
