@@ -5,16 +5,12 @@
 // W.safetensors` writes its parameters (the float initializers) by name, the
 // file `loom train-steps` starts from.
 //
-// `loom onnx-test DIR` runs tests in ONNX's backend-test layout: a folder
-// with model.onnx and test_data_set_*/{input,output}_N.pb, or a folder of
-// such folders (the node tests of Debian's libonnx-testdata). Each model is
-// imported and run on the reference interpreter with each data set's
-// inputs, and its outputs are compared with the expected ones as ONNX's
-// backend tests compare them (|got - want| <= atol + rtol * |want|, with
-// rtol 1e-3 and atol 1e-7, NaN equal to NaN). A test whose model does not
-// import is "unsupported" with the importer's reason; one that imports and
-// then disagrees or fails to run "fails". One line per test, then a summary;
-// the exit status is non-zero when any test fails (or, with --strict, is
+// `loom onnx-test DIR` runs tests in ONNX's backend-test layout
+// (driver/OnnxBackendTest.h), a folder or a folder of them, with rtol 1e-3
+// and atol 1e-7 by default. A test whose model does not import is
+// "unsupported" with the importer's reason; one that imports and then
+// disagrees or fails to run "fails". One line per test, then a summary; the
+// exit status is non-zero when any test fails (or, with --strict, is
 // unsupported).
 //
 //===----------------------------------------------------------------------===//
@@ -23,16 +19,13 @@
 #include "tools/loom/Common.h"
 #include "tools/loom/Sessions.h"
 
+#include "driver/OnnxBackendTest.h"
 #include "frontend/onnx/OnnxImporter.h"
-#include "ir/Interpreter.h"
 #include "ir/LoomDialect.h"
-#include "passes/Pipeline.h"
-#include "runtime/Session.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
-#include "llvm/ADT/APFloat.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -41,9 +34,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
-#include <map>
 #include <memory>
 
 namespace loom::cli {
@@ -104,348 +95,6 @@ llvm::Error runImport(const ImportOptions &o) {
 
 //===-- loom onnx-test ----------------------------------------------------===//
 
-/// The files `prefix_N.pb` of `dir`, in N's order.
-std::vector<std::string> numberedFiles(const std::string &dir,
-                                       llvm::StringRef prefix) {
-  std::vector<std::pair<int, std::string>> found;
-  std::error_code ec;
-  for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end;
-       it.increment(ec)) {
-    llvm::StringRef name = llvm::sys::path::filename(it->path());
-    int n = 0;
-    if (name.consume_front(prefix) && name.consume_back(".pb") &&
-        !name.getAsInteger(10, n))
-      found.push_back({n, it->path()});
-  }
-  llvm::sort(found);
-  std::vector<std::string> out;
-  for (auto &f : found)
-    out.push_back(f.second);
-  return out;
-}
-
-std::vector<std::string> dataSets(const std::string &dir) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end;
-       it.increment(ec))
-    if (llvm::sys::path::filename(it->path()).starts_with("test_data_set_") &&
-        llvm::sys::fs::is_directory(it->path()))
-      out.push_back(it->path());
-  llvm::sort(out);
-  return out;
-}
-
-/// `x` with as many digits as an f32 needs to round-trip.
-std::string shortest(double x) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.9g", x);
-  return text;
-}
-
-/// Why `got` is not `want`, or "" when it is.
-std::string compareOutput(const HostTensor &got, const HostTensor &want,
-                          double rtol, double atol) {
-  if (got.shape != want.shape) {
-    auto text = [](const std::vector<int64_t> &s) {
-      std::string t = "[";
-      for (size_t i = 0; i < s.size(); ++i)
-        t += (i ? ", " : "") + std::to_string(s[i]);
-      return t + "]";
-    };
-    return "shape " + text(got.shape) + ", expected " + text(want.shape);
-  }
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    double g = got.data[i], w = want.data[i];
-    if (std::isnan(w) && std::isnan(g))
-      continue;
-    if (std::isinf(w) && g == w)
-      continue;
-    if (!(std::fabs(g - w) <= atol + rtol * std::fabs(w)))
-      return "element " + std::to_string(i) + " is " + shortest(g) +
-             ", expected " + shortest(w);
-  }
-  return "";
-}
-
-/// `why` without the model's path in front.
-std::string unprefixed(const std::string &why, const std::string &path) {
-  if (llvm::StringRef(why).starts_with(path + ": "))
-    return why.substr(path.size() + 2);
-  return why;
-}
-
-/// `t` as a host tensor of the runtime, element by element.
-llvm::Expected<runtime::Tensor> runtimeTensor(const HostTensor &t) {
-  ErrorOr<runtime::Tensor> out = runtime::Tensor::host(t.kind, t.shape);
-  if (!out)
-    return toError(out.status());
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    double x = t.data[i];
-    void *p = out->data();
-    switch (t.kind) {
-    case DType::F32:
-      static_cast<float *>(p)[i] = static_cast<float>(x);
-      break;
-    case DType::F64:
-      static_cast<double *>(p)[i] = x;
-      break;
-    case DType::I32:
-      static_cast<int32_t *>(p)[i] = static_cast<int32_t>(x);
-      break;
-    case DType::I64:
-      static_cast<int64_t *>(p)[i] = static_cast<int64_t>(x);
-      break;
-    case DType::I1:
-      static_cast<uint8_t *>(p)[i] = x != 0;
-      break;
-    case DType::F16:
-    case DType::BF16: {
-      llvm::APFloat f(x);
-      bool lost;
-      f.convert(t.kind == DType::F16 ? llvm::APFloat::IEEEhalf()
-                                     : llvm::APFloat::BFloat(),
-                llvm::APFloat::rmNearestTiesToEven, &lost);
-      static_cast<uint16_t *>(p)[i] =
-          static_cast<uint16_t>(f.bitcastToAPInt().getZExtValue());
-      break;
-    }
-    }
-  }
-  return std::move(*out);
-}
-
-/// A runtime tensor (host memory) as a host tensor.
-llvm::Expected<HostTensor> hostTensor(const runtime::Tensor &t) {
-  HostTensor out(t.shape(), t.dtype());
-  const void *p = t.data();
-  for (int64_t i = 0; i < out.numel(); ++i) {
-    switch (t.dtype()) {
-    case DType::F32:
-      out.data[i] = static_cast<const float *>(p)[i];
-      break;
-    case DType::F64:
-      out.data[i] = static_cast<const double *>(p)[i];
-      break;
-    case DType::I32:
-      out.data[i] = static_cast<const int32_t *>(p)[i];
-      break;
-    case DType::I64:
-      out.data[i] = double(static_cast<const int64_t *>(p)[i]);
-      break;
-    case DType::I1:
-      out.data[i] = static_cast<const uint8_t *>(p)[i] != 0;
-      break;
-    case DType::F16:
-    case DType::BF16: {
-      uint16_t bits = static_cast<const uint16_t *>(p)[i];
-      out.data[i] =
-          llvm::APFloat(t.dtype() == DType::F16 ? llvm::APFloat::IEEEhalf()
-                                                : llvm::APFloat::BFloat(),
-                        llvm::APInt(16, bits))
-              .convertToDouble();
-      break;
-    }
-    }
-  }
-  return out;
-}
-
-/// Compiles imported `module` for this CPU (no training: it has no loss) and
-/// runs @forward on `params` (by name) and `inputs`. A model the pipeline or
-/// the code generator refuses is an error whose text says so.
-llvm::Expected<std::vector<HostTensor>>
-runOnCpu(mlir::ModuleOp module, const std::map<std::string, HostTensor> &params,
-         const std::vector<HostTensor> &inputs) {
-  CompilePipelineOptions pipeline;
-  pipeline.differentiate = false;
-  pipeline.keysPositionMajor = true;
-  if (mlir::failed(runCompilePipeline(module, pipeline)))
-    return cliError("the compile pipeline refused it");
-  llvm::Expected<runtime::Executable> exe = writeExecutable(
-      module, std::string(),
-      {pipeline.maxTokens, pipeline.maxLen, pipeline.maxBatch}, CodeTarget());
-  if (!exe)
-    return exe.takeError();
-  auto session = loadCpuSession(std::move(*exe), 1);
-  if (!session)
-    return session.takeError();
-  for (const auto &[name, value] : params) {
-    llvm::Expected<runtime::Tensor> t = runtimeTensor(value);
-    if (!t)
-      return t.takeError();
-    if (llvm::Error err = toError((*session)->setState(name, t->ref())))
-      return err;
-  }
-  std::vector<runtime::Tensor> held;
-  std::vector<runtime::TensorRef> refs;
-  for (const HostTensor &input : inputs) {
-    llvm::Expected<runtime::Tensor> t = runtimeTensor(input);
-    if (!t)
-      return t.takeError();
-    held.push_back(std::move(*t));
-    refs.push_back(held.back().ref());
-  }
-  auto outputs = (*session)->run("forward", refs);
-  if (!outputs)
-    return toError(outputs.status());
-  std::vector<HostTensor> out;
-  for (const runtime::NamedTensor &o : *outputs) {
-    llvm::Expected<HostTensor> h = hostTensor(o.tensor);
-    if (!h)
-      return h.takeError();
-    out.push_back(std::move(*h));
-  }
-  return out;
-}
-
-enum class Outcome { Passed, Failed, InterpreterOnly, Unsupported };
-
-struct TestResult {
-  Outcome outcome;
-  std::string why;
-};
-
-/// One data set's model, imported, and the inputs its function takes.
-struct ImportedSet {
-  mlir::OwningOpRef<mlir::ModuleOp> module;
-  OnnxImport import;
-  std::vector<HostTensor> inputs;
-  bool bound = false;
-};
-
-/// Imports `modelPath` for a data set with `inputs`: as it is, or, where the
-/// model takes a shape or axes as data, with the set's integer inputs bound
-/// as constants.
-llvm::Expected<ImportedSet> importForSet(mlir::MLIRContext &ctx,
-                                         const std::string &modelPath,
-                                         std::vector<HostTensor> inputs) {
-  ImportedSet out;
-  out.module = mlir::ModuleOp::create(mlir::UnknownLoc::get(&ctx));
-  llvm::Expected<OnnxImport> imported =
-      importOnnxFile(*out.module, modelPath, OnnxImportOptions());
-  if (!imported) {
-    std::string why = llvm::toString(imported.takeError());
-    if (why.find("known when importing") == std::string::npos)
-      return cliError(unprefixed(why, modelPath));
-    OnnxImportOptions options;
-    for (const HostTensor &t : inputs)
-      options.inputValues.push_back(t.kind == DType::I64 || t.kind == DType::I32
-                                        ? std::optional<HostTensor>(t)
-                                        : std::nullopt);
-    out.module = mlir::ModuleOp::create(mlir::UnknownLoc::get(&ctx));
-    imported = importOnnxFile(*out.module, modelPath, options);
-    if (!imported)
-      return cliError(
-          unprefixed(llvm::toString(imported.takeError()), modelPath));
-    std::vector<HostTensor> kept;
-    for (HostTensor &t : inputs)
-      if (t.kind != DType::I64 && t.kind != DType::I32)
-        kept.push_back(std::move(t));
-    inputs = std::move(kept);
-    out.bound = true;
-  }
-  out.import = std::move(*imported);
-  out.inputs = std::move(inputs);
-  return out;
-}
-
-/// Why `outputs` are not `expected`, or "".
-std::string compareOutputs(const std::vector<HostTensor> &outputs,
-                           const std::vector<HostTensor> &expected,
-                           const OnnxImport &import, double rtol, double atol) {
-  if (expected.size() != outputs.size())
-    return llvm::formatv("{0} outputs, expected {1}", outputs.size(),
-                         expected.size());
-  for (size_t i = 0; i < expected.size(); ++i) {
-    std::string why = compareOutput(outputs[i], expected[i], rtol, atol);
-    if (!why.empty())
-      return "output '" + import.outputs[i] + "': " + why;
-  }
-  return "";
-}
-
-TestResult runOnnxTest(const std::string &dir, double rtol, double atol,
-                       bool cpu) {
-  auto ctx = onnxContext();
-  // The pipeline's and code generator's diagnostics say why the CPU
-  // backend refuses a model.
-  std::string diagnostics;
-  mlir::ScopedDiagnosticHandler handler(ctx.get(), [&](mlir::Diagnostic &d) {
-    if (d.getSeverity() == mlir::DiagnosticSeverity::Error)
-      diagnostics += (diagnostics.empty() ? "" : "; ") + d.str();
-    return mlir::success();
-  });
-  std::string modelPath = dir + "/model.onnx";
-  std::vector<std::string> sets = dataSets(dir);
-  if (sets.empty())
-    return {Outcome::Failed, "no test_data_set_* folder"};
-  bool bound = false;
-  std::string cpuRefusal;
-  for (const std::string &set : sets) {
-    std::string setName = llvm::sys::path::filename(set).str();
-    std::vector<HostTensor> inputs, expected;
-    for (auto [prefix, into] :
-         {std::pair{"input_", &inputs}, std::pair{"output_", &expected}})
-      for (const std::string &file : numberedFiles(set, prefix)) {
-        llvm::Expected<HostTensor> t = readOnnxTensorFile(file);
-        if (!t)
-          return {Outcome::Unsupported, llvm::toString(t.takeError())};
-        into->push_back(std::move(*t));
-      }
-    llvm::Expected<ImportedSet> imported =
-        importForSet(*ctx, modelPath, inputs);
-    if (!imported)
-      return {Outcome::Unsupported, llvm::toString(imported.takeError())};
-    bound |= imported->bound;
-    if (imported->inputs.size() != imported->import.inputs.size())
-      return {Outcome::Failed,
-              llvm::formatv("{0}: {1} inputs for a model of {2}", setName,
-                            imported->inputs.size(),
-                            imported->import.inputs.size())};
-
-    // The reference interpreter: parameters first (the function's order),
-    // then the inputs.
-    std::vector<HostTensor> args;
-    mlir::func::FuncOp func =
-        imported->module->lookupSymbol<mlir::func::FuncOp>("forward");
-    for (unsigned i = 0; i < func.getNumArguments(); ++i)
-      if (auto name = func.getArgAttrOfType<mlir::StringAttr>(i, kParamAttr))
-        args.push_back(imported->import.parameters.at(name.str()));
-    args.insert(args.end(), imported->inputs.begin(), imported->inputs.end());
-    auto outputs = Interpreter(*imported->module).run("forward", args);
-    if (!outputs)
-      return {Outcome::Failed,
-              setName + ": " + llvm::toString(outputs.takeError())};
-    std::string why =
-        compareOutputs(*outputs, expected, imported->import, rtol, atol);
-    if (!why.empty())
-      return {Outcome::Failed, setName + ": " + why};
-
-    // The CPU backend, on the same import compiled.
-    if (!cpu || !cpuRefusal.empty())
-      continue;
-    diagnostics.clear();
-    auto compiled = runOnCpu(*imported->module, imported->import.parameters,
-                             imported->inputs);
-    if (!compiled) {
-      cpuRefusal = llvm::toString(compiled.takeError());
-      if (!diagnostics.empty())
-        cpuRefusal += ": " + diagnostics;
-      continue;
-    }
-    why = compareOutputs(*compiled, expected, imported->import, rtol, atol);
-    if (!why.empty())
-      return {Outcome::Failed, setName + ": the CPU backend: " + why};
-  }
-  std::string note =
-      bound ? "integer inputs bound as constants when importing" : "";
-  if (!cpuRefusal.empty())
-    return {Outcome::InterpreterOnly,
-            "the CPU backend does not compile it: " + cpuRefusal};
-  return {Outcome::Passed, note};
-}
-
 struct OnnxTestOptions {
   std::string dir;
   std::string filter;
@@ -458,17 +107,7 @@ struct OnnxTestOptions {
 llvm::Error runOnnxTests(const OnnxTestOptions &o, int &exitCode) {
   if (!llvm::sys::fs::is_directory(o.dir))
     return cliError("'" + o.dir + "' is not a directory");
-  std::vector<std::string> tests;
-  if (llvm::sys::fs::exists(o.dir + "/model.onnx")) {
-    tests.push_back(o.dir);
-  } else {
-    std::error_code ec;
-    for (llvm::sys::fs::directory_iterator it(o.dir, ec), end; !ec && it != end;
-         it.increment(ec))
-      if (llvm::sys::fs::exists(it->path() + "/model.onnx"))
-        tests.push_back(it->path());
-    llvm::sort(tests);
-  }
+  std::vector<std::string> tests = findOnnxTests(o.dir);
   std::optional<llvm::Regex> filter;
   if (!o.filter.empty()) {
     filter.emplace(o.filter);
@@ -485,14 +124,14 @@ llvm::Error runOnnxTests(const OnnxTestOptions &o, int &exitCode) {
     std::string name = llvm::sys::path::filename(test).str();
     if (filter && !filter->match(name))
       continue;
-    TestResult r = runOnnxTest(test, o.rtol, o.atol, !o.interpreterOnly);
+    OnnxTestResult r = runOnnxTest(test, o.rtol, o.atol, !o.interpreterOnly);
     ++counts[int(r.outcome)];
-    const char *word = r.outcome == Outcome::Passed   ? "PASS"
-                       : r.outcome == Outcome::Failed ? "FAIL"
-                       : r.outcome == Outcome::InterpreterOnly
+    const char *word = r.outcome == OnnxTestOutcome::Passed   ? "PASS"
+                       : r.outcome == OnnxTestOutcome::Failed ? "FAIL"
+                       : r.outcome == OnnxTestOutcome::InterpreterOnly
                            ? "PASS-INTERPRETER"
                            : "UNSUPPORTED";
-    if (!o.quiet || r.outcome == Outcome::Failed)
+    if (!o.quiet || r.outcome == OnnxTestOutcome::Failed)
       llvm::outs() << word << " " << name << (r.why.empty() ? "" : ": ")
                    << r.why << "\n";
   }
