@@ -34,7 +34,9 @@ test: build
 
 # The runtime-only binaries and their libraries, for a GPU machine without
 # Debian's packages (scripts/device-bundle.sh says how to run them there).
-# DeviceAgreementTest runs `tiny` (the build compiles it), `multi30k` and
+# GoldenKernelsTest replays the kernel suites' cases (golden/, written here
+# by their CPU runs with the interpreter's results); DeviceAgreementTest
+# runs `tiny` (the build compiles it), `multi30k` and
 # `base`; loom-bench times base-bench-cuda (batch 32, beam 4); with
 # Multi30k in M30K_DATA, the learn stage trains the multi30k recipe there.
 DEVICE_DATA = $(BUILD)/device-data
@@ -56,12 +58,14 @@ device-bundle: build
 	  echo "device-bundle: no M30K_DATA=DIR (Multi30k); the learn stage will not run"; \
 	  rm -rf $(BUILD)/learn; \
 	fi
+	@LOOM_GOLDEN_DIR=$(BUILD)/golden ./tests/unit/write-golden.sh \
+	  $(BUILD)/bin/LibraryKernelsTest $(BUILD)/bin/AttentionKernelsTest
 	@DEVICE_BUNDLE_DATA="$$(ls $(DEVICE_DATA)/*.loomx)" \
 	  DEVICE_BUNDLE_MODULES="$(BUILD)/lib/libloom_sentencepiece.so" \
-	  DEVICE_BUNDLE_DIRS="$$(ls -d $(BUILD)/learn 2>/dev/null)" \
+	  DEVICE_BUNDLE_DIRS="$(BUILD)/golden $$(ls -d $(BUILD)/learn 2>/dev/null)" \
 	  ./scripts/device-bundle.sh $(BUILD) device-bundle.tar.xz \
-	  DeviceConformanceTest DeviceAgreementTest NcclCollectivesTest loom-translate loom-bench \
-	  loom-train
+	  DeviceConformanceTest GoldenKernelsTest DeviceAgreementTest NcclCollectivesTest \
+	  loom-translate loom-bench loom-train
 
 # The GPU check (docs/GPU.md): the bundle, and the one command to run where
 # the GPU is.

@@ -17,7 +17,8 @@
 # (libdl, librt, libpthread, libm) are packed beside the C library, so that
 # none of the machine's, built for another C library, is mixed in. Files named in
 # DEVICE_BUNDLE_DATA (compiled executables, say) go into data/, which `run`
-# names in LOOM_DEVICE_DATA.
+# names in LOOM_DEVICE_DATA; a folder golden/ among DEVICE_BUNDLE_DIRS (the
+# kernel suites' cases) it names in LOOM_GOLDEN_DIR.
 #
 # Shared objects in DEVICE_BUNDLE_MODULES (ones a binary opens at run time,
 # as the tokenizer's SentencePiece module) go into lib/ with what they
@@ -85,6 +86,7 @@ here=\$(cd "\$(dirname "\$0")" && pwd)
 name=\$1
 shift
 export LOOM_DEVICE_DATA=\${LOOM_DEVICE_DATA:-\$here/data}
+export LOOM_GOLDEN_DIR=\${LOOM_GOLDEN_DIR:-\$here/golden}
 path=\$here/lib
 for dir in \${LOOM_LIB_PATH:-} \${CUDA_LIB:-/usr/local/cuda/lib64} \${LD_LIBRARY_PATH:-}; do
   path=\$path:\$dir

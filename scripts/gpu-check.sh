@@ -13,6 +13,10 @@
 #                cuBLASLt, cuDNN and NCCL were found (PyTorch's NVIDIA
 #                packages included), the environment
 #   conformance  every device primitive and library kernel on the GPU
+#   golden       every case of the kernel suites (golden/: inputs and the
+#                reference interpreter's results, written where the suites
+#                run) replayed on the GPU, each failure named by kernel and
+#                case
 #   agreement    whole models (tiny, multi30k, base) on the GPU against the
 #                CPU: log-probabilities, every gradient, three Adam steps,
 #                greedy decoding; and every kernel of each model replayed
@@ -35,8 +39,8 @@
 #                first 100 losses against the same run's on a CPU, tokens
 #                per second, greedy BLEU on val at the end
 #
-# GPU_CHECK_STAGES (default all: "conformance agreement nccl sanitizer bench
-# learn") names the stages to run; preflight always runs.
+# GPU_CHECK_STAGES (default all: "conformance golden agreement nccl
+# sanitizer bench learn") names the stages to run; preflight always runs.
 #
 # With --device cuda (the default) LOOM_REQUIRE_DEVICE=cuda makes a GPU that
 # does not open fail every test instead of skipping it, a stage in which a
@@ -165,15 +169,19 @@ run_stage() {
 
 if [ "$device" = cuda ]; then
   conformance_filter='*'
+  golden_filter='*'
   agreement_filter='*'
 else
   conformance_filter='*/cpu:DeviceKinds*'
+  golden_filter='*/cpu'
   agreement_filter='*/tiny'
 fi
-stages=${GPU_CHECK_STAGES:-conformance agreement nccl sanitizer bench learn}
+stages=${GPU_CHECK_STAGES:-conformance golden agreement nccl sanitizer bench learn}
 wanted() { case " $stages " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 wanted conformance &&
   run_stage conformance conformance.log 120 DeviceConformanceTest --gtest_filter="$conformance_filter"
+wanted golden &&
+  run_stage golden conformance.log 120 GoldenKernelsTest --gtest_filter="$golden_filter"
 wanted agreement &&
   run_stage agreement agreement.log 240 DeviceAgreementTest --gtest_filter="$agreement_filter"
 wanted nccl && run_stage nccl conformance.log 60 NcclCollectivesTest
@@ -183,6 +191,10 @@ for suite in $failed_suites; do
     DeviceConformanceTest)
       LOOM_SYNC_EVERY_STEP=1 CUDA_LAUNCH_BLOCKING=1 run_stage "sync conformance" conformance.log 120 "$suite" \
         --gtest_filter="$conformance_filter"
+      ;;
+    GoldenKernelsTest)
+      LOOM_SYNC_EVERY_STEP=1 CUDA_LAUNCH_BLOCKING=1 run_stage "sync golden" conformance.log 120 "$suite" \
+        --gtest_filter="$golden_filter"
       ;;
     DeviceAgreementTest)
       LOOM_SYNC_EVERY_STEP=1 CUDA_LAUNCH_BLOCKING=1 run_stage "sync agreement" agreement.log 120 "$suite" \

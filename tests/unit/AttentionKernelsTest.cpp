@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GoldenCase.h"
 #include "TestUtil.h"
 
 #include "abi/CounterRng.h"
@@ -33,6 +34,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <random>
@@ -252,7 +254,8 @@ Status callWithoutPool(runtime::Device &, const std::string &kernel,
 /// values, or fails the test.
 std::vector<std::vector<float>> runKernel(Operation *op,
                                           const std::vector<HostTensor> &args,
-                                          const Variant &variant) {
+                                          const Variant &variant,
+                                          test::GoldenCase *record = nullptr) {
   auto encoded = encodeAttentionCall(op);
   if (failed(encoded)) {
     ADD_FAILURE() << "encodeAttentionCall failed";
@@ -286,6 +289,15 @@ std::vector<std::vector<float>> runKernel(Operation *op,
       std::fill(host->f32(), host->f32() + host->numel(), std::nanf(""));
       resultAt.push_back(placed.size());
     }
+    if (record) {
+      ErrorOr<runtime::Tensor> kept = runtime::Tensor::host(dtype, shape);
+      if (!kept) {
+        ADD_FAILURE() << kept.error();
+        return {};
+      }
+      std::memcpy(kept->data(), host->data(), host->bytes());
+      record->args.push_back(std::move(*kept));
+    }
     ErrorOr<runtime::Tensor> onDevice = runtime::toDevice(device, host->ref());
     if (!onDevice) {
       ADD_FAILURE() << "copy to " << device.name() << ": " << onDevice.error();
@@ -293,6 +305,12 @@ std::vector<std::vector<float>> runKernel(Operation *op,
     }
     call.tensors.push_back(onDevice->ref());
     placed.push_back(std::move(*onDevice));
+  }
+  if (record) {
+    record->kernel = encoded->kernel;
+    record->attrs = encoded->attrs;
+    for (size_t at : resultAt)
+      record->results.push_back(int(at));
   }
   Status status = variant.call ? variant.call(device, encoded->kernel, call)
                                : callOnDevice(device, encoded->kernel, call);
@@ -360,10 +378,13 @@ protected:
     auto want = interpret(*module, "fwd", fwdArgs);
     ASSERT_EQ(want.size(), 2u);
     Operation *fwd = findOp(*module, "fwd");
-    auto got = runKernel(fwd, fwdArgs, variants.front());
+    test::GoldenCase fwdCase;
+    auto got = runKernel(fwd, fwdArgs, variants.front(),
+                         keepingCases() ? &fwdCase : nullptr);
     ASSERT_EQ(got.size(), 2u);
     expectClose(got[0], want[0], 1e-5, "out");
     expectClose(got[1], want[1], 1e-5, "lse");
+    keepCase(fwdCase, want);
     for (size_t i = 1; i < variants.size(); ++i)
       EXPECT_EQ(runKernel(fwd, fwdArgs, variants[i]), got)
           << variants[i].label << " differs from " << variants.front().label;
@@ -377,14 +398,38 @@ protected:
     auto wantGrad = interpret(*module, "bwd", bwdArgs);
     ASSERT_EQ(wantGrad.size(), 3u);
     Operation *bwd = findOp(*module, "bwd");
-    auto gotGrad = runKernel(bwd, bwdArgs, variants.front());
+    test::GoldenCase bwdCase;
+    auto gotGrad = runKernel(bwd, bwdArgs, variants.front(),
+                             keepingCases() ? &bwdCase : nullptr);
     ASSERT_EQ(gotGrad.size(), 3u);
     expectClose(gotGrad[0], wantGrad[0], 1e-5, "dq");
     expectClose(gotGrad[1], wantGrad[1], 1e-5, "dk");
     expectClose(gotGrad[2], wantGrad[2], 1e-5, "dv");
+    keepCase(bwdCase, wantGrad);
     for (size_t i = 1; i < variants.size(); ++i)
       EXPECT_EQ(runKernel(bwd, bwdArgs, variants[i]), gotGrad)
           << variants[i].label << " differs from " << variants.front().label;
+  }
+
+  /// Whether this run keeps its cases for other devices (GoldenCase.h): the
+  /// CPU's, with LOOM_GOLDEN_DIR set.
+  bool keepingCases() const {
+    return GetParam() == "cpu" && !test::goldenOutputDir().empty();
+  }
+
+  /// Writes `c`, a run of the first variant, with the interpreter's values.
+  void keepCase(test::GoldenCase &c, const std::vector<HostTensor> &want) {
+    if (!keepingCases())
+      return;
+    c.name = test::nextGoldenName();
+    // The suite's 1e-5 is of each row's largest magnitude, at least 1; a
+    // case holds one scale per result, the largest, with the same floor.
+    c.rel = 1e-5;
+    c.floor = 1;
+    for (const HostTensor &w : want)
+      c.want.push_back(w.data);
+    Status written = test::writeGoldenCase(test::goldenOutputDir(), c);
+    EXPECT_TRUE(written.ok()) << written.message();
   }
 
   /// Calls the forward (or backward) kernel on zeroed device tensors of the

@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GoldenCase.h"
 #include "TestUtil.h"
 
 #include "abi/DType.h"
@@ -228,7 +229,8 @@ std::string function(const std::string &params, const std::string &op,
 KernelRun runKernel(runtime::Device &device, const std::string &text,
                     const std::vector<HostTensor> &inputs,
                     const std::vector<Alias> &aliases = {},
-                    bool expectInterpreterError = false) {
+                    bool expectInterpreterError = false,
+                    test::GoldenCase *record = nullptr) {
   KernelRun run;
   auto ctx = makeContext();
   auto module = parse(*ctx, text);
@@ -268,17 +270,26 @@ KernelRun runKernel(runtime::Device &device, const std::string &text,
     TensorRef ref;
     ref.dtype = dtypeOf(type.getElementType());
     ref.shape.assign(type.getShape().begin(), type.getShape().end());
-    if (!aliased[i]) {
-      ErrorOr<runtime::Tensor> host =
+    ErrorOr<runtime::Tensor> host = runtime::Tensor::host(ref.dtype, ref.shape);
+    if (!host) {
+      ADD_FAILURE() << "host tensor: " << host.error();
+      return run;
+    }
+    // NaN bytes (-1 for integers): what a kernel does not write stays so.
+    std::memset(host->data(), 0xff, host->bytes());
+    if (auto arg = dyn_cast<BlockArgument>(v); arg && !aliased[i])
+      writeElements(inputs[arg.getArgNumber()], host->ref());
+    if (record) {
+      ErrorOr<runtime::Tensor> kept =
           runtime::Tensor::host(ref.dtype, ref.shape);
-      if (!host) {
-        ADD_FAILURE() << "host tensor: " << host.error();
+      if (!kept) {
+        ADD_FAILURE() << "host tensor: " << kept.error();
         return run;
       }
-      // NaN bytes (-1 for integers): what a kernel does not write stays so.
-      std::memset(host->data(), 0xff, host->bytes());
-      if (auto arg = dyn_cast<BlockArgument>(v))
-        writeElements(inputs[arg.getArgNumber()], host->ref());
+      std::memcpy(kept->data(), host->data(), host->bytes());
+      record->args.push_back(std::move(*kept));
+    }
+    if (!aliased[i]) {
       ErrorOr<runtime::Tensor> placed = runtime::toDevice(device, host->ref());
       if (!placed) {
         ADD_FAILURE() << "copy to " << device.name() << ": " << placed.error();
@@ -293,6 +304,14 @@ KernelRun runKernel(runtime::Device &device, const std::string &text,
     args.tensors[a.result].data =
         static_cast<char *>(args.tensors[a.operand].data) + a.byteOffset;
 
+  if (record) {
+    record->kernel = call->kernel;
+    record->attrs = call->attrs;
+    for (size_t i = count - op->getNumResults(); i < count; ++i)
+      record->results.push_back(int(i));
+    for (const Alias &a : aliases)
+      record->aliases.push_back({a.result, a.operand, a.byteOffset});
+  }
   run.status = device.callLibrary(call->kernel, args);
   Status synced = device.synchronize();
   EXPECT_TRUE(synced.ok()) << synced.message();
@@ -367,14 +386,27 @@ protected:
   void checkKernel(const std::string &text,
                    const std::vector<HostTensor> &inputs, double rel,
                    const std::vector<Alias> &aliases = {}) {
+    std::string golden = onCpu() ? test::goldenOutputDir() : "";
     for (const Variant &variant : variants) {
       SCOPED_TRACE(variant.label);
-      KernelRun run = runKernel(*variant.device, text, inputs, aliases);
+      // The first CPU variant's run, kept as a case for other devices.
+      test::GoldenCase record;
+      bool keep = !golden.empty() && &variant == &variants.front();
+      KernelRun run = runKernel(*variant.device, text, inputs, aliases, false,
+                                keep ? &record : nullptr);
       ASSERT_TRUE(run.status.ok()) << run.status.message();
       ASSERT_EQ(run.results.size(), run.expected.size());
       for (size_t i = 0; i < run.results.size(); ++i)
         expectClose(run.results[i], run.expected[i], rel,
                     run.call.kernel + " result " + std::to_string(i));
+      if (keep) {
+        record.name = test::nextGoldenName();
+        record.rel = rel;
+        for (const HostTensor &want : run.expected)
+          record.want.push_back(want.data);
+        Status written = test::writeGoldenCase(golden, record);
+        EXPECT_TRUE(written.ok()) << written.message();
+      }
     }
   }
 
