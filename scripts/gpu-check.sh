@@ -161,10 +161,15 @@ run_stage() {
   else
     verdict=PASS
   fi
+  # What a suite counted besides its tests ("199 cases of 19 kernels on
+  # ...", "42 kernels, 1327 steps replayed on ..."), per device.
+  local counted
+  counted=$(sed -n 's/^  \([0-9]* \(cases of [0-9]* kernels\|kernels, [0-9]* steps replayed\) on [^,]*\).*/\1/p' "$part" |
+    paste -sd ';' - | sed 's/;/; /g')
   rm -f "$part"
   case $verdict in PASS | SKIPPED) ;; *) failed_suites="$failed_suites $binary" ;; esac
   add_row "$name" "$verdict" \
-    "${passed:-0} passed, ${skipped:-0} skipped, ${failed:-0} failed, $((end - start)) s" "$first"
+    "${passed:-0} passed, ${skipped:-0} skipped, ${failed:-0} failed, $((end - start)) s${counted:+; $counted}" "$first"
 }
 
 if [ "$device" = cuda ]; then
@@ -297,6 +302,11 @@ learn_stage() {
   start=$(date +%s)
   if [ ! -d "$learn/prep" ]; then
     add_row learn "NOT RUN" "no learn/ in the bundle (make gpu-check M30K_DATA=DIR)" ""
+    return
+  fi
+  if [ "$device" = cpu ] && grep -q '"device": "cuda"' "$learn/prep/prepare.json"; then
+    # A CUDA executable does not run on the CPU; loom-train would refuse it.
+    add_row learn "NOT RUN" "--device cpu; learn/ is prepared for cuda" ""
     return
   fi
   work=$(mktemp -d)
