@@ -35,6 +35,11 @@
 //      a consumer's group that already iterates over its output type (or
 //      any group, for a scalar) and is yielded for the other readers; the
 //      residual sum before a layer norm and Adam's schedule go this way.
+// A kernel that reduces a whole tensor to a scalar iterates over that
+// tensor's shape: a group holding such a reduction merges only with groups
+// that reduce a tensor of the same shape, read values that broadcast to it
+// and compute values of it (or scalars). Gradient clipping's global norm,
+// a sum of squares over every parameter, so becomes one region per shape.
 // Rounds repeat until nothing merges. An op that fuses with nothing still
 // becomes a region of its own: every elementwise kernel is a region. With
 // `remarks`, each producer-consumer edge left between two regions says why.
@@ -62,6 +67,7 @@
 
 #include <functional>
 #include <numeric>
+#include <optional>
 
 namespace loom {
 #define GEN_PASS_DEF_LOOMFUSEELEMENTWISE
@@ -92,7 +98,7 @@ enum class Role {
 
 /// Why two groups may not merge.
 struct Decline {
-  enum Kind { None, Cycle, TooFar } kind = None;
+  enum Kind { None, Cycle, TooFar, Domains } kind = None;
   /// For a cycle: the first op outside both groups on the path between them.
   Operation *via = nullptr;
   explicit operator bool() const { return kind != None; }
@@ -151,6 +157,63 @@ static bool onlyUnitDims(Type from, Type to) {
     return dims;
   };
   return strip(from) == strip(to);
+}
+
+/// Whether `a` and `b` may be the same shape: equal ranks, and each dim
+/// equal or dynamic in one of them (the launch checks what is dynamic).
+static bool mayBeSameShape(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
+  if (a.size() != b.size())
+    return false;
+  for (auto [x, y] : llvm::zip(a, b))
+    if (x != y && !ShapedType::isDynamic(x) && !ShapedType::isDynamic(y))
+      return false;
+  return true;
+}
+
+/// The input shape of `op` when it reduces every dim of its input to a
+/// scalar: a kernel with such a reduction iterates over that whole shape.
+static std::optional<SmallVector<int64_t>> fullReductionInput(Operation *op) {
+  if (!isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op))
+    return std::nullopt;
+  auto result = dyn_cast<ShapedType>(op->getResult(0).getType());
+  auto input = dyn_cast<ShapedType>(op->getOperand(0).getType());
+  if (!result || !input || !input.hasRank() || result.getNumElements() != 1 ||
+      input.getRank() == 0)
+    return std::nullopt;
+  return llvm::to_vector(input.getShape());
+}
+
+/// Whether a value of `shape` can be read by a kernel that iterates over
+/// `domain`: right-aligned, each dim 1, the domain's, or dynamic in either.
+static bool broadcastsInto(ArrayRef<int64_t> shape, ArrayRef<int64_t> domain) {
+  if (shape.size() > domain.size())
+    return false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    int64_t x = shape[shape.size() - 1 - i], y = domain[domain.size() - 1 - i];
+    if (x != 1 && x != y && !ShapedType::isDynamic(x) &&
+        !ShapedType::isDynamic(y))
+      return false;
+  }
+  return true;
+}
+
+/// The shapes of the values in `types` that are not scalars (nor all 1s).
+static SmallVector<SmallVector<int64_t>> nonScalarShapes(TypeRange types) {
+  SmallVector<SmallVector<int64_t>> shapes;
+  for (Type t : types)
+    if (auto shaped = dyn_cast<ShapedType>(t);
+        shaped && shaped.hasRank() &&
+        llvm::any_of(shaped.getShape(), [](int64_t d) { return d != 1; }))
+      shapes.push_back(llvm::to_vector(shaped.getShape()));
+  return shapes;
+}
+
+static std::string shapeString(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (auto [i, d] : llvm::enumerate(shape))
+    s += (i ? "x" : "") +
+         (ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d));
+  return s + "]";
 }
 
 static bool isBroadcastOrView(Operation *op) {
@@ -242,6 +305,17 @@ private:
   // the last op (in block order) that defines the output type.
   std::vector<unsigned> parent, root;
   std::vector<SmallVector<unsigned, 1>> members;
+  /// Per group: the input shape of its reductions to a scalar, if it has
+  /// any, and the non-scalar shapes its members read and write. A kernel
+  /// that reduces a whole tensor iterates over that tensor's shape: it
+  /// cannot also reduce another shape (the sum of squares of every
+  /// gradient, for clipping, is one reduction per shape), nor compute values
+  /// of another (`fitsFullReduction`).
+  std::vector<std::optional<SmallVector<int64_t>>> fullInput;
+  std::vector<SmallVector<SmallVector<int64_t>>> readShapes, writtenShapes;
+  /// Whether the groups may share a kernel as far as reductions to a
+  /// scalar go; `why` says why not.
+  bool fitsFullReduction(unsigned x, unsigned y, std::string *why = nullptr);
   std::vector<int64_t> ord;
   std::vector<unsigned> mark;
   unsigned epoch = 0;
@@ -287,8 +361,15 @@ FusionGraph::FusionGraph(Block &body)
   root = parent;
   ord.assign(parent.begin(), parent.end());
   members.resize(n);
-  for (unsigned i = 0; i < n; ++i)
+  fullInput.resize(n);
+  readShapes.resize(n);
+  writtenShapes.resize(n);
+  for (unsigned i = 0; i < n; ++i) {
     members[i].push_back(i);
+    fullInput[i] = fullReductionInput(ops[i]);
+    readShapes[i] = nonScalarShapes(ops[i]->getOperandTypes());
+    writtenShapes[i] = nonScalarShapes(ops[i]->getResultTypes());
+  }
   mark.assign(n, 0);
 }
 
@@ -316,6 +397,8 @@ Decline FusionGraph::merge(unsigned a, unsigned b, bool dryRun) {
   unsigned x = find(a), y = find(b);
   if (x == y)
     return {};
+  if (!fitsFullReduction(x, y))
+    return {Decline::Domains};
   if (ord[x] > ord[y])
     std::swap(x, y);
   int64_t lo = ord[x], hi = ord[y];
@@ -396,7 +479,51 @@ Decline FusionGraph::merge(unsigned a, unsigned b, bool dryRun) {
   members[y].clear();
   ord[x] = slot;
   root[x] = std::max(root[x], root[y]);
+  if (!fullInput[x])
+    fullInput[x] = fullInput[y];
+  for (auto *list : {&readShapes, &writtenShapes}) {
+    for (SmallVector<int64_t> &shape : (*list)[y])
+      if (!llvm::is_contained((*list)[x], shape))
+        (*list)[x].push_back(std::move(shape));
+    (*list)[y].clear();
+  }
   return {};
+}
+
+bool FusionGraph::fitsFullReduction(unsigned x, unsigned y, std::string *why) {
+  if (fullInput[x] && fullInput[y] &&
+      !mayBeSameShape(*fullInput[x], *fullInput[y])) {
+    if (why)
+      *why = "the regions reduce a " + shapeString(*fullInput[x]) + " and a " +
+             shapeString(*fullInput[y]) +
+             " tensor to scalars, which no one kernel iterates over";
+    return false;
+  }
+  const std::optional<SmallVector<int64_t>> &full =
+      fullInput[x] ? fullInput[x] : fullInput[y];
+  if (!full)
+    return true;
+  // It reads what broadcasts over the reduced shape, and writes that shape
+  // or scalars.
+  for (unsigned g : {x, y}) {
+    for (const SmallVector<int64_t> &shape : readShapes[g])
+      if (!broadcastsInto(shape, *full)) {
+        if (why)
+          *why = "one region reduces a " + shapeString(*full) +
+                 " tensor to a scalar and the other reads " +
+                 shapeString(shape) + " values, which do not broadcast to it";
+        return false;
+      }
+    for (const SmallVector<int64_t> &shape : writtenShapes[g])
+      if (!mayBeSameShape(shape, *full)) {
+        if (why)
+          *why = "one region reduces a " + shapeString(*full) +
+                 " tensor to a scalar and the other computes " +
+                 shapeString(shape) + " values";
+        return false;
+      }
+  }
+  return true;
 }
 
 bool FusionGraph::onlyFeeds(unsigned pg, unsigned cg) {
@@ -554,7 +681,11 @@ void FusionGraph::explainDeclinedEdges() {
       else if (d.kind == Decline::TooFar)
         remark << "the two are too far apart to rule out a cycle within "
                << kSearchBudget << " nodes";
-      else
+      else if (d.kind == Decline::Domains) {
+        std::string why;
+        fitsFullReduction(pg, cg, &why);
+        remark << why;
+      } else
         remark << "no round tried this merge";
     }
   }

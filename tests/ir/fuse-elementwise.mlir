@@ -128,6 +128,41 @@ func.func @column_sum(%x: tensor<4x8xf32>) -> tensor<8xf32> {
   return %n : tensor<8xf32>
 }
 
+// Sums of squares of two shapes (gradient clipping's global norm): a kernel
+// that reduces a whole tensor iterates over its shape, so the two
+// reductions take a region each, and the sum joins one of them.
+// CHECK-LABEL: func.func @norms_of_two_shapes(
+// CHECK-NEXT:    %[[SB:.*]] = loom.fusion(%{{.*}}) : (tensor<3xf32>) -> tensor<f32>
+// CHECK:           loom.reduce_sum %{{.*}} [0] : (tensor<3xf32>)
+// CHECK:         loom.fusion(%{{.*}}, %[[SB]]) : (tensor<4x8xf32>, tensor<f32>) -> tensor<f32>
+// CHECK:           loom.reduce_sum %{{.*}} [0, 1] : (tensor<4x8xf32>)
+// CHECK-NEXT:      loom.add
+// CHECK-NEXT:      loom.sqrt
+// REMARK: fuse-elementwise.mlir:[[@LINE+6]]:8: remark: not fused with its operand from 'loom.reduce_sum' at loc({{.*}}:[[@LINE+5]]:9): the regions reduce a [3] and a [4x8] tensor to scalars, which no one kernel iterates over
+func.func @norms_of_two_shapes(%a: tensor<4x8xf32>, %b: tensor<3xf32>) -> tensor<f32> {
+  %a2 = loom.mul %a, %a : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %sa = loom.reduce_sum %a2 [0, 1] : (tensor<4x8xf32>) -> tensor<f32>
+  %b2 = loom.mul %b, %b : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  %sb = loom.reduce_sum %b2 [0] : (tensor<3xf32>) -> tensor<f32>
+  %s = loom.add %sa, %sb : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %n = loom.sqrt %s : (tensor<f32>) -> tensor<f32>
+  return %n : tensor<f32>
+}
+
+// Of one shape they share a kernel.
+// CHECK-LABEL: func.func @norms_of_one_shape(
+// CHECK-NEXT:    %[[N:.*]] = loom.fusion(%{{.*}}, %{{.*}}) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<f32>
+// CHECK-COUNT-2:   loom.reduce_sum
+// CHECK:         return %[[N]]
+func.func @norms_of_one_shape(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<f32> {
+  %a2 = loom.mul %a, %a : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %sa = loom.reduce_sum %a2 [0, 1] : (tensor<4x8xf32>) -> tensor<f32>
+  %b2 = loom.mul %b, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %sb = loom.reduce_sum %b2 [0, 1] : (tensor<4x8xf32>) -> tensor<f32>
+  %s = loom.add %sa, %sb : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+
 // Two parameters of one shape. loom-optimizer clones this body into
 // @train_step and appends the schedule and both Adam updates.
 func.func @loss_grad(%w: tensor<3xf32> {loom.param = "w"}, %u: tensor<3xf32> {loom.param = "u"},

@@ -83,7 +83,11 @@ class CpuBackendTest : public ::testing::TestWithParam<const char *> {
 protected:
   void SetUp() override {
     ctx = test::makeContext();
-    auto parsed = presetConfig(GetParam());
+    // "tiny+clip": the preset with gradient clipping at a norm its random
+    // gradients exceed, so that the clipped step is the one compiled.
+    llvm::StringRef preset = GetParam();
+    bool clipped = preset.consume_back("+clip");
+    auto parsed = presetConfig(preset.str());
     ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
     config = *parsed;
     CompilePipelineOptions options;
@@ -91,6 +95,8 @@ protected:
     options.keysPositionMajor = true;
     options.training.dModel = config.d_model();
     options.training.warmup = 10;
+    if (clipped)
+      options.training.clipNorm = 0.05;
     options.maxTokens = 64;
     options.maxLen = 16;
     options.maxBatch = 8;
@@ -320,6 +326,6 @@ TEST_P(CpuBackendTest, RefusesDamagedFiles) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, CpuBackendTest,
-                         ::testing::Values("tiny", "small"));
+                         ::testing::Values("tiny", "small", "tiny+clip"));
 
 } // namespace

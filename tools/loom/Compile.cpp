@@ -37,6 +37,7 @@
 #include <google/protobuf/text_format.h>
 
 #include <chrono>
+#include <cmath>
 #include <memory>
 
 namespace loom::cli {
@@ -60,6 +61,8 @@ struct CompileOptions {
   std::string precision = "fp32";
   std::string output = "-";
   int64_t warmup = 4000;
+  double lrScale = 1.0;
+  double clipNorm = 0.0;
   std::string dumpDir;
   std::string report;
   int64_t maxTokens = 4096;
@@ -121,6 +124,10 @@ llvm::Error compile(const CompileOptions &options) {
   if (options.warmup <= 0)
     return error("--warmup must be positive, got " +
                  llvm::Twine(options.warmup));
+  if (!(options.lrScale > 0) || !std::isfinite(options.lrScale) ||
+      !(options.clipNorm >= 0) || !std::isfinite(options.clipNorm))
+    return error("--lr-scale must be a positive number and --clip-norm one "
+                 "not negative (0: no clipping)");
   llvm::Expected<int64_t> bucket = bucketBytes(options.bucketMb);
   if (!bucket)
     return bucket.takeError();
@@ -164,6 +171,8 @@ llvm::Error compile(const CompileOptions &options) {
   CompilePipelineOptions pipeline;
   pipeline.training.dModel = imported ? options.dModel : config.d_model();
   pipeline.training.warmup = options.warmup;
+  pipeline.training.lrScale = options.lrScale;
+  pipeline.training.clipNorm = options.clipNorm;
   pipeline.differentiate = !imported || !options.loss.empty();
   pipeline.maxTokens = options.maxTokens;
   pipeline.maxLen = options.maxLen;
@@ -311,6 +320,13 @@ void addCompileCommand(CLI::App &app, int &exitCode) {
       ->capture_default_str();
   cmd->add_option("--warmup", options->warmup,
                   "Warm-up steps of the learning-rate schedule")
+      ->capture_default_str();
+  cmd->add_option("--lr-scale", options->lrScale,
+                  "lr = scale * d_model^-0.5 * min(step^-0.5, step * "
+                  "warmup^-1.5)")
+      ->capture_default_str();
+  cmd->add_option("--clip-norm", options->clipNorm,
+                  "Clip the global gradient norm (0: no clipping)")
       ->capture_default_str();
   cmd->add_option("--dump-dir", options->dumpDir,
                   "Write the module after every pass, numbered, into DIR");
