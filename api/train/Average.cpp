@@ -3,6 +3,7 @@
 #include "api/train/Average.h"
 
 #include "abi/ModelAbi.h"
+#include "api/Translator.h"
 
 #include <map>
 #include <string_view>
@@ -14,6 +15,10 @@ namespace {
 Status invalid(const std::string &message) {
   return Status::failure(message, ErrorCode::InvalidArgument);
 }
+
+/// The metadata that says which run a checkpoint belongs to.
+constexpr const char *kRunIdentity[] = {"config", kVocabularyChecksumKey,
+                                        "train_fnv1a64", "seed"};
 
 bool isMoment(std::string_view name) {
   return name.substr(0, std::string_view(abi::kFirstMomentPrefix).size()) ==
@@ -30,11 +35,25 @@ ErrorOr<SafeTensorFile> averageCheckpoints(
     return invalid("no checkpoints to average");
   std::map<std::string, std::vector<double>> sums;
   std::map<std::string, std::vector<int64_t>> shapes;
+  std::map<std::string, std::string> firstRun;
   for (size_t c = 0; c < checkpoints.size(); ++c) {
     const std::string &path = checkpoints[c].second;
     ErrorOr<SafeTensorFile> file = loadSafetensors(path);
     if (!file)
       return file.status();
+    // Checkpoints of one run record the same config, vocabulary, data and
+    // seed (TrainingRun.h's runMetadata); two runs of one model shape
+    // would average into parameters neither trained.
+    for (const char *key : kRunIdentity) {
+      auto it = file->metadata.find(key);
+      std::string value = it == file->metadata.end() ? "" : it->second;
+      if (c == 0)
+        firstRun[key] = value;
+      else if (value != firstRun[key])
+        return invalid("'" + path + "' is of another run than '" +
+                       checkpoints[0].second + "' (its " + key +
+                       " differs); only one run's checkpoints are averaged");
+    }
     size_t params = 0;
     for (const auto &[name, tensor] : file->tensors) {
       if (isMoment(name))

@@ -209,8 +209,12 @@ void Trainer::report(bool logged) {
   // Total steps: the limit, or the epochs at this epoch's size.
   r.totalSteps = o.steps;
   if (o.epochs > 0) {
-    int64_t byEpochs = at.step + (o.epochs - at.epoch) * batchesThisEpoch +
-                       (batchesThisEpoch - at.batch);
+    // Saturating: --epochs 10^18 is a run without end, not a negative total.
+    int64_t later = 0, byEpochs = 0;
+    if (__builtin_mul_overflow(o.epochs - at.epoch, batchesThisEpoch, &later) ||
+        __builtin_add_overflow(at.step + (batchesThisEpoch - at.batch), later,
+                               &byEpochs))
+      byEpochs = std::numeric_limits<int64_t>::max();
     r.totalSteps =
         r.totalSteps > 0 ? std::min(r.totalSteps, byEpochs) : byEpochs;
   }
@@ -401,10 +405,23 @@ ErrorOr<TrainPosition> TrainPosition::load(const Metadata &m) {
   p.seconds = metadataDouble(m, "elapsed_s", ok);
   p.bestStep = metadataInt(m, "best_step", ok);
   p.bestBleu = metadataDouble(m, "best_bleu", ok);
-  if (!ok || p.step < 0 || p.epoch < 1 || p.batch < 0)
+  if (!ok)
     return Status::failure("the checkpoint's metadata does not say where "
                            "training stood (step, epoch, batch, tokens, ...)",
                            ErrorCode::Corrupt);
+  // Each in the range a run can reach: a damaged number would otherwise
+  // resume at a step or an epoch no run was at.
+  if (p.step < 0 || p.epoch < 1 || p.epoch > p.step + 1 || p.batch < 0 ||
+      p.batch > p.step || p.tokens < 0 || !(p.seconds >= 0) ||
+      !std::isfinite(p.seconds) || p.bestStep < 0 || p.bestStep > p.step ||
+      !(p.bestBleu == -1 || (p.bestBleu >= 0 && p.bestBleu <= 100)))
+    return Status::failure(
+        "the checkpoint's metadata says training stood at step " +
+            std::to_string(p.step) + ", epoch " + std::to_string(p.epoch) +
+            ", batch " + std::to_string(p.batch) +
+            ", which no run reaches (tokens, seconds and the best step and "
+            "BLEU must be in range too): it is damaged",
+        ErrorCode::Corrupt);
   return p;
 }
 

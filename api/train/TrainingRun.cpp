@@ -9,6 +9,7 @@
 #include "runtime/Executable.h"
 #include "text/Corpus.h"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -123,7 +124,22 @@ Status takeRecordedSettings(const std::string &path, const Metadata &metadata,
       take("--max-sentences", "max_sentences", settings.maxSentences, false));
   LOOM_RETURN_IF_ERROR(take("--warmup", "warmup", settings.warmup, true));
   LOOM_RETURN_IF_ERROR(take("--lr-scale", "lr_scale", settings.lrScale, true));
-  return take("--clip-norm", "clip_norm", settings.clipNorm, true);
+  LOOM_RETURN_IF_ERROR(
+      take("--clip-norm", "clip_norm", settings.clipNorm, true));
+  // What a run could have been started with (the flags' own ranges): a
+  // damaged number must not become the schedule or the batch bounds.
+  if (settings.maxTokens < 16 || settings.maxSentences < 1 ||
+      settings.warmup < 1 || !(settings.lrScale > 0) ||
+      !std::isfinite(settings.lrScale) || !(settings.clipNorm >= 0) ||
+      !std::isfinite(settings.clipNorm))
+    return invalid("'" + path +
+                   "' records settings no run starts with (max_tokens " +
+                   std::to_string(settings.maxTokens) + ", max_sentences " +
+                   std::to_string(settings.maxSentences) + ", warmup " +
+                   std::to_string(settings.warmup) + ", lr_scale " +
+                   metadataNumber(settings.lrScale) + ", clip_norm " +
+                   metadataNumber(settings.clipNorm) + "): it is damaged");
+  return Status::success();
 }
 
 Status checkFreshRunDirectory(const std::string &dir, bool prepared) {

@@ -17,6 +17,7 @@
 #include "llvm/Support/Path.h"
 
 #include <cstdio>
+#include <filesystem>
 
 namespace loom::cli {
 
@@ -35,6 +36,13 @@ struct AverageOptions {
 llvm::Error average(const AverageOptions &o) {
   if (o.last < 1)
     return error("--last must be at least 1");
+  std::error_code ec;
+  if (!std::filesystem::is_directory(o.dir, ec))
+    return error("'" + o.dir + "' is not a directory");
+  if (!std::filesystem::is_directory(o.dir + "/checkpoints", ec))
+    return error("'" + o.dir +
+                 "' has no checkpoints/ folder: it is not a run directory "
+                 "`loom train` wrote");
   auto checkpoints = toExpected(train::listCheckpoints(o.dir));
   if (!checkpoints)
     return checkpoints.takeError();
