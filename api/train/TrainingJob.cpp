@@ -33,6 +33,68 @@ Status checkInputFile(const std::string &path, const std::string &flag) {
   return Status::success();
 }
 
+/// What every rank of a job must run the same: the run (settings, config,
+/// vocabulary and training data, as checkpoints record it) and the options
+/// that decide when the ranks step, validate, checkpoint and stop.
+Metadata jobRecord(const Metadata &run, const JobOptions &o) {
+  Metadata record = run;
+  record["resume"] = o.resume ? "yes" : "no";
+  record["steps"] = std::to_string(o.steps);
+  record["epochs"] = std::to_string(o.epochs);
+  record["time_limit"] = metadataNumber(o.timeLimitSeconds);
+  record["valid_every"] = std::to_string(o.validEvery);
+  record["keep"] = std::to_string(o.keep);
+  record["valid"] = o.valid.empty() ? "none" : "given";
+  return record;
+}
+
+/// Every rank compares its record with rank 0's; a rank that differs says
+/// in what, and every rank fails together (one that went on would wait for
+/// the others' first all-reduce until its timeout).
+Status agreeAcrossRanks(runtime::Collectives &job, const Metadata &record) {
+  std::string bytes;
+  if (job.rank() == 0)
+    for (const auto &[key, value] : record)
+      bytes += std::to_string(key.size()) + ":" + key +
+               std::to_string(value.size()) + ":" + value;
+  LOOM_RETURN_IF_ERROR(job.broadcast(bytes, 0));
+  Metadata leader;
+  for (size_t at = 0; at < bytes.size();) {
+    std::string parts[2];
+    for (std::string &part : parts) {
+      size_t colon = bytes.find(':', at);
+      size_t length = std::stoul(bytes.substr(at, colon - at));
+      part = bytes.substr(colon + 1, length);
+      at = colon + 1 + length;
+    }
+    leader[parts[0]] = parts[1];
+  }
+  std::string difference;
+  for (const auto &[key, value] : record) {
+    auto it = leader.find(key);
+    if (it == leader.end() || it->second != value) {
+      std::string theirs = it == leader.end() ? "nothing" : it->second;
+      auto shown = [](const std::string &text) {
+        return text.size() > 40 ? "a different one" : "'" + text + "'";
+      };
+      difference = "rank " + std::to_string(job.rank()) + " runs with " + key +
+                   " " + shown(value) + ", rank 0 with " + shown(theirs);
+      break;
+    }
+  }
+  std::vector<double> differing = {difference.empty() ? 0.0 : 1.0};
+  LOOM_RETURN_IF_ERROR(job.allReduceHost(differing));
+  if (!difference.empty())
+    return invalid(difference +
+                   ": every rank of a job must train the same run (seed, "
+                   "settings, model, vocabulary, corpus and limits)");
+  if (differing[0] > 0)
+    return invalid(std::to_string(int(differing[0])) + " of the job's " +
+                   std::to_string(job.size()) +
+                   " ranks run other settings than rank 0 (each says which)");
+  return Status::success();
+}
+
 } // namespace
 
 ModelSource::~ModelSource() = default;
@@ -121,6 +183,11 @@ ErrorOr<int> runTrainingJob(JobOptions o, ModelSource &source) {
       readRunCorpora(o.train, o.valid, tokenizer, maxLen);
   if (!corpora)
     return corpora.status();
+  // What every checkpoint of this run records beside its position.
+  Metadata run =
+      runMetadata(settings, source.configText(), tokenizer, corpora->train);
+  if (job)
+    LOOM_RETURN_IF_ERROR(agreeAcrossRanks(*job, jobRecord(run, o)));
 
   ErrorOr<std::shared_ptr<runtime::Device>> opened =
       runtime::openDevice(*device, o.threads);
@@ -151,9 +218,6 @@ ErrorOr<int> runTrainingJob(JobOptions o, ModelSource &source) {
   }
   std::printf("%s\n", source.describe(**session, job.get()).c_str());
 
-  // What every checkpoint of this run records beside its position.
-  Metadata run =
-      runMetadata(settings, source.configText(), tokenizer, corpora->train);
   TrainPosition position;
   if (o.resume) {
     ErrorOr<TrainPosition> at = resumeRun(**session, *checkpoint, run, o.dir);
