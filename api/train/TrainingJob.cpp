@@ -144,6 +144,14 @@ ErrorOr<int> runTrainingJob(JobOptions o, ModelSource &source) {
     return Status::failure("cannot silence the output of rank " +
                                std::to_string(job->rank()),
                            ErrorCode::Io);
+  // Rank 0 writes the directory; while it lives nothing else may.
+  std::optional<RunDirectoryLock> lock;
+  if (leader) {
+    ErrorOr<RunDirectoryLock> held = RunDirectoryLock::acquire(o.dir);
+    if (!held)
+      return held.status();
+    lock.emplace(std::move(*held));
+  }
   LOOM_RETURN_IF_ERROR(cleanRunDirectory(o.dir));
 
   // The run's settings: as given, and on --resume the checkpoint's for

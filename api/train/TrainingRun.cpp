@@ -9,10 +9,15 @@
 #include "runtime/Executable.h"
 #include "text/Corpus.h"
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <sstream>
+#include <sys/file.h>
+#include <unistd.h>
 
 namespace loom::train {
 
@@ -140,6 +145,54 @@ Status takeRecordedSettings(const std::string &path, const Metadata &metadata,
                    metadataNumber(settings.lrScale) + ", clip_norm " +
                    metadataNumber(settings.clipNorm) + "): it is damaged");
   return Status::success();
+}
+
+ErrorOr<RunDirectoryLock> RunDirectoryLock::acquire(const std::string &dir) {
+  RunDirectoryLock lock;
+  lock.dir = dir;
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) {
+    std::filesystem::create_directories(dir, ec);
+    if (ec)
+      return Status::failure("cannot create '" + dir + "': " + ec.message(),
+                             ErrorCode::Io);
+    lock.created = true;
+  }
+  lock.fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (lock.fd < 0)
+    return Status::failure("cannot open '" + dir + "': " + std::strerror(errno),
+                           ErrorCode::Io);
+  if (::flock(lock.fd, LOCK_EX | LOCK_NB) != 0) {
+    bool held = errno == EWOULDBLOCK;
+    std::string why = std::strerror(errno);
+    if (held)
+      return Status::failure(
+          "'" + dir +
+              "' is being written by another run (or another command) now; "
+              "wait for it to end, or train into another --out",
+          ErrorCode::InvalidArgument);
+    return Status::failure("cannot lock '" + dir + "': " + why, ErrorCode::Io);
+  }
+  return lock;
+}
+
+RunDirectoryLock::RunDirectoryLock(RunDirectoryLock &&other) noexcept
+    : fd(other.fd), dir(std::move(other.dir)), created(other.created) {
+  other.fd = -1;
+  other.created = false;
+}
+
+RunDirectoryLock::~RunDirectoryLock() {
+  if (fd < 0)
+    return;
+  if (created) {
+    // Removes nothing but an empty directory: a refused run's.
+    std::error_code ec;
+    if (std::filesystem::is_empty(dir, ec) && !ec)
+      std::filesystem::remove(dir, ec);
+  }
+  ::flock(fd, LOCK_UN);
+  ::close(fd);
 }
 
 Status checkFreshRunDirectory(const std::string &dir, bool prepared) {

@@ -60,6 +60,25 @@ Status takeRecordedSettings(const std::string &path, const Metadata &metadata,
 /// there yet.
 Status checkFreshRunDirectory(const std::string &dir, bool prepared = false);
 
+/// A run's hold on its directory while it writes there: an advisory lock
+/// (flock) on the directory itself, so that a second run into the same
+/// directory is refused instead of mixing its files with this one's. A
+/// directory the lock had to create is removed again when it is still
+/// empty at release (a refused run leaves nothing behind).
+class RunDirectoryLock {
+public:
+  static ErrorOr<RunDirectoryLock> acquire(const std::string &dir);
+  RunDirectoryLock(RunDirectoryLock &&other) noexcept;
+  RunDirectoryLock &operator=(RunDirectoryLock &&) = delete;
+  ~RunDirectoryLock();
+
+private:
+  RunDirectoryLock() = default;
+  int fd = -1;
+  std::string dir;
+  bool created = false;
+};
+
 /// Deletes the temporaries a crashed run left in DIR and DIR/checkpoints,
 /// before anything new is written there.
 Status cleanRunDirectory(const std::string &dir);
