@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ir/AttributeVerifiers.h"
 #include "ir/LoomDialect.h"
 #include "ir/ShapeUtils.h"
 
@@ -118,7 +119,10 @@ static LogicalResult verifyAttentionOutputs(OpTy op, Value out, Value lse) {
 }
 
 LogicalResult AttentionOp::verify() {
-  if (failed(verifyAttentionOperands(*this)))
+  if (failed(verifyAttentionOperands(*this)) ||
+      failed(verifyScale(*this, getScale().convertToDouble())) ||
+      failed(verifyRate(*this, "dropout_rate",
+                        getDropoutRate().convertToDouble())))
     return failure();
   if (getKeysPositionMajor() && getDropoutRate().convertToDouble() > 0.0)
     return emitOpError("keys_position_major is for inference: no dropout");
@@ -127,7 +131,10 @@ LogicalResult AttentionOp::verify() {
 
 LogicalResult AttentionGradOp::verify() {
   if (failed(verifyAttentionOperands(*this)) ||
-      failed(verifyAttentionOutputs(*this, getOut(), getLse())))
+      failed(verifyAttentionOutputs(*this, getOut(), getLse())) ||
+      failed(verifyScale(*this, getScale().convertToDouble())) ||
+      failed(verifyRate(*this, "dropout_rate",
+                        getDropoutRate().convertToDouble())))
     return failure();
   if (getDout().getType() != getOut().getType())
     return emitOpError("dout must have the type of out, got ")
@@ -188,9 +195,7 @@ LogicalResult AddLayerNormOp::verify() {
   }
   if (getSum().getType() != x || getResult().getType() != x)
     return emitOpError("results must have the input's type");
-  if (getEpsilon().convertToDouble() < 0)
-    return emitOpError("epsilon is negative");
-  return success();
+  return verifyEpsilon(*this, getEpsilon().convertToDouble());
 }
 
 LogicalResult FusionOp::verify() {

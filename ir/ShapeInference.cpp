@@ -11,6 +11,8 @@
 
 #include "llvm/ADT/STLExtras.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace loom;
 
@@ -331,8 +333,13 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
           loc, "'loom.layer_norm' needs gamma and beta of shape [", d,
           "] and element type ", type.getElementType(), ", got ", pt);
   }
-  if (adaptor.getEpsilon().convertToDouble() < 0)
-    return emitOptionalError(loc, "'loom.layer_norm' epsilon is negative");
+  // Written so that a NaN fails too.
+  double epsilon = adaptor.getEpsilon().convertToDouble();
+  if (!(epsilon >= 0) || !std::isfinite(epsilon))
+    return emitOptionalError(loc,
+                             "'loom.layer_norm' epsilon must be a finite "
+                             "number, 0 or more, got ",
+                             epsilon);
   results.push_back(type);
   return success();
 }

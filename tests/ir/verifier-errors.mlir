@@ -174,7 +174,7 @@ func.func @f(%x: tensor<f32>, %g: tensor<1xf32>, %b: tensor<1xf32>) {
 // -----
 
 func.func @f(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) {
-  // expected-error @+2 {{'loom.layer_norm' epsilon is negative}}
+  // expected-error @+2 {{'loom.layer_norm' epsilon must be a finite number, 0 or more, got -1}}
   // expected-error @+1 {{'loom.layer_norm' op failed to infer returned types}}
   %0 = loom.layer_norm %x, %g, %b {epsilon = -1.0 : f64} : (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
   return
@@ -554,5 +554,31 @@ func.func @f(%q: tensor<3x2x1x8xf32>, %k: tensor<5x2x3x8xf32>) {
 func.func @f(%q: tensor<3x2x1x8xf32>, %k: tensor<5x3x2x8xf32>, %seed: tensor<i64>) {
   // expected-error @+1 {{'loom.attention' op keys_position_major is for inference: no dropout}}
   %o, %l = loom.attention %q, %k, %k seed(%seed : tensor<i64>) {keys_position_major, scale = 0.5 : f64, dropout_rate = 0.1 : f64} : tensor<3x2x1x8xf32>, tensor<5x3x2x8xf32>, tensor<5x3x2x8xf32> -> tensor<3x2x1x8xf32>, tensor<3x2x1xf32>
+  return
+}
+
+// -----
+
+// A NaN epsilon would make every normalized value NaN.
+func.func @f(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) {
+  // expected-error @+2 {{'loom.layer_norm' epsilon must be a finite number, 0 or more, got nan}}
+  // expected-error @+1 {{'loom.layer_norm' op failed to infer returned types}}
+  %0 = loom.layer_norm %x, %g, %b {epsilon = 0x7FF8000000000000 : f64} : (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x3x8xf32>, %k: tensor<2x5x8xf32>) {
+  // expected-error @+1 {{'loom.attention' op scale must be a finite number, got nan}}
+  %o, %l = loom.attention %q, %k, %k {scale = 0x7FF8000000000000 : f64} : tensor<2x3x8xf32>, tensor<2x5x8xf32>, tensor<2x5x8xf32> -> tensor<2x3x8xf32>, tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x3x8xf32>, %k: tensor<2x5x8xf32>, %seed: tensor<i64>) {
+  // expected-error @+1 {{'loom.attention' op dropout_rate must be in [0, 1), got nan}}
+  %o, %l = loom.attention %q, %k, %k seed(%seed : tensor<i64>) {scale = 0.5 : f64, dropout_rate = 0x7FF8000000000000 : f64} : tensor<2x3x8xf32>, tensor<2x5x8xf32>, tensor<2x5x8xf32> -> tensor<2x3x8xf32>, tensor<2x3xf32>
   return
 }
