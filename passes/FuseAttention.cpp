@@ -39,6 +39,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -122,12 +123,7 @@ LogicalResult AttentionMatcher::match() {
   auto v = dyn_cast<RankedTensorType>(c.v.getType());
   int64_t rank = q.getRank();
   auto compatible = [](ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
-    if (a.size() != b.size())
-      return false;
-    for (auto [x, y] : llvm::zip(a, b))
-      if (x != y && !ShapedType::isDynamic(x) && !ShapedType::isDynamic(y))
-        return false;
-    return true;
+    return succeeded(verifyCompatibleShape(a, b));
   };
   if (!v || k.getRank() != rank || v.getRank() != rank ||
       !compatible(q.getShape().drop_back(2), k.getShape().drop_back(2)) ||

@@ -60,6 +60,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -157,17 +158,6 @@ static bool onlyUnitDims(Type from, Type to) {
     return dims;
   };
   return strip(from) == strip(to);
-}
-
-/// Whether `a` and `b` may be the same shape: equal ranks, and each dim
-/// equal or dynamic in one of them (the launch checks what is dynamic).
-static bool mayBeSameShape(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
-  if (a.size() != b.size())
-    return false;
-  for (auto [x, y] : llvm::zip(a, b))
-    if (x != y && !ShapedType::isDynamic(x) && !ShapedType::isDynamic(y))
-      return false;
-  return true;
 }
 
 /// The input shape of `op` when it reduces every dim of its input to a
@@ -492,7 +482,7 @@ Decline FusionGraph::merge(unsigned a, unsigned b, bool dryRun) {
 
 bool FusionGraph::fitsFullReduction(unsigned x, unsigned y, std::string *why) {
   if (fullInput[x] && fullInput[y] &&
-      !mayBeSameShape(*fullInput[x], *fullInput[y])) {
+      !succeeded(verifyCompatibleShape(*fullInput[x], *fullInput[y]))) {
     if (why)
       *why = "the regions reduce a " + shapeString(*fullInput[x]) + " and a " +
              shapeString(*fullInput[y]) +
@@ -515,7 +505,7 @@ bool FusionGraph::fitsFullReduction(unsigned x, unsigned y, std::string *why) {
         return false;
       }
     for (const SmallVector<int64_t> &shape : writtenShapes[g])
-      if (!mayBeSameShape(shape, *full)) {
+      if (failed(verifyCompatibleShape(shape, *full))) {
         if (why)
           *why = "one region reduces a " + shapeString(*full) +
                  " tensor to a scalar and the other computes " +
