@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace loom::test {
 
@@ -147,6 +149,45 @@ void retargetToCuda(runtime::Executable &exe) {
   exe.set_code(std::string("\x7f"
                            "ELF stand-in cubin"));
   exe.set_code_checksum(fnv1a64(exe.code()));
+}
+
+double elementAsDouble(const void *bytes, DType dtype, int64_t i) {
+  const char *data = static_cast<const char *>(bytes);
+  switch (dtype) {
+  case DType::F32: {
+    float x;
+    std::memcpy(&x, data + 4 * i, 4);
+    return x;
+  }
+  case DType::F64: {
+    double x;
+    std::memcpy(&x, data + 8 * i, 8);
+    return x;
+  }
+  case DType::BF16: {
+    uint16_t h;
+    std::memcpy(&h, data + 2 * i, 2);
+    uint32_t bits = uint32_t(h) << 16;
+    float x;
+    std::memcpy(&x, &bits, 4);
+    return x;
+  }
+  case DType::I32: {
+    int32_t x;
+    std::memcpy(&x, data + 4 * i, 4);
+    return x;
+  }
+  case DType::I64: {
+    int64_t x;
+    std::memcpy(&x, data + 8 * i, 8);
+    return double(x);
+  }
+  case DType::I1:
+    return data[i];
+  case DType::F16:
+    break;
+  }
+  return NAN;
 }
 
 } // namespace loom::test

@@ -66,6 +66,10 @@ zeroedOnDevice(runtime::Device &device, const runtime::LibraryCallArgs &call,
 /// executable of another target; no GPU can run it.
 void retargetToCuda(runtime::Executable &exe);
 
+/// Element `i` of host memory holding `dtype` values, as a double (F16:
+/// NaN, which no test writes).
+double elementAsDouble(const void *data, DType dtype, int64_t i);
+
 /// A device kind as a test-name suffix ("cpu").
 std::string deviceKindName(const testing::TestParamInfo<std::string> &info);
 

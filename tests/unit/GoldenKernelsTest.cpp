@@ -40,24 +40,6 @@ std::string goldenDir() {
   return LOOM_GOLDEN_DIR_DEFAULT;
 }
 
-double valueAt(const runtime::Tensor &t, int64_t i) {
-  const void *p = t.data();
-  switch (t.dtype()) {
-  case DType::F32:
-    return static_cast<const float *>(p)[i];
-  case DType::F64:
-    return static_cast<const double *>(p)[i];
-  case DType::I32:
-    return static_cast<const int32_t *>(p)[i];
-  case DType::I64:
-    return double(static_cast<const int64_t *>(p)[i]);
-  case DType::I1:
-    return static_cast<const uint8_t *>(p)[i];
-  default:
-    return NAN;
-  }
-}
-
 /// Runs case `c` on `device`; "" when every result is within tolerance,
 /// else what parted first.
 std::string replay(runtime::Device &device, const test::GoldenCase &c) {
@@ -109,7 +91,8 @@ std::string replay(runtime::Device &device, const test::GoldenCase &c) {
     double worst = 0;
     int64_t worstAt = -1;
     for (int64_t i = 0; i < host->numel(); ++i) {
-      double g = valueAt(*host, i), w = want[i];
+      double g = test::elementAsDouble(host->data(), host->dtype(), i),
+             w = want[i];
       if (std::isnan(w) || std::isnan(g)) {
         if (std::isnan(w) != std::isnan(g)) {
           std::ostringstream why;
@@ -128,7 +111,8 @@ std::string replay(runtime::Device &device, const test::GoldenCase &c) {
     if (worst > c.rel * std::max(c.floor, scale)) {
       std::ostringstream why;
       why << "result " << r << " " << runtime::shapeString(ref.shape)
-          << ", worst element " << worstAt << ": " << valueAt(*host, worstAt)
+          << ", worst element " << worstAt << ": "
+          << test::elementAsDouble(host->data(), host->dtype(), worstAt)
           << ", expected " << want[worstAt] << " (off by " << worst << ", "
           << worst / (scale + 1e-300) << " of the largest magnitude " << scale
           << "; tolerance " << c.rel << " of it, at least " << c.rel * c.floor

@@ -2,6 +2,8 @@
 
 #include "KernelReplay.h"
 
+#include "DeviceTestUtil.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -18,45 +20,6 @@ std::string withoutTargetPrefix(const std::string &symbol) {
   return symbol.compare(0, prefix.size(), prefix) == 0
              ? symbol.substr(prefix.size())
              : symbol;
-}
-
-/// Element `i` of `data` as a double.
-double elementAt(const char *data, DType dtype, int64_t i) {
-  switch (dtype) {
-  case DType::F32: {
-    float x;
-    std::memcpy(&x, data + 4 * i, 4);
-    return x;
-  }
-  case DType::F64: {
-    double x;
-    std::memcpy(&x, data + 8 * i, 8);
-    return x;
-  }
-  case DType::BF16: {
-    uint16_t h;
-    std::memcpy(&h, data + 2 * i, 2);
-    uint32_t bits = uint32_t(h) << 16;
-    float x;
-    std::memcpy(&x, &bits, 4);
-    return x;
-  }
-  case DType::I32: {
-    int32_t x;
-    std::memcpy(&x, data + 4 * i, 4);
-    return x;
-  }
-  case DType::I64: {
-    int64_t x;
-    std::memcpy(&x, data + 8 * i, 8);
-    return double(x);
-  }
-  case DType::I1:
-    return data[i];
-  case DType::F16:
-    break;
-  }
-  return NAN;
 }
 
 } // namespace
@@ -183,13 +146,13 @@ Status KernelReplay::afterStep(const runtime::StepView &step) {
     double sum = 0;
     if (isFloat)
       for (int64_t i = 0; i < n; ++i) {
-        double x = elementAt(want, arg.dtype, i);
+        double x = test::elementAsDouble(want, arg.dtype, i);
         sum += std::isfinite(x) ? x * x : 0;
       }
     double rms = n ? std::sqrt(sum / n) : 0;
     for (int64_t i = 0; i < n; ++i) {
-      double w = elementAt(want, arg.dtype, i),
-             g = elementAt(got, arg.dtype, i);
+      double w = test::elementAsDouble(want, arg.dtype, i),
+             g = test::elementAsDouble(got, arg.dtype, i);
       double error;
       if (!isFloat || !std::isfinite(w) || !std::isfinite(g))
         error = (w == g || (std::isnan(w) && std::isnan(g))) ? 0 : INFINITY;
