@@ -351,6 +351,18 @@ def _decoder_layer_step(layer, x, cache, position):
     return layer.norm3(x + ff(x))
 
 
+def _next_logits(model, caches, last, position):
+    """The logits [rows, vocab] after tokens `last` [rows, 1] at `position`,
+    through the decoder layers' caches."""
+    decoder = model.transformer.decoder
+    x = model.embed(model.tgt_embed, last, start=position)
+    for layer, cache in zip(decoder.layers, caches):
+        x = _decoder_layer_step(layer, x, cache, position)
+    if decoder.norm is not None:
+        x = decoder.norm(x)
+    return model.generator(x[:, 0])
+
+
 def greedy_cached(model, src, steps, keep_logits=False):
     """Greedy decoding of exactly `steps` tokens with a key/value cache.
 
@@ -365,12 +377,7 @@ def greedy_cached(model, src, steps, keep_logits=False):
     logits_seen = []
     last = torch.full((batch, 1), BOS, dtype=torch.long, device=src.device)
     for position in range(steps):
-        x = model.embed(model.tgt_embed, last, start=position)
-        for layer, cache in zip(decoder.layers, caches):
-            x = _decoder_layer_step(layer, x, cache, position)
-        if decoder.norm is not None:
-            x = decoder.norm(x)
-        logits = model.generator(x[:, 0])
+        logits = _next_logits(model, caches, last, position)
         if keep_logits:
             logits_seen.append(logits)
         tokens[:, position] = logits.argmax(-1)
@@ -402,12 +409,8 @@ def beam_cached(model, src, steps, beam):
     first_row = torch.arange(batch, device=src.device)[:, None] * beam
     head = torch.arange(heads, device=src.device)
     for position in range(steps):
-        x = model.embed(model.tgt_embed, last, start=position)
-        for layer, cache in zip(decoder.layers, caches):
-            x = _decoder_layer_step(layer, x, cache, position)
-        if decoder.norm is not None:
-            x = decoder.norm(x)
-        logp = F.log_softmax(model.generator(x[:, 0]).float(), -1)
+        logp = F.log_softmax(_next_logits(model, caches, last, position).float(),
+                             -1)
         vocab = logp.shape[-1]
         total = (scores[:, :, None] + logp.view(batch, beam, vocab))
         scores, best = total.view(batch, beam * vocab).topk(beam, -1)
