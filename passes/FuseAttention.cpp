@@ -6,7 +6,10 @@
 //   %s = loom.matmul %q, %k {transpose_rhs}   // or matmul(q, transpose(k))
 //   %t = loom.mul %s, %c                      // or div by sqrt(d_k) (ONNX), or
 //                                             // matmul(mul(q, c), k^T)
-//   %m = loom.add %t, %mask                   // any number of masks
+//   %m = loom.add %t, %mask                   // any number of masks, or
+//                                             // loom.select %allowed, %t, -1e9
+//                                             // (masked_fill; the fill is
+//                                             // at most -1e4 or -inf)
 //   %p = loom.softmax %m {axis = last}
 //   %d = loom.dropout %p, %seed               // optional
 //   %o = loom.matmul %d, %v
@@ -20,7 +23,11 @@
 // `padding + causal`, shared by every decoder layer) is looked into, and a
 // loom.causal_mask addend of the query/key length becomes the `causal` flag,
 // which a kernel applies from indices instead of reading an Sq x Sk mask.
-// What remains is summed into the one `mask` operand.
+// What remains is summed into the one `mask` operand. A masked_fill becomes
+// the additive mask select(%allowed, 0, fill): a masked score then weighs
+// exp(score + fill - max) instead of exp(fill - max), 0 either way in float
+// (a row masked whole is uniform either way with a finite fill, NaN with
+// -inf, as in PyTorch).
 //
 // Every value inside the chain must have exactly one use: the fused op does
 // not produce it, so another user would keep the unfused chain alive (and
@@ -77,6 +84,10 @@ struct Candidate {
   double scale = 1.0;
   bool causal = false;
   SmallVector<Value> masks;
+  /// Selects that fill masked scores with a large negative number
+  /// (`masked_fill`), with whether the scores are their on_true operand:
+  /// each becomes the additive mask select(cond, 0, fill).
+  SmallVector<std::pair<SelectOp, bool>> fills;
   /// The values from the softmax's input down to q k^T, outermost first:
   /// the fused op replaces them, so each must have one use.
   SmallVector<Value> scoreChain;
@@ -232,7 +243,41 @@ Value AttentionMatcher::peelScale(Value x, SmallVectorImpl<Value> *path) {
   }
 }
 
+/// Whether `v` is a one-element float constant that masks a score it
+/// replaces: after softmax, exp(fill - max) is 0 as for an additive mask's.
+bool isMaskingFill(Value v) {
+  auto constant = v.getDefiningOp<ConstantOp>();
+  if (!constant)
+    return false;
+  auto dense = dyn_cast<DenseFPElementsAttr>(constant.getValue());
+  return dense && dense.getNumElements() == 1 &&
+         dense.getSplatValue<APFloat>().convertToDouble() <= -1e4;
+}
+
 bool AttentionMatcher::findProduct(Value x) {
+  if (auto select = x.getDefiningOp<SelectOp>()) {
+    // masked_fill(scores, !allowed, -1e9): the scores on one side, the fill
+    // on the other.
+    for (bool scoresOnTrue : {true, false}) {
+      Value scores = scoresOnTrue ? select.getOnTrue() : select.getOnFalse();
+      Value fill = scoresOnTrue ? select.getOnFalse() : select.getOnTrue();
+      if (!isMaskingFill(fill) || scores.getType() != select.getType())
+        continue;
+      size_t chain = c.scoreChain.size(), masks = c.masks.size(),
+             fills = c.fills.size();
+      bool causal = c.causal;
+      c.scoreChain.push_back(x);
+      if (findProduct(scores)) {
+        c.fills.push_back({select, scoresOnTrue});
+        return true;
+      }
+      c.scoreChain.truncate(chain);
+      c.masks.truncate(masks);
+      c.fills.truncate(fills);
+      c.causal = causal;
+    }
+    return matchProduct(x);
+  }
   auto add = x.getDefiningOp<AddOp>();
   if (!add)
     return matchProduct(x);
@@ -306,8 +351,19 @@ void rewrite(Candidate &c, llvm::SetVector<Operation *> &maybeDead) {
   OpBuilder b(c.output);
   Location loc = b.getFusedLoc(
       {c.product.getLoc(), c.softmax.getLoc(), c.output.getLoc()});
+  SmallVector<Value> masks = c.masks;
+  for (auto [select, scoresOnTrue] : c.fills) {
+    Value fill = scoresOnTrue ? select.getOnFalse() : select.getOnTrue();
+    auto fillType = cast<RankedTensorType>(fill.getType());
+    Value zero = b.create<ConstantOp>(
+        loc, cast<ElementsAttr>(DenseElementsAttr::get(
+                 fillType, b.getFloatAttr(fillType.getElementType(), 0.0))));
+    masks.push_back(b.create<SelectOp>(loc, select.getCond(),
+                                       scoresOnTrue ? zero : fill,
+                                       scoresOnTrue ? fill : zero));
+  }
   Value mask;
-  for (Value m : c.masks)
+  for (Value m : masks)
     mask = mask ? b.create<AddOp>(loc, mask, m).getResult() : m;
   auto q = cast<RankedTensorType>(c.q.getType());
   auto lseType =

@@ -1,4 +1,4 @@
-//===- IndexOps.cpp - ONNX Gather, Concat and Slice -----------------------===//
+//===- IndexOps.cpp - ONNX Gather, Concat, Slice and Split ----------------===//
 //
 // The ops that pick, join and cut tensors. Each works on the tensors of the
 // graph, on constants (folded here) and on the vectors of sizes of shape
@@ -394,10 +394,79 @@ Error convertSlice(NodeContext &ctx) {
   return Error::success();
 }
 
+//===-- Split -------------------------------------------------------------===//
+
+/// Split: consecutive loom.slices along `axis`, sized by the `split` input
+/// (the attribute before opset 13), else equal parts (the last smaller when
+/// the dim does not divide, as opset 18's num_outputs says).
+Error convertSplit(NodeContext &ctx) {
+  Expected<Tensor> x = ctx.tensor(0);
+  if (!x)
+    return x.takeError();
+  int64_t axis = countFromEnd(ctx.intAttr("axis", 0), x->rank());
+  if (axis < 0 || axis >= x->rank())
+    return ctx.error("axis " + std::to_string(ctx.intAttr("axis", 0)) +
+                     " out of range for rank " + std::to_string(x->rank()));
+  int64_t outputs = ctx.proto().output_size();
+  if (outputs < 1)
+    return ctx.error("no outputs");
+  std::vector<int64_t> parts;
+  if (ctx.opsetVersion() < 13) {
+    parts = ctx.intsAttr("split").value_or(std::vector<int64_t>());
+  } else if (ctx.hasInput(1)) {
+    Expected<std::vector<int64_t>> given = ctx.constantInts(1, "split");
+    if (!given)
+      return given.takeError();
+    parts = *given;
+  }
+  int64_t size = x->dim(axis);
+  if (parts.empty()) {
+    if (size == kDyn)
+      return ctx.error("equal parts of a dim known only at run time (give "
+                       "the sizes as the split input)");
+    int64_t piece = (size + outputs - 1) / outputs;
+    for (int64_t i = 0, left = size; i < outputs; ++i, left -= piece)
+      parts.push_back(std::min(piece, left));
+  }
+  if (int64_t(parts.size()) != outputs)
+    return ctx.error(std::to_string(parts.size()) + " sizes for " +
+                     std::to_string(outputs) + " outputs");
+  int64_t total = 0;
+  for (int64_t p : parts) {
+    if (p <= 0)
+      return ctx.error("a part of size " + std::to_string(p) +
+                       " (each must be at least 1)");
+    if (p > (int64_t(1) << 40) || total > (int64_t(1) << 40))
+      return ctx.error("part sizes past any tensor's");
+    total += p;
+  }
+  if (size != kDyn && total != size)
+    return ctx.error("parts that sum to " + std::to_string(total) +
+                     ", not to dim " + std::to_string(axis) + "'s " +
+                     std::to_string(size));
+  int64_t start = 0;
+  for (int64_t i = 0; i < outputs; ++i) {
+    int64_t end = start + parts[i];
+    Tensor piece = *x;
+    if (parts.size() > 1) {
+      // loom.slice's end 0 is the end itself: the last part ends there.
+      Expected<Tensor> sliced = ctx.create<SliceOp>(
+          x->value(), axis, start, i + 1 == outputs ? 0 : end);
+      if (!sliced)
+        return sliced.takeError();
+      piece = *sliced;
+    }
+    ctx.setOutput(i, piece);
+    start = end;
+  }
+  return Error::success();
+}
+
 } // namespace
 
 void loom::onnx_import::addIndexConverters(llvm::StringMap<Converter> &c) {
   c["Gather"] = convertGather;
   c["Concat"] = convertConcat;
   c["Slice"] = convertSlice;
+  c["Split"] = convertSplit;
 }

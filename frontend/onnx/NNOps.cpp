@@ -218,24 +218,58 @@ Error convertLayerNormalization(NodeContext &ctx) {
   Expected<Tensor> scale = ctx.tensor(1);
   if (!scale)
     return scale.takeError();
-  int64_t axis = ctx.intAttr("axis", -1);
-  if (axis < 0)
-    axis += x->rank();
-  if (axis != x->rank() - 1 || scale->rank() != 1)
-    return ctx.unsupportedAttribute("axis",
-                                    std::to_string(ctx.intAttr("axis", -1)) +
-                                        " (Loom normalizes over the last dim)");
+  int64_t rank = x->rank();
+  int64_t axis = countFromEnd(ctx.intAttr("axis", -1), rank);
+  if (axis < 0 || axis >= rank)
+    return ctx.error("axis " + std::to_string(ctx.intAttr("axis", -1)) +
+                     " out of range for rank " + std::to_string(rank));
+  // Over the last dims [axis, rank): x flattened to [..., n] (its leading
+  // dims copied), scale and bias to [n], and the result back to x's shape.
+  int64_t normalized = rank - axis;
+  auto checkShape = [&](const Tensor &t, const char *what) -> Error {
+    if (t.rank() != normalized)
+      return ctx.error(std::string("a ") + what + " of rank " +
+                       std::to_string(t.rank()) + " for the " +
+                       std::to_string(normalized) +
+                       " normalized dims (Loom takes the normalized shape "
+                       "itself, not a broadcast of it)");
+    for (int64_t d = 0; d < normalized; ++d)
+      if (t.dim(d) != kDyn && x->dim(axis + d) != kDyn &&
+          t.dim(d) != x->dim(axis + d))
+        return ctx.error(std::string("a ") + what +
+                         " of another shape than the normalized dims");
+    return Error::success();
+  };
+  auto flatten = [&](Tensor t, int64_t keep) -> Expected<Tensor> {
+    if (normalized == 1)
+      return t;
+    llvm::SmallVector<int64_t> spec(keep, 0);
+    spec.push_back(-1);
+    return ctx.create<ReshapeOp>(t.value(), spec);
+  };
+  if (Error e = checkShape(*scale, "scale"))
+    return std::move(e);
+  Tensor input = *x;
+  Expected<Tensor> flat = flatten(input, axis);
+  Expected<Tensor> gamma = flatten(*scale, 0);
+  if (!flat || !gamma)
+    return flat ? gamma.takeError() : flat.takeError();
   Tensor bias;
   if (ctx.hasInput(2)) {
     Expected<Tensor> b = ctx.tensor(2);
     if (!b)
       return b.takeError();
-    bias = *b;
+    if (Error e = checkShape(*b, "bias"))
+      return std::move(e);
+    Expected<Tensor> beta = flatten(*b, 0);
+    if (!beta)
+      return beta.takeError();
+    bias = *beta;
   } else {
     Expected<DType> kind = dtypeOfType(scale->elementType());
     if (!kind)
       return ctx.error(llvm::toString(kind.takeError()));
-    int64_t n = scale->dim(0);
+    int64_t n = gamma->dim(0);
     if (n == kDyn)
       return ctx.error("a scale of dynamic size without a bias");
     Expected<Tensor> zeros =
@@ -244,23 +278,32 @@ Error convertLayerNormalization(NodeContext &ctx) {
       return zeros.takeError();
     bias = *zeros;
   }
+  x = std::move(flat);
+  scale = std::move(gamma);
   Expected<Tensor> out = ctx.create<LayerNormOp>(
       x->value(), scale->value(), bias.value(),
       llvm::APFloat(double(ctx.floatAttr("epsilon", 1e-5f))));
   if (!out)
     return out.takeError();
+  if (normalized > 1) {
+    out = ctx.create<ReshapeAsOp>(out->value(), input.value());
+    if (!out)
+      return out.takeError();
+  }
   ctx.setOutput(0, *out);
   // Mean and InvStdDev, where asked for, from their own reductions (with the
-  // normalized dim kept, as ONNX shapes them).
+  // normalized dims kept, as ONNX shapes them).
   bool wantStats = false;
   for (int i = 1; i < ctx.proto().output_size(); ++i)
     wantStats |= !ctx.proto().output(i).empty();
   if (!wantStats)
     return Error::success();
-  Expected<DType> kind = dtypeOfType(x->elementType());
+  Expected<DType> kind = dtypeOfType(input.elementType());
   if (!kind)
     return ctx.error(llvm::toString(kind.takeError()));
-  llvm::SmallVector<int64_t> last = {x->rank() - 1};
+  // Over the flattened last dim (what the CPU's reductions take), then
+  // shaped [..., 1, ..., 1].
+  llvm::SmallVector<int64_t> last = {axis};
   Expected<Tensor> mean = ctx.create<ReduceMeanOp>(x->value(), last, true);
   if (!mean)
     return mean.takeError();
@@ -284,6 +327,14 @@ Error convertLayerNormalization(NodeContext &ctx) {
   Expected<Tensor> invStd = ctx.create<RsqrtOp>(shifted->value());
   if (!invStd)
     return invStd.takeError();
+  if (normalized > 1) {
+    llvm::SmallVector<int64_t> spec(axis, 0);
+    spec.append(normalized, 1);
+    mean = ctx.create<ReshapeOp>(mean->value(), spec);
+    invStd = ctx.create<ReshapeOp>(invStd->value(), spec);
+    if (!mean || !invStd)
+      return mean ? invStd.takeError() : mean.takeError();
+  }
   ctx.setOutput(1, *mean);
   ctx.setOutput(2, *invStd);
   return Error::success();

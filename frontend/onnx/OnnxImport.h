@@ -177,6 +177,7 @@ void addElementwiseConverters(llvm::StringMap<Converter> &converters);
 void addShapeConverters(llvm::StringMap<Converter> &converters);
 void addIndexConverters(llvm::StringMap<Converter> &converters);
 void addNNConverters(llvm::StringMap<Converter> &converters);
+void addMaskConverters(llvm::StringMap<Converter> &converters);
 
 /// An integer element, saturated: INT64_MAX (Slice's "to the end") does not
 /// survive the double a HostTensor holds it in.
@@ -199,6 +200,10 @@ inline int64_t countFromEnd(int64_t axis, int64_t rank) {
 /// shape of a tensor the graph read with Shape (ShapeOps.cpp).
 llvm::Expected<Tensor> reshapeTo(NodeContext &ctx, Tensor x,
                                  const std::vector<SymbolicSize> &target);
+
+/// Positions 0 .. n-1 along dim `dim` of `of` (loom.iota), of element type
+/// `kind`.
+Tensor iotaAlong(NodeContext &ctx, mlir::Value of, int64_t dim, DType kind);
 
 /// The sizes of `t`'s dims.
 std::vector<SymbolicSize> sizesOf(Tensor t);

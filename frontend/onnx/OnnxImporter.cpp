@@ -450,6 +450,7 @@ Expected<OnnxImport> Importer::run() {
   addShapeConverters(converters);
   addIndexConverters(converters);
   addNNConverters(converters);
+  addMaskConverters(converters);
   if (Error e = addArguments(result))
     return std::move(e);
   const onnx::GraphProto &graph = model.graph();
@@ -515,6 +516,7 @@ std::vector<std::string> loom::onnxImportedOps() {
   addShapeConverters(converters);
   addIndexConverters(converters);
   addNNConverters(converters);
+  addMaskConverters(converters);
   std::vector<std::string> ops;
   for (const auto &entry : converters)
     ops.push_back(entry.getKey().str());

@@ -27,6 +27,42 @@ using namespace loom::onnx_import;
 using llvm::Error;
 using llvm::Expected;
 
+/// The product of `have` divided by that of `target` without its entry
+/// `skip`, when it is a whole symbolic size (every run-time dim of the
+/// divisor is one of the dividend's, the factors divide).
+static std::optional<SymbolicSize>
+quotient(const std::vector<SymbolicSize> &have,
+         const std::vector<SymbolicSize> &target, size_t skip) {
+  SymbolicSize q;
+  for (const SymbolicSize &h : have) {
+    if (h.factor < 0 || (h.factor != 0 && q.factor > (int64_t(1) << 40) / h.factor))
+      return std::nullopt;
+    q.factor *= h.factor;
+    q.dims.append(h.dims.begin(), h.dims.end());
+  }
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (i == skip)
+      continue;
+    const SymbolicSize &t = target[i];
+    if (t.factor <= 0 || q.factor % t.factor != 0)
+      return std::nullopt;
+    q.factor /= t.factor;
+    for (const auto &dim : t.dims) {
+      auto *found = llvm::find(q.dims, dim);
+      if (found == q.dims.end())
+        return std::nullopt;
+      q.dims.erase(found);
+    }
+  }
+  return q;
+}
+
+namespace {
+Expected<Tensor> tensorShaped(NodeContext &ctx,
+                              const std::vector<SymbolicSize> &sizes,
+                              DType kind);
+} // namespace
+
 /// Reshapes `x` to `target`, one size per result dim (-1 allowed once).
 Expected<Tensor>
 loom::onnx_import::reshapeTo(NodeContext &ctx, Tensor x,
@@ -67,13 +103,35 @@ loom::onnx_import::reshapeTo(NodeContext &ctx, Tensor x,
     if (inferred < 0)
       if (std::optional<Tensor> like = ctx.tensorWithSizes(target))
         return ctx.create<ReshapeAsOp>(x.value(), like->value());
-    return ctx.error("a reshape to more than one size known only at run time "
-                     "that is not the input's own dim at that index, and no "
-                     "tensor whose Shape the graph took has those sizes");
+    // Else a tensor made to have them (MHA's key-padding mask, [batch, heads,
+    // 1, len] to [batch * heads, 1, len]), the -1 being what x's size leaves.
+    std::vector<SymbolicSize> sizes = target;
+    if (inferred >= 0) {
+      std::optional<SymbolicSize> rest = quotient(have, target, inferred);
+      if (!rest)
+        return ctx.error("a reshape whose -1 is no whole number of the "
+                         "input's run-time sizes");
+      sizes[inferred] = *rest;
+    }
+    Expected<Tensor> like = tensorShaped(ctx, sizes, DType::I64);
+    if (!like)
+      return like.takeError();
+    return ctx.create<ReshapeAsOp>(x.value(), like->value());
   }
   for (size_t i : unresolved)
     spec[i] = -1;
   return ctx.create<ReshapeOp>(x.value(), spec);
+}
+
+Tensor loom::onnx_import::iotaAlong(NodeContext &ctx, mlir::Value of, int64_t dim, DType kind) {
+  Tensor like(of, &ctx.graph());
+  return Tensor(ctx.builder()
+                    .create<IotaOp>(ctx.graph().location(),
+                                    tensorOf({like.dim(dim)},
+                                             ctx.elementType(kind)),
+                                    of, dim)
+                    .getResult(),
+                &ctx.graph());
 }
 
 namespace {
@@ -325,43 +383,121 @@ Error convertTranspose(NodeContext &ctx) {
 
 //===-- Expand, ConstantOfShape, Range ------------------------------------===//
 
+/// A 1-D i64 tensor of run-time length `size`: the positions along its first
+/// dim, widened by each further dim and the factor ([a] + [1, n] is [a, n],
+/// read as [a * n]).
+Expected<Tensor> vectorOfLength(NodeContext &ctx, const SymbolicSize &size) {
+  auto [of, dim] = size.dims[0];
+  Expected<Tensor> cur = iotaAlong(ctx, of, dim, DType::I64);
+  auto widen = [&](Tensor by) -> Expected<Tensor> {
+    Expected<Tensor> column =
+        ctx.create<ExpandDimsOp>(cur->value(), llvm::ArrayRef<int64_t>{1});
+    if (!column)
+      return column.takeError();
+    Expected<Tensor> row =
+        ctx.create<ExpandDimsOp>(by.value(), llvm::ArrayRef<int64_t>{0});
+    if (!row)
+      return row.takeError();
+    Expected<Tensor> grid = ctx.create<AddOp>(column->value(), row->value());
+    if (!grid)
+      return grid.takeError();
+    return ctx.create<ReshapeOp>(grid->value(), llvm::ArrayRef<int64_t>{-1});
+  };
+  for (size_t k = 1; cur && k < size.dims.size(); ++k)
+    cur = widen(iotaAlong(ctx, size.dims[k].first, size.dims[k].second,
+                          DType::I64));
+  if (cur && size.factor != 1) {
+    if (size.factor > (int64_t(1) << 24))
+      return ctx.error("a run-time size times " + std::to_string(size.factor) +
+                       " (more than 2^24)");
+    Expected<Tensor> factor = ctx.constantTensor(HostTensor(
+        {size.factor}, DType::I64, std::vector<double>(size.factor, 0.0)));
+    if (!factor)
+      return factor.takeError();
+    cur = widen(*factor);
+  }
+  return cur;
+}
+
 /// A tensor of shape `sizes` to broadcast against: a constant when every
-/// size is known, else a tensor whose dims are those sizes.
+/// size is known; a tensor whose dims are those sizes when there is one; else
+/// the sum of one position vector per run-time size, each along its own dim
+/// ([n, 1] + [1, n] is [n, n]: the square of a generated causal mask).
 Expected<Tensor> tensorShaped(NodeContext &ctx,
                               const std::vector<SymbolicSize> &sizes,
                               DType kind) {
   std::vector<int64_t> shape;
   mlir::Value like;
-  bool constant = true;
+  bool constant = true, oneTensor = true;
   for (size_t i = 0; i < sizes.size(); ++i) {
     const SymbolicSize &s = sizes[i];
     if (s.isConstant()) {
+      if (s.factor < 0)
+        return ctx.error("a negative size " + std::to_string(s.factor) +
+                         " in the shape");
       shape.push_back(s.factor);
       continue;
     }
     constant = false;
-    if (s.factor != 1 || s.dims.size() != 1 || s.dims[0].second != int64_t(i) ||
-        (like && like != s.dims[0].first))
-      return ctx.error("a shape of sizes known only at run time that are not "
-                       "the dims of one tensor");
+    if (s.factor <= 0)
+      return ctx.error("a run-time size times " + std::to_string(s.factor));
+    shape.push_back(1);
+    if (s.factor != 1 || s.dims.size() != 1 ||
+        s.dims[0].second != int64_t(i) || (like && like != s.dims[0].first))
+      oneTensor = false;
     like = s.dims[0].first;
   }
   if (constant) {
     int64_t count = 1;
-    for (int64_t d : shape)
+    for (int64_t d : shape) {
+      if (d != 0 && count > (int64_t(1) << 24) / d)
+        return ctx.error("a constant shape of more than 2^24 elements");
       count *= d;
-    if (count > (int64_t(1) << 24))
-      return ctx.error("a constant shape of more than 2^24 elements");
+    }
     return ctx.constantTensor(
         HostTensor(shape, kind, std::vector<double>(count, 0.0)));
   }
-  Tensor likeTensor(like, &ctx.graph());
-  if (likeTensor.rank() != int64_t(sizes.size()))
-    return ctx.error("a shape of sizes from a tensor of another rank");
-  for (size_t i = 0; i < sizes.size(); ++i)
-    if (sizes[i].isConstant() && likeTensor.dim(i) != sizes[i].factor)
-      return ctx.error("a shape that mixes a tensor's dims with other sizes");
-  return likeTensor;
+  if (oneTensor) {
+    Tensor likeTensor(like, &ctx.graph());
+    bool fits = likeTensor.rank() == int64_t(sizes.size());
+    for (size_t i = 0; fits && i < sizes.size(); ++i)
+      fits = !sizes[i].isConstant() || likeTensor.dim(i) == sizes[i].factor;
+    if (fits)
+      return likeTensor;
+  }
+  // The constant sizes (1 at the run-time ones), then each run-time size.
+  int64_t count = 1;
+  for (int64_t d : shape) {
+    if (d != 0 && count > (int64_t(1) << 24) / d)
+      return ctx.error("a constant shape of more than 2^24 elements");
+    count *= d;
+  }
+  Expected<Tensor> sum = ctx.constantTensor(
+      HostTensor(shape, DType::I64, std::vector<double>(count, 0.0)));
+  if (!sum)
+    return sum.takeError();
+  int64_t rank = int64_t(sizes.size());
+  for (int64_t i = 0; i < rank; ++i) {
+    if (sizes[i].isConstant())
+      continue;
+    Expected<Tensor> positions = vectorOfLength(ctx, sizes[i]);
+    if (!positions)
+      return positions.takeError();
+    llvm::SmallVector<int64_t> others;
+    for (int64_t j = 0; j < rank; ++j)
+      if (j != i)
+        others.push_back(j);
+    Expected<Tensor> along =
+        others.empty() ? std::move(positions)
+                       : ctx.create<ExpandDimsOp>(
+                             positions->value(), llvm::ArrayRef<int64_t>(others));
+    if (!along)
+      return along.takeError();
+    sum = ctx.create<AddOp>(sum->value(), along->value());
+    if (!sum)
+      return sum.takeError();
+  }
+  return *sum;
 }
 
 Error convertExpand(NodeContext &ctx) {
@@ -492,13 +628,7 @@ Error convertRange(NodeContext &ctx) {
       dtypeOfOnnx(start.onnxType ? start.onnxType : onnx::TensorProto::INT64);
   if (!kind)
     return ctx.error(llvm::toString(kind.takeError()));
-  Tensor like(of, &ctx.graph());
-  Tensor out(ctx.builder()
-                 .create<IotaOp>(
-                     ctx.graph().location(),
-                     tensorOf({like.dim(dim)}, ctx.elementType(*kind)), of, dim)
-                 .getResult(),
-             &ctx.graph());
+  Tensor out = iotaAlong(ctx, of, dim, *kind);
   ctx.setOutput(0, out);
   return Error::success();
 }

@@ -102,6 +102,62 @@ func.func @q_scaled(%q: tensor<2x3x8xf32>, %k: tensor<2x5x8xf32>, %v: tensor<2x5
 
 // -----
 
+// masked_fill(scores, !allowed, -1e9), as a hand-written PyTorch attention
+// exports it (Where on the scores): the fill becomes the additive mask
+// select(allowed, 0, -1e9); the scores may be either operand.
+// CHECK-LABEL: func.func @masked_fill
+// CHECK-SAME: (%[[Q:[a-z0-9]+]]: {{[^,]*}}, %[[K:[a-z0-9]+]]: {{[^,]*}}, %[[V:[a-z0-9]+]]: {{[^,]*}}, %[[A:[a-z0-9]+]]: {{[^)]*}})
+// CHECK-DAG: %[[FILL:.*]] = loom.constant dense<-1.000000e+09> : tensor<f32>
+// CHECK-DAG: %[[ZERO:.*]] = loom.constant dense<0.000000e+00> : tensor<f32>
+// CHECK: %[[M:.*]] = loom.select %[[A]], %[[ZERO]], %[[FILL]] : (tensor<3x5xi1>, tensor<f32>, tensor<f32>) -> tensor<3x5xf32>
+// CHECK-NEXT: %[[O:.*]], %{{.*}} = loom.attention %[[Q]], %[[K]], %[[V]] mask(%[[M]] : tensor<3x5xf32>) {scale = 5.000000e-01 : f64}
+// CHECK-NOT: loom.softmax
+// CHECK: %[[NOT:.*]] = loom.select %[[A]], %[[FILL]], %{{[a-z0-9_]+}} : (tensor<3x5xi1>, tensor<f32>, tensor<f32>) -> tensor<3x5xf32>
+// CHECK-NEXT: loom.attention %[[Q]], %[[K]], %[[V]] mask(%[[NOT]] : tensor<3x5xf32>)
+func.func @masked_fill(%q: tensor<2x3x8xf32>, %k: tensor<2x5x8xf32>, %v: tensor<2x5x4xf32>,
+                       %allowed: tensor<3x5xi1>) -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>) {
+  %c = loom.constant dense<0.5> : tensor<f32>
+  %fill = loom.constant dense<-1.0e9> : tensor<f32>
+  %s = loom.matmul %q, %k {transpose_rhs} : (tensor<2x3x8xf32>, tensor<2x5x8xf32>) -> tensor<2x3x5xf32>
+  %t = loom.mul %s, %c : (tensor<2x3x5xf32>, tensor<f32>) -> tensor<2x3x5xf32>
+  %m = loom.select %allowed, %t, %fill : (tensor<3x5xi1>, tensor<2x3x5xf32>, tensor<f32>) -> tensor<2x3x5xf32>
+  %p = loom.softmax %m {axis = 2 : i64} : (tensor<2x3x5xf32>) -> tensor<2x3x5xf32>
+  %o = loom.matmul %p, %v : (tensor<2x3x5xf32>, tensor<2x5x4xf32>) -> tensor<2x3x4xf32>
+  // The scores on the false side: masked where %allowed is true.
+  %s1 = loom.matmul %q, %k {transpose_rhs} : (tensor<2x3x8xf32>, tensor<2x5x8xf32>) -> tensor<2x3x5xf32>
+  %m1 = loom.select %allowed, %fill, %s1 : (tensor<3x5xi1>, tensor<f32>, tensor<2x3x5xf32>) -> tensor<2x3x5xf32>
+  %p1 = loom.softmax %m1 {axis = 2 : i64} : (tensor<2x3x5xf32>) -> tensor<2x3x5xf32>
+  %o1 = loom.matmul %p1, %v : (tensor<2x3x5xf32>, tensor<2x5x4xf32>) -> tensor<2x3x4xf32>
+  return %o, %o1 : tensor<2x3x4xf32>, tensor<2x3x4xf32>
+}
+
+// -----
+
+// A select that is not a masked_fill keeps the chain: the fill -1 changes
+// what softmax gives the selected scores, and a fill read from a tensor
+// is not known to mask.
+// CHECK-LABEL: func.func @not_masked_fill
+// CHECK-NOT: loom.attention
+// CHECK-COUNT-2: loom.softmax
+// CHECK-NOT: loom.attention
+func.func @not_masked_fill(%q: tensor<2x3x8xf32>, %k: tensor<2x5x8xf32>, %v: tensor<2x5x4xf32>,
+                           %allowed: tensor<3x5xi1>, %w: tensor<f32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>) {
+  %fill = loom.constant dense<-1.0> : tensor<f32>
+  %s = loom.matmul %q, %k {transpose_rhs} : (tensor<2x3x8xf32>, tensor<2x5x8xf32>) -> tensor<2x3x5xf32>
+  %m = loom.select %allowed, %s, %fill : (tensor<3x5xi1>, tensor<2x3x5xf32>, tensor<f32>) -> tensor<2x3x5xf32>
+  // expected-remark @+1 {{not fused: the scores are not q k^T}}
+  %p = loom.softmax %m {axis = 2 : i64} : (tensor<2x3x5xf32>) -> tensor<2x3x5xf32>
+  %o = loom.matmul %p, %v : (tensor<2x3x5xf32>, tensor<2x5x4xf32>) -> tensor<2x3x4xf32>
+  %s1 = loom.matmul %q, %k {transpose_rhs} : (tensor<2x3x8xf32>, tensor<2x5x8xf32>) -> tensor<2x3x5xf32>
+  %m1 = loom.select %allowed, %s1, %w : (tensor<3x5xi1>, tensor<2x3x5xf32>, tensor<f32>) -> tensor<2x3x5xf32>
+  // expected-remark @+1 {{not fused: the scores are not q k^T}}
+  %p1 = loom.softmax %m1 {axis = 2 : i64} : (tensor<2x3x5xf32>) -> tensor<2x3x5xf32>
+  %o1 = loom.matmul %p1, %v : (tensor<2x3x5xf32>, tensor<2x5x4xf32>) -> tensor<2x3x4xf32>
+  return %o, %o1 : tensor<2x3x4xf32>, tensor<2x3x4xf32>
+}
+
+// -----
+
 // Declined candidates stay as they are, each with its reason.
 // CHECK-LABEL: func.func @declined
 // CHECK-NOT: loom.attention
