@@ -461,18 +461,77 @@ Error convertIdentity(NodeContext &ctx) {
 
 /// Inference: the input passes through (ONNX's default, training_mode
 /// false). A mask output, where asked for, is all true.
+/// Dropout: the identity in inference; in training mode (a training
+/// import), loom.dropout with the step's seed, which the backward pass
+/// replays.
 Error convertDropout(NodeContext &ctx) {
-  if (ctx.hasInput(2)) {
-    Expected<std::vector<int64_t>> training =
-        ctx.constantInts(2, "training_mode");
-    if (!training)
-      return training.takeError();
-    if (!training->empty() && (*training)[0] != 0)
-      return ctx.error("training_mode true: Loom adds dropout to a training "
-                       "step itself");
+  bool training = false;
+  if (ctx.opsetVersion() >= 12 && ctx.hasInput(2)) {
+    const ImportedValue &mode = ctx.input(2);
+    if (!mode.constant || mode.constant->numel() != 1)
+      return ctx.error("a training_mode that is not a scalar known when "
+                       "importing");
+    training = mode.constant->data[0] != 0;
+  }
+  // In inference the ratio does not matter (it may even be data).
+  double ratio = 0.5;
+  if (!training) {
+    ratio = 0;
+  } else if (ctx.opsetVersion() >= 12 && ctx.hasInput(1)) {
+    const ImportedValue &r = ctx.input(1);
+    if (!r.constant || r.constant->numel() != 1)
+      return ctx.error("a ratio that is not a scalar known when importing");
+    ratio = r.constant->data[0];
+  } else if (ctx.opsetVersion() < 12) {
+    ratio = ctx.floatAttr("ratio", 0.5f);
+  }
+  if (training && !(ratio >= 0 && ratio < 1))
+    return ctx.error("a ratio of " + std::to_string(ratio) +
+                     " (it must be in [0, 1))");
+  bool wantMask =
+      ctx.proto().output_size() > 1 && !ctx.proto().output(1).empty();
+  if (training && ratio > 0) {
+    Expected<std::pair<Tensor, int64_t>> stream = ctx.dropoutStream();
+    if (!stream)
+      return stream.takeError();
+    Expected<Tensor> x = ctx.tensor(0);
+    if (!x)
+      return x.takeError();
+    auto drop = [&](Tensor t) {
+      return ctx.create<DropoutOp>(t.value(), stream->first.value(),
+                                   llvm::APFloat(ratio), stream->second);
+    };
+    Expected<Tensor> out = drop(*x);
+    if (!out)
+      return out.takeError();
+    ctx.setOutput(0, *out);
+    if (wantMask) {
+      // The kept positions: the same stream dropping ones (PyTorch's export
+      // names the mask whether or not anything reads it; unread, it goes).
+      Expected<DType> kind = dtypeOfType(x->elementType());
+      if (!kind)
+        return ctx.error(llvm::toString(kind.takeError()));
+      Expected<Tensor> one = ctx.constantTensor(HostTensor::scalar(1.0, *kind));
+      Expected<Tensor> zero =
+          ctx.constantTensor(HostTensor::scalar(0.0, *kind));
+      if (!one || !zero)
+        return one ? zero.takeError() : one.takeError();
+      Expected<Tensor> ones = ctx.create<BroadcastAsOp>(one->value(), x->value());
+      if (!ones)
+        return ones.takeError();
+      Expected<Tensor> dropped = drop(*ones);
+      if (!dropped)
+        return dropped.takeError();
+      Expected<Tensor> kept = ctx.create<CompareOp>(
+          ComparePredicate::ne, dropped->value(), zero->value());
+      if (!kept)
+        return kept.takeError();
+      ctx.setOutput(1, *kept);
+    }
+    return Error::success();
   }
   ctx.setOutput(0, ctx.input(0));
-  if (ctx.proto().output_size() > 1 && !ctx.proto().output(1).empty()) {
+  if (wantMask) {
     Expected<Tensor> x = ctx.tensor(0);
     if (!x)
       return x.takeError();

@@ -100,6 +100,11 @@ public:
   /// The newest of shapeSources() whose sizes are `sizes`, if any.
   std::optional<Tensor> tensorWithSizes(const std::vector<SymbolicSize> &sizes);
 
+  /// For a Dropout in training mode: the `seed` input of the training step
+  /// and this dropout's own offset in its random stream; an error outside a
+  /// training import.
+  llvm::Expected<std::pair<Tensor, int64_t>> dropoutStream();
+
   /// Attributes.
   const onnx::AttributeProto *attribute(llvm::StringRef name) const;
   int64_t intAttr(llvm::StringRef name, int64_t otherwise) const;

@@ -60,6 +60,10 @@ public:
   /// The dim names of each graph input (Graph tags the arguments only when
   /// the function is finished).
   llvm::DenseMap<mlir::Value, std::vector<std::string>> inputDims;
+  /// The `seed` input of a training import's dropouts, made by the first.
+  std::optional<Tensor> seed;
+  /// Dropouts so far: each draws its own stream (loom.dropout's offset).
+  int64_t dropouts = 0;
 
 private:
   Error addArguments(OnnxImport &result);
@@ -86,6 +90,16 @@ NodeContext::tensorWithSizes(const std::vector<SymbolicSize> &sizes) {
     if (sizesOf(*it) == sizes)
       return *it;
   return std::nullopt;
+}
+
+Expected<std::pair<Tensor, int64_t>> NodeContext::dropoutStream() {
+  if (!importer.options.loss)
+    return error("training_mode true in an import for inference (import it "
+                 "with a loss to train it with dropout, or export the model "
+                 "in eval mode)");
+  if (!importer.seed)
+    importer.seed = graph().input(abi::kSeed, tensorOf({}, builder().getI64Type()));
+  return std::make_pair(*importer.seed, ++importer.dropouts);
 }
 
 const ImportedValue &NodeContext::input(int i) const {
@@ -466,6 +480,8 @@ Expected<OnnxImport> Importer::run() {
       return loss.takeError();
     outputs.push_back({abi::kLossOutput, *loss});
     result.inputs.push_back(abi::kTargets);
+    if (seed)
+      result.inputs.push_back(abi::kSeed);
     result.outputs.push_back(abi::kLossOutput);
     g.setDifferentiable();
   }

@@ -83,13 +83,13 @@ def load_safetensors(path):
 
 
 class Translator(torch.nn.Module):
-    def __init__(self):
+    def __init__(self, dropout=0.0):
         super().__init__()
         self.src_embed = torch.nn.Embedding(VOCAB_SRC, D_MODEL)
         self.tgt_embed = torch.nn.Embedding(VOCAB_TGT, D_MODEL)
         self.transformer = torch.nn.Transformer(
             d_model=D_MODEL, nhead=HEADS, num_encoder_layers=2,
-            num_decoder_layers=1, dim_feedforward=FF, dropout=0.0,
+            num_decoder_layers=1, dim_feedforward=FF, dropout=dropout,
             batch_first=True)
         self.generator = torch.nn.Linear(D_MODEL, VOCAB_TGT)
 
@@ -235,6 +235,58 @@ def bad_batches(out):
     save_safetensors(os.path.join(out, "fraction.safetensors"), fraction)
 
 
+def export_training(out):
+    """The translator with dropout 0.1, exported in training mode: its
+    Dropout nodes say training_mode true, as for a model meant to go on
+    training elsewhere."""
+    torch.manual_seed(1)
+    model = Translator(dropout=0.1)
+    model.train()
+    os.makedirs(out, exist_ok=True)
+    src = torch.randint(1, VOCAB_SRC, (2, 5))
+    tgt = torch.randint(1, VOCAB_TGT, (2, 4))
+    mask = torch.nn.Transformer.generate_square_subsequent_mask(4)
+    torch.onnx.export(
+        model, (src, tgt, mask), os.path.join(out, "training.onnx"),
+        opset_version=17, do_constant_folding=False,
+        training=torch.onnx.TrainingMode.TRAINING,
+        input_names=["src_ids", "tgt_ids", "tgt_mask"], output_names=["logits"],
+        dynamic_axes={"src_ids": {0: "batch", 1: "src_len"},
+                      "tgt_ids": {0: "batch", 1: "tgt_len"},
+                      "tgt_mask": {0: "tgt_len", 1: "tgt_len"},
+                      "logits": {0: "batch", 1: "tgt_len"}})
+
+
+def step_losses(log):
+    with open(log) as f:
+        return [float(line.split()[-1]) for line in f
+                if line.startswith("step ")]
+
+
+def check_dropout(same_seed, same_seed_again, other_seed, no_dropout):
+    """Dropout in training mode draws from the step's seed: one seed gives
+    one run, another seed another, and either differs from the run without
+    dropout; each still learns (its loss falls)."""
+    a, again, b, none = (step_losses(p) for p in
+                         (same_seed, same_seed_again, other_seed, no_dropout))
+    ok = True
+
+    def say(good, what):
+        nonlocal ok
+        ok &= good
+        print(("ok: " if good else "FAIL: ") + what)
+
+    say(len(a) == len(b) == len(none) == 3, "three steps each")
+    say(a == again, f"the same seed gives the same losses {a}")
+    say(a[0] != b[0], f"another seed another loss ({a[0]} vs {b[0]})")
+    say(all(abs(x - y) > 1e-4 for x, y in zip(a, none)),
+        f"dropout changes every step's loss ({a} vs {none})")
+    say(all(x == x and x > 0 for x in a + b), "losses finite")
+    say(a[2] < a[0] and b[2] < b[0], "each run's loss falls")
+    print("PASSED" if ok else "FAILED")
+    return 0 if ok else 1
+
+
 def main():
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command", required=True)
@@ -248,6 +300,10 @@ def main():
     c.add_argument("log")
     b = sub.add_parser("bad-batches")
     b.add_argument("out")
+    t = sub.add_parser("export-training")
+    t.add_argument("out")
+    d = sub.add_parser("check-dropout")
+    d.add_argument("logs", nargs=4)
     args = parser.parse_args()
     if args.command == "prepare":
         prepare(args.out, args.steps)
@@ -255,6 +311,11 @@ def main():
     if args.command == "bad-batches":
         bad_batches(args.out)
         return 0
+    if args.command == "export-training":
+        export_training(args.out)
+        return 0
+    if args.command == "check-dropout":
+        return check_dropout(*args.logs)
     return compare(args.out, args.grad, args.step1, args.log)
 
 
