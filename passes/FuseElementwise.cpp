@@ -86,6 +86,11 @@ constexpr size_t kSearchBudget = 2048;
 constexpr int64_t kClonedConstantElements = 16;
 /// Groups per output type that sibling fusion tries to join a group to.
 constexpr size_t kSiblingLeaders = 4;
+/// Ops one region may hold. A region is one kernel whose code generators
+/// walk its expression trees; an imported chain of tens of thousands of ops
+/// would make one kernel too large to compile (and too deep to walk), while
+/// a few hundred ops per pass over memory already hide its traffic.
+constexpr size_t kMaxRegionOps = 256;
 
 enum class Role {
   /// Stays outside every region.
@@ -99,7 +104,7 @@ enum class Role {
 
 /// Why two groups may not merge.
 struct Decline {
-  enum Kind { None, Cycle, TooFar, Domains } kind = None;
+  enum Kind { None, Cycle, TooFar, Domains, TooLarge } kind = None;
   /// For a cycle: the first op outside both groups on the path between them.
   Operation *via = nullptr;
   explicit operator bool() const { return kind != None; }
@@ -389,6 +394,8 @@ Decline FusionGraph::merge(unsigned a, unsigned b, bool dryRun) {
     return {};
   if (!fitsFullReduction(x, y))
     return {Decline::Domains};
+  if (members[x].size() + members[y].size() > kMaxRegionOps)
+    return {Decline::TooLarge};
   if (ord[x] > ord[y])
     std::swap(x, y);
   int64_t lo = ord[x], hi = ord[y];
@@ -671,6 +678,9 @@ void FusionGraph::explainDeclinedEdges() {
       else if (d.kind == Decline::TooFar)
         remark << "the two are too far apart to rule out a cycle within "
                << kSearchBudget << " nodes";
+      else if (d.kind == Decline::TooLarge)
+        remark << "one region would hold more than " << kMaxRegionOps
+               << " ops";
       else if (d.kind == Decline::Domains) {
         std::string why;
         fitsFullReduction(pg, cg, &why);

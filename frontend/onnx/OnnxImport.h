@@ -146,6 +146,8 @@ public:
                        ? "loom." + OpTy::getOperationName().str() +
                              " refused its operands"
                        : diagnostics);
+    if (llvm::Error e = checkFits(types))
+      return std::move(e);
     state.addTypes(types);
     mlir::Operation *op = b.create(state);
     // The op's own verifier (operand types, attribute ranges) speaks now,
@@ -159,6 +161,11 @@ public:
     }
     return Tensor(op->getResult(0), &graph());
   }
+
+  /// An error when a static shape among `types` holds more elements than
+  /// any memory (an exported graph's sizes are data an attacker controls:
+  /// such a shape would otherwise reach memory planning or LLVM).
+  llvm::Error checkFits(mlir::TypeRange types);
 
   /// A constant tensor of `value`'s kind and shape.
   llvm::Expected<Tensor> constantTensor(const HostTensor &value);
@@ -212,6 +219,12 @@ Tensor iotaAlong(NodeContext &ctx, mlir::Value of, int64_t dim, DType kind);
 
 /// The sizes of `t`'s dims.
 std::vector<SymbolicSize> sizesOf(Tensor t);
+
+/// Elements past which a tensor fits in no memory (2^40, 4 TiB of f32).
+inline constexpr int64_t kMaxTensorElements = int64_t(1) << 40;
+/// The product of `shape`'s static dims, or nothing when it passes
+/// kMaxTensorElements (dynamic dims count as 1).
+std::optional<int64_t> elementCountWithin(llvm::ArrayRef<int64_t> shape);
 
 /// `t` as a constant value.
 ImportedValue constantValue(HostTensor t);

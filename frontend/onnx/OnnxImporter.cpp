@@ -12,10 +12,12 @@
 #include "frontend/onnx/OnnxImport.h"
 
 #include "abi/ModelAbi.h"
+#include "ir/ShapeUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -69,6 +71,8 @@ private:
   Error addArguments(OnnxImport &result);
   Expected<Tensor> buildLoss(int64_t opset);
   Error convert(const onnx::NodeProto &node, int64_t index, int64_t opset);
+  Expected<std::optional<onnx::NodeProto>>
+  legacyBroadcast(const onnx::NodeProto &node, NodeContext &ctx);
 };
 
 } // namespace loom::onnx_import
@@ -90,6 +94,32 @@ NodeContext::tensorWithSizes(const std::vector<SymbolicSize> &sizes) {
     if (sizesOf(*it) == sizes)
       return *it;
   return std::nullopt;
+}
+
+std::optional<int64_t>
+loom::onnx_import::elementCountWithin(llvm::ArrayRef<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t d : shape) {
+    if (d == kDyn || d == 0) {
+      if (d == 0)
+        count = 0;
+      continue;
+    }
+    if (d < 0 || (count != 0 && d > kMaxTensorElements / count))
+      return std::nullopt;
+    count *= d;
+  }
+  return count;
+}
+
+Error NodeContext::checkFits(mlir::TypeRange types) {
+  for (mlir::Type type : types) {
+    auto ranked = mlir::dyn_cast<mlir::RankedTensorType>(type);
+    if (ranked && !elementCountWithin(ranked.getShape()))
+      return error("its result " + formatShape(ranked.getShape()) +
+                   " holds more than 2^40 elements, more than any memory");
+  }
+  return Error::success();
 }
 
 Expected<std::pair<Tensor, int64_t>> NodeContext::dropoutStream() {
@@ -265,7 +295,13 @@ inputType(NodeContext &types, const onnx::ValueInfoProto &info) {
   std::vector<std::string> names;
   for (int i = 0; i < t.shape().dim_size(); ++i) {
     const onnx::TensorShapeProto::Dimension &d = t.shape().dim(i);
-    if (d.has_dim_value() && d.dim_value() >= 0) {
+    if (d.has_dim_value() && d.dim_value() < 0)
+      return importError("graph input '" + info.name() + "': dim " +
+                         std::to_string(i) + " is " +
+                         std::to_string(d.dim_value()) +
+                         " (a size is at least 0; a dim known only at run "
+                         "time has a name or no value)");
+    if (d.has_dim_value()) {
       shape.push_back(d.dim_value());
       names.push_back("");
     } else {
@@ -322,6 +358,11 @@ Error Importer::addArguments(OnnxImport &result) {
     auto typed = inputType(types, info);
     if (!typed)
       return typed.takeError();
+    if (!elementCountWithin(typed->first.getShape()))
+      return importError("graph input '" + info.name() + "' of shape " +
+                         formatShape(typed->first.getShape()) +
+                         " holds more than 2^40 elements, more than any "
+                         "memory");
     std::vector<StringRef> dims;
     if (llvm::any_of(typed->second,
                      [](const std::string &n) { return !n.empty(); }))
@@ -333,6 +374,79 @@ Error Importer::addArguments(OnnxImport &result) {
     result.inputs.push_back(info.name());
   }
   return Error::success();
+}
+
+/// The static shape of `v` where it is known (dynamic dims as kDyn).
+static std::optional<std::vector<int64_t>> shapeOf(const ImportedValue &v) {
+  if (v.constant)
+    return v.constant->shape;
+  if (v.sizes)
+    return v.sizesAreScalar ? std::vector<int64_t>{}
+                            : std::vector<int64_t>{int64_t(v.sizes->size())};
+  if (v.tensor)
+    return std::vector<int64_t>(v.tensor.shape().begin(),
+                                v.tensor.shape().end());
+  return std::nullopt;
+}
+
+/// Opsets before 7 broadcast a binary op's inputs only when it says
+/// `broadcast = 1`, and then align the second at `axis` of the first rather
+/// than at its end. Here the second input gets trailing 1s, so that the
+/// NumPy rules the converters apply give that alignment (B [3] at axis 0 of
+/// A [3, 4] becomes [3, 1]); the node is returned reading it. Nothing when
+/// the node is not such an op.
+Expected<std::optional<onnx::NodeProto>>
+Importer::legacyBroadcast(const onnx::NodeProto &node, NodeContext &ctx) {
+  static const llvm::StringSet<> legacy = {"Add",   "Sub",  "Mul", "Div",
+                                           "Pow",   "And",  "Or",  "Xor",
+                                           "Equal", "Greater", "Less"};
+  if (ctx.opsetVersion() >= 7 || !legacy.contains(node.op_type()) ||
+      node.input_size() != 2 || node.input(0).empty() || node.input(1).empty())
+    return std::nullopt;
+  const ImportedValue &a = values.at(node.input(0));
+  const ImportedValue &b = values.at(node.input(1));
+  std::optional<std::vector<int64_t>> sa = shapeOf(a), sb = shapeOf(b);
+  if (!sa || !sb)
+    return std::nullopt;
+  int64_t ra = int64_t(sa->size()), rb = int64_t(sb->size());
+  if (ctx.intAttr("broadcast", 0) == 0) {
+    bool same = ra == rb;
+    for (int64_t i = 0; same && i < ra; ++i)
+      same = (*sa)[i] == (*sb)[i] || (*sa)[i] == kDyn || (*sb)[i] == kDyn;
+    if (!same)
+      return ctx.error("inputs of shapes " + formatShape(*sa) + " and " +
+                       formatShape(*sb) + " without broadcast = 1 (before "
+                       "opset 7 such an op broadcasts only when asked)");
+    return std::nullopt;
+  }
+  int64_t axis = ctx.intAttr("axis", ra - rb);
+  int64_t trailing = ra - axis - rb;
+  if (axis < 0 || trailing < 0)
+    return ctx.error("axis " + std::to_string(axis) + " cannot place " +
+                     formatShape(*sb) + " within " + formatShape(*sa));
+  if (trailing == 0)
+    return std::nullopt;
+  ImportedValue aligned;
+  if (b.constant) {
+    aligned = b;
+    aligned.constant->shape.insert(aligned.constant->shape.end(), trailing, 1);
+  } else if (b.tensor) {
+    llvm::SmallVector<int64_t> ones;
+    for (int64_t i = 0; i < trailing; ++i)
+      ones.push_back(rb + i);
+    Expected<Tensor> expanded =
+        ctx.create<ExpandDimsOp>(b.tensor.value(), ones);
+    if (!expanded)
+      return expanded.takeError();
+    aligned.tensor = *expanded;
+  } else {
+    return ctx.error("broadcasts sizes known only at run time at an axis");
+  }
+  onnx::NodeProto rewritten = node;
+  std::string name = node.input(1) + "#aligned@" + std::to_string(axis);
+  rewritten.set_input(1, name);
+  values[name] = std::move(aligned);
+  return std::optional<onnx::NodeProto>(std::move(rewritten));
 }
 
 Error Importer::convert(const onnx::NodeProto &node, int64_t index,
@@ -353,8 +467,16 @@ Error Importer::convert(const onnx::NodeProto &node, int64_t index,
                           ? node.op_type() + "." + std::to_string(index)
                           : node.name();
   Graph::Scope named(g, scope);
-  if (Error e = it->second(ctx))
+  Expected<std::optional<onnx::NodeProto>> aligned = legacyBroadcast(node, ctx);
+  if (!aligned)
+    return aligned.takeError();
+  if (*aligned) {
+    NodeContext alignedCtx(*this, **aligned, opset, index);
+    if (Error e = it->second(alignedCtx))
+      return e;
+  } else if (Error e = it->second(ctx)) {
     return e;
+  }
   // An output passed through from an omitted input holds nothing.
   for (int i = 0; i < node.output_size(); ++i) {
     auto out = values.find(node.output(i));

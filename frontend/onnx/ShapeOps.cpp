@@ -19,6 +19,7 @@
 
 #include "frontend/onnx/OnnxImport.h"
 #include "frontend/onnx/OnnxImporter.h"
+#include "ir/ShapeUtils.h"
 
 #include <numeric>
 
@@ -563,18 +564,18 @@ Error convertConstantOfShape(NodeContext &ctx) {
       *target, [](const SymbolicSize &s) { return s.isConstant(); });
   if (constant) {
     std::vector<int64_t> shape;
-    int64_t count = 1;
     for (const SymbolicSize &s : *target) {
       if (s.factor < 0)
-        return ctx.error("a negative size");
+        return ctx.error("a negative size " + std::to_string(s.factor));
       shape.push_back(s.factor);
-      count *= s.factor;
     }
-    if (count > (int64_t(1) << 24))
-      return ctx.error("a constant of more than 2^24 elements");
+    std::optional<int64_t> count = elementCountWithin(shape);
+    if (!count || *count > (int64_t(1) << 24))
+      return ctx.error("a constant of shape " + formatShape(shape) +
+                       ": more than 2^24 elements");
     ctx.setOutput(
         0, constantValue(HostTensor(shape, fill.kind,
-                                    std::vector<double>(count, fill.data[0]))));
+                                    std::vector<double>(*count, fill.data[0]))));
     return Error::success();
   }
   Expected<Tensor> like = tensorShaped(ctx, *target, fill.kind);
@@ -602,9 +603,15 @@ Error convertRange(NodeContext &ctx) {
            d = delta.constant->data[0];
     if (d == 0)
       return ctx.error("a delta of 0");
-    int64_t n = std::max<int64_t>(0, int64_t(std::ceil((l - s) / d)));
-    if (n > (int64_t(1) << 24))
-      return ctx.error("a range of more than 2^24 elements");
+    // In double until it is known to be small: a huge count does not
+    // survive the conversion to an integer.
+    double count = std::ceil((l - s) / d);
+    if (!std::isfinite(s) || !std::isfinite(l) || !std::isfinite(d) ||
+        !(count <= double(int64_t(1) << 24)))
+      return ctx.error("a range from " + std::to_string(s) + " to " +
+                       std::to_string(l) + " by " + std::to_string(d) +
+                       ": not finite, or more than 2^24 elements");
+    int64_t n = std::max<int64_t>(0, int64_t(count));
     HostTensor out({n}, start.constant->kind);
     for (int64_t i = 0; i < n; ++i)
       out.data[i] = s + double(i) * d;
