@@ -87,10 +87,11 @@ constexpr int64_t kClonedConstantElements = 16;
 /// Groups per output type that sibling fusion tries to join a group to.
 constexpr size_t kSiblingLeaders = 4;
 /// Ops one region may hold. A region is one kernel whose code generators
-/// walk its expression trees; an imported chain of tens of thousands of ops
-/// would make one kernel too large to compile (and too deep to walk), while
-/// a few hundred ops per pass over memory already hide its traffic.
-constexpr size_t kMaxRegionOps = 256;
+/// walk its expression trees recursively; an imported chain of tens of
+/// thousands of ops would make one kernel too deep to walk and too large to
+/// compile. The largest region of a real model (the base preset's optimizer
+/// step, its parameters' updates fused as siblings) holds fewer than this.
+constexpr size_t kMaxRegionOps = 4096;
 
 enum class Role {
   /// Stays outside every region.
