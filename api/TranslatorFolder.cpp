@@ -8,13 +8,61 @@
 #include "runtime/Weights.h"
 #include "text/Tokenizer.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <filesystem>
 #include <tuple>
 
 namespace loom {
 
+namespace {
+
+/// The names a translator folder holds.
+constexpr const char *kFolderEntries[] = {"loom-translate", "lib",
+                                          kTranslateExecutable, kModelWeights,
+                                          kVocabulary, kModelConfig};
+
+/// `out` may be written when it is new, empty, or a translator folder an
+/// earlier export wrote (it holds loom-translate and nothing else but a
+/// folder's files): never a model directory or any other folder of the
+/// user's, whose files an export would mix with its own.
+Status checkOutFolder(const std::string &out) {
+  std::error_code ec;
+  if (!std::filesystem::exists(out, ec))
+    return Status::success();
+  if (!std::filesystem::is_directory(out, ec))
+    return Status::failure("'" + out + "' exists and is not a folder",
+                           ErrorCode::InvalidArgument);
+  std::vector<std::string> foreign;
+  bool exported = false;
+  for (const auto &entry : std::filesystem::directory_iterator(out, ec)) {
+    std::string name = entry.path().filename().string();
+    exported |= name == "loom-translate";
+    if (!llvm::is_contained(kFolderEntries, name))
+      foreign.push_back(name);
+  }
+  if (ec)
+    return Status::failure("cannot list '" + out + "': " + ec.message(),
+                           ErrorCode::Io);
+  if (foreign.empty() && (exported || std::filesystem::is_empty(out, ec)))
+    return Status::success();
+  std::string names;
+  for (size_t i = 0; i < foreign.size() && i < 3; ++i)
+    names += (i ? ", " : "") + foreign[i];
+  if (foreign.size() > 3)
+    names += ", ...";
+  return Status::failure(
+      "'" + out + "' is not empty and not a folder `loom export` wrote" +
+          (names.empty() ? std::string() : " (it holds " + names + ")") +
+          ": export to a new or empty folder, or over an earlier export",
+      ErrorCode::InvalidArgument);
+}
+
+} // namespace
+
 ErrorOr<uint64_t> writeTranslatorFolder(const std::string &out,
                                         const TranslatorFolderParts &parts) {
+  LOOM_RETURN_IF_ERROR(checkOutFolder(out));
   const runtime::Program &program = *parts.program;
   // The weights must fit the executable; their header says so without a
   // session, which an executable for another CPU level could not have here.

@@ -11,7 +11,9 @@
 //
 // Everything is checked before anything is written (the weights against
 // the executable, header and values; the vocabulary loaded), and every file
-// is written atomically, so a refused export leaves OUT as it was.
+// is written atomically, so a refused export leaves OUT as it was. OUT must
+// be new, empty or an earlier export: never a model directory or another
+// folder whose files the export would mix with its own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,8 +39,9 @@ struct TranslatorFolderParts {
   std::string tokenizerModule;
 };
 
-/// Checks that the parts belong together and that the weights are whole
-/// and finite, then writes the folder. Returns its size in bytes.
+/// Checks that `out` may be written (see above), that the parts belong
+/// together and that the weights are whole and finite, then writes the
+/// folder. Returns its size in bytes.
 ErrorOr<uint64_t> writeTranslatorFolder(const std::string &out,
                                         const TranslatorFolderParts &parts);
 

@@ -145,14 +145,24 @@ const LoadedLibrary &library() {
     // A translator folder keeps the module in lib/ beside the binary; an
     // installed prefix in lib/ beside bin/; a program that embeds libloom
     // finds it beside that library.
-    if (std::string dir = executableDir(); !dir.empty()) {
+    std::string dir = executableDir();
+    // A translator folder uses the module it ships and no other: one found
+    // elsewhere (the build tree's) would hide that the folder lacks it, and
+    // the folder would fail where it is copied to.
+    std::error_code ec;
+    bool shipped =
+        !dir.empty() &&
+        std::filesystem::exists(dir + "/translate.loomx", ec) &&
+        std::filesystem::exists(dir + "/loom-translate", ec);
+    if (!dir.empty())
       candidates.push_back(dir + "/lib/" LOOM_SENTENCEPIECE_SHIM_NAME);
+    if (!dir.empty() && !shipped)
       candidates.push_back(dir + "/../lib/" LOOM_SENTENCEPIECE_SHIM_NAME);
-    }
-    if (std::string dir = thisObjectDir(); !dir.empty())
-      candidates.push_back(dir + "/" LOOM_SENTENCEPIECE_SHIM_NAME);
+    if (std::string own = thisObjectDir(); !own.empty() && !shipped)
+      candidates.push_back(own + "/" LOOM_SENTENCEPIECE_SHIM_NAME);
 #ifdef LOOM_SENTENCEPIECE_SHIM_BUILD_PATH
-    candidates.push_back(LOOM_SENTENCEPIECE_SHIM_BUILD_PATH);
+    if (!shipped)
+      candidates.push_back(LOOM_SENTENCEPIECE_SHIM_BUILD_PATH);
 #endif
     std::ostringstream tried;
     for (const std::string &path : candidates) {

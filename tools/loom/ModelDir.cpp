@@ -11,6 +11,7 @@
 #include <google/protobuf/text_format.h>
 
 #include <cstdio>
+#include <filesystem>
 
 namespace loom::cli {
 
@@ -106,7 +107,17 @@ cachedTranslateProgram(const std::string &dir, const TransformerConfig &config,
   auto exe = compileTranslateExecutable(config, target);
   if (!exe)
     return exe.takeError();
-  if (Status saved = saveExecutable(path, *exe); !saved.ok())
+  // A folder `loom export` wrote ships its decoder, compiled for the CPUs
+  // or precision it was exported for: replacing it with this machine's
+  // would break the folder where it is meant to run.
+  std::error_code ec;
+  if (std::filesystem::exists(dir + "/loom-translate", ec))
+    std::fprintf(stderr,
+                 "%s: note: not kept: '%s' is an exported translator folder, "
+                 "whose %s is the one it ships\n",
+                 command.str().c_str(), dir.c_str(),
+                 translateExecutableName(target).c_str());
+  else if (Status saved = saveExecutable(path, *exe); !saved.ok())
     std::fprintf(stderr, "%s: note: cannot keep it: %s\n",
                  command.str().c_str(), saved.message().c_str());
   return toExpected(runtime::Program::create(std::move(*exe)));
