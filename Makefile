@@ -9,7 +9,10 @@ export CCACHE_DIR ?= $(HOME)/.cache/loom-ccache
 FUZZ_BUILD ?= build-fuzz
 SANITIZE_BUILD ?= build-sanitize
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= config safetensors executable mlir text onnx
+FUZZ_TARGETS ?= config safetensors executable mlir text onnx plot
+# plot is fuzz/plot_fuzz.py (Python, nothing to build); the others are
+# libFuzzer binaries of the fuzz build.
+FUZZ_BINARIES = $(filter-out plot,$(FUZZ_TARGETS))
 # A report names the line; a UB report or a leak fails the test.
 SANITIZER_ENV = ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:check_initialization_order=1 \
                 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -87,9 +90,11 @@ $(FUZZ_BUILD)/build.ninja: CMakeLists.txt | deps-fuzz
 	  -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19
 
 # Every target for FUZZ_SECONDS on a copy of its seed corpus in the build
-# folder; fails on any crash, leak, timeout or out-of-memory.
-fuzz: $(FUZZ_BUILD)/build.ninja
-	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(addprefix fuzz-,$(FUZZ_TARGETS))
+# folder (plot: PLOT_FUZZ_RUNS inputs, 10^6 by default); fails on any crash,
+# leak, timeout or out-of-memory.
+fuzz: $(if $(FUZZ_BINARIES),$(FUZZ_BUILD)/build.ninja)
+	@mkdir -p $(FUZZ_BUILD)
+	@$(if $(FUZZ_BINARIES),cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(addprefix fuzz-,$(FUZZ_BINARIES)))
 	@./scripts/run-fuzzers.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 $(SANITIZE_BUILD)/build.ninja: CMakeLists.txt | deps

@@ -6,7 +6,8 @@ starts from the formats' structure. Generated seeds are named seed-*; any
 other file in a corpus folder (an input a fuzzer once broke the code with)
 is left alone.
 
-    fuzz/make-corpus.py                   config, safetensors, mlir, text, onnx
+    fuzz/make-corpus.py                   config, safetensors, mlir, text, onnx,
+                                          plot
     fuzz/make-corpus.py --loom build/bin/loom
                                           the executable seeds as well
 
@@ -204,6 +205,44 @@ def text_seeds():
     write(folder, "unicode.txt",
           "caf\u00e9 \u00fcber \u6f22\u5b57 \U0001F600\n\0\uff21\uff22 "
           "\u2163 \u00bd\n")
+
+
+# --- plot --------------------------------------------------------------------
+
+def train_record(step, loss, elapsed, lr="0.0005", tps="12000"):
+    """A train record as `loom train` writes it (api/train/Observers.cpp)."""
+    return ('{"type": "train", "step": %d, "epoch": 1, "loss": %s, "lr": %s, '
+            '"tokens_per_s": %s, "tokens": %d, "elapsed_s": %s, "ranks": 1, '
+            '"wait_share": 0}\n' % (step, loss, lr, tps, step * 5000, elapsed))
+
+
+def valid_record(step, nll, bleu, elapsed):
+    return ('{"type": "valid", "step": %d, "epoch": 1, "valid_nll": %s, '
+            '"valid_ppl": 10, "valid_bleu": %s, "valid_s": 1.5, '
+            '"elapsed_s": %s}\n' % (step, nll, bleu, elapsed))
+
+
+def plot_seeds():
+    """metrics.jsonl files for tools/loom/loom-plot.py's reader
+    (fuzz/plot_fuzz.py): a run, one with NaN written as null, records of
+    one kind, CRLF ends with a blank line and a record of a later version,
+    and a last record cut while it was written."""
+    folder = reset("plot")
+    run = (train_record(50, "8", "20") + train_record(100, "5.65685", "40") +
+           valid_record(100, "4.24264", "3", "41.5") +
+           train_record(150, "4.6188", "60.2", lr="0.00075") +
+           valid_record(200, "3", "6.25", "82"))
+    write(folder, "run.jsonl", run)
+    write(folder, "nulls.jsonl",
+          train_record(1, "null", "0.5", lr="0.001", tps="null") +
+          valid_record(1, "null", "null", "1.25") + train_record(2, "9.5", "1"))
+    write(folder, "valid-only.jsonl", valid_record(10, "2.5", "31.4", "3600"))
+    write(folder, "train-only.jsonl", train_record(1, "10.25", "0.1", lr="1e-07"))
+    write(folder, "crlf-later-version.jsonl",
+          (train_record(4, "7", "2") + "\n" +
+           '{"type": "checkpoint", "step": 4, "path": "checkpoints/step-4.safetensors"}\n' +
+           valid_record(4, "6.5", "0", "3")).replace("\n", "\r\n"))
+    write(folder, "torn.jsonl", run + train_record(250, "2.5", "100")[:40])
 
 
 # --- executable --------------------------------------------------------------
@@ -476,6 +515,7 @@ def main():
     mlir_seeds()
     text_seeds()
     onnx_seeds()
+    plot_seeds()
     dictionaries()
     if args.loom:
         executable_seeds(args.loom)

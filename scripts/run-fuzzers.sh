@@ -10,6 +10,11 @@
 # finds (crash, leak, timeout, out-of-memory) lands in
 # BUILD/fuzz-run/TARGET/artifacts and fails the run. Prints the executions
 # of every target at the end. FUZZ_FLAGS adds libFuzzer flags (-jobs=2, ...).
+#
+# The target `plot` is not a libFuzzer binary but fuzz/plot_fuzz.py (the
+# metrics reader of tools/loom/loom-plot.py, in Python): it runs
+# PLOT_FUZZ_RUNS inputs (default 10^6, about a minute), not SECONDS, from
+# the seeds in fuzz/corpus/plot, with the same artifacts folder.
 set -uo pipefail
 
 if [ $# -lt 3 ]; then
@@ -27,7 +32,37 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 status=0
 summary=()
+# The Python harness of the plot target: a fixed number of executions from
+# a fixed seed, so that a finding can be replayed.
+run_plot() {
+  local work=$build/fuzz-run/plot
+  rm -rf "$work/artifacts.previous"
+  [ -d "$work/artifacts" ] && mv "$work/artifacts" "$work/artifacts.previous"
+  mkdir -p "$work/artifacts"
+  echo "run-fuzzers: plot for ${PLOT_FUZZ_RUNS:-1000000} executions (log: $work/log.txt)"
+  "${PYTHON:-python3}" "$root/fuzz/plot_fuzz.py" --runs "${PLOT_FUZZ_RUNS:-1000000}" \
+    --seed "${PLOT_FUZZ_SEED:-1}" --corpus "$root/fuzz/corpus/plot" \
+    --crash-dir "$work/artifacts" >"$work/log.txt" 2>&1
+  local rc=$?
+  local runs
+  runs=$(grep -ho 'stat::number_of_executed_units: *[0-9]*' "$work/log.txt" |
+           awk '{n += $2} END {print n + 0}')
+  if [ $rc -ne 0 ] || [ -n "$(ls -A "$work/artifacts")" ]; then
+    echo "run-fuzzers: plot FAILED (exit $rc); artifacts in $work/artifacts:" >&2
+    ls "$work/artifacts" >&2
+    tail -n 60 "$work/log.txt" >&2
+    summary+=("$(printf '%-12s %12s executions  FAILED' plot "$runs")")
+    status=1
+  else
+    summary+=("$(printf '%-12s %12s executions  ok' plot "$runs")")
+  fi
+}
+
 for target in "$@"; do
+  if [ "$target" = plot ]; then
+    run_plot
+    continue
+  fi
   binary=$build/bin/fuzz-$target
   seeds=$root/fuzz/corpus/$target
   work=$build/fuzz-run/$target
