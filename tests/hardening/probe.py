@@ -49,7 +49,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 
 CLASSES = ["data-loss", "crash", "hang", "silent-wrong", "unclear", "refused"]
 FAMILIES = ["config", "weights", "executable", "ids", "text", "train", "cli",
-            "average", "mlir", "modeldir", "bench"]
+            "average", "mlir", "modeldir", "bench", "plot"]
 
 # Expectations a probe declares about its input.
 BAD = "error"      # the input is bad: a non-zero exit with one `error:` line
@@ -3068,6 +3068,326 @@ def fam_bench(seed):
     return probes
 
 
+# --------------------------------------------------------------------------
+# Family: plot (`loom plot`, drawn by tools/loom/loom-plot.py)
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def plot_train(step, loss="4.5", lr="0.0005", tps="12000", elapsed=None):
+    """A train record as `loom train` writes it (api/train/Observers.cpp)."""
+    return ('{"type": "train", "step": %d, "epoch": 1, "loss": %s, "lr": %s, '
+            '"tokens_per_s": %s, "tokens": %d, "elapsed_s": %s, "ranks": 1, '
+            '"wait_share": 0}\n' % (step, loss, lr, tps, step * 5000,
+                                    elapsed or str(step * 0.4)))
+
+
+def plot_valid(step, nll="3.5", bleu="12.5", elapsed=None):
+    return ('{"type": "valid", "step": %d, "epoch": 1, "valid_nll": %s, '
+            '"valid_ppl": 33.1, "valid_bleu": %s, "valid_s": 1.5, '
+            '"elapsed_s": %s}\n' % (step, nll, bleu, elapsed or str(step * 0.4 + 1.5)))
+
+
+def plot_metrics(steps=6):
+    """A run's metrics.jsonl: a train record every 50 steps, a valid one
+    every 100."""
+    text = ""
+    for i in range(1, steps + 1):
+        step = 50 * i
+        text += plot_train(step, loss="%.4f" % (8.0 / math.sqrt(i)),
+                           lr="%.6g" % (1e-3 * min(1, i / 4)))
+        if i % 2 == 0:
+            text += plot_valid(step, nll="%.4f" % (6.0 / math.sqrt(i)),
+                               bleu="%.2f" % (3.0 * i))
+    return text.encode()
+
+
+def check_png(rel):
+    return check_file(rel, prefix=PNG_SIGNATURE)
+
+
+def fam_plot(seed):
+    probes = []
+    rng = random.Random("plot:%s" % seed)
+
+    def add(name, desc, build, expect, key=False):
+        probes.append(Probe("plot", "plot/" + name, desc, build, expect=expect,
+                            key=key))
+
+    def run(ctx, rel="r", data=None):
+        ctx.write(rel + "/metrics.jsonl",
+                  plot_metrics() if data is None else data)
+        return rel
+
+    def plot_spec(runs, out="out.png", extra=(), expect=None, outputs=None):
+        return Spec(["loom", "plot"] + list(runs) + ["-o", out] + list(extra),
+                    expect=expect,
+                    outputs=[out] if outputs is None else outputs,
+                    check=check_png(out) if out else None)
+
+    good = plot_metrics()
+    good_lines = good.decode().splitlines(True)
+    # Metrics files: (name, bytes, expectation, key).
+    contents = [
+        # Not UTF-8: a UnicodeDecodeError traceback.
+        ("not-utf8", good + b'{"type": "note", "text": "caf\xe9"}\n', BAD, True),
+        ("not-utf8-in-number", good + plot_train(400, loss="4.\xff").encode("latin-1"),
+         BAD, False),
+        ("not-json", good + b'{"type": "train", "step": 3\n', BAD, False),
+        ("not-object", good + b"[1, 2]\n", BAD, False),
+        ("missing-field", good + b'{"type": "valid", "step": 3, "elapsed_s": 1, '
+                                 b'"valid_nll": 2}\n', BAD, False),
+        ("bool", good + plot_train(400, loss="true").encode(), BAD, False),
+        ("bool-step", good + plot_train(400).replace('"step": 400', '"step": false')
+         .encode(), BAD, False),
+        ("string", good + plot_train(400, lr='"1e-3"').encode(), BAD, False),
+        ("list", good + plot_train(400, tps="[1, 2]").encode(), BAD, False),
+        ("object", good + plot_valid(400, bleu='{"greedy": 1}').encode(), BAD, False),
+        # 100000 nested '[': a RecursionError traceback in json.
+        ("deep-nesting", good + b"[" * 100000 + b"\n", BAD, True),
+        ("deep-nesting-in-field", good + plot_train(400, loss="[" * 50000 + "]" * 50000)
+         .encode(), BAD, False),
+        ("empty", b"", BAD, False),
+        ("blank-lines", b"\n \n\r\n\t\n", BAD, False),
+        ("other-records-only", b'{"type": "checkpoint", "step": 4}\n', BAD, False),
+        ("line-2mib", good + b'{"type": "note", "text": "' + b"x" * (2 << 20) + b'"}\n',
+         BAD, True),
+        # Numbers no double holds: an OverflowError or Python's
+        # int-string-length ValueError as a traceback. Gaps in the curve.
+        ("int-400-digits", good + plot_train(400, loss="9" * 400).encode(), GOOD, True),
+        ("int-5000-digits", good + plot_train(400, loss="9" * 5000).encode(), GOOD, True),
+        ("int-5000-digits-negative", good + plot_train(400, lr="-" + "9" * 5000).encode(),
+         GOOD, False),
+        ("step-5000-digits", good + plot_train(400).replace('"step": 400', '"step": ' + "9" * 5000)
+         .encode(), GOOD, False),
+        ("exponent-1e999", good + plot_train(400, loss="1e999", lr="-1e999").encode(),
+         GOOD, False),
+        ("exponent-huge", good + plot_train(400, tps="1e" + "9" * 40).encode(), GOOD, False),
+        # 1e308 and -1e308 in one panel: an IndexError in tight_layout.
+        ("plus-minus-1e308", good + plot_train(400, lr="1e308").encode() +
+         plot_train(450, lr="-1e308").encode(), GOOD, True),
+        ("max-double", good + plot_train(400, loss="1.7976931348623157e308").encode(),
+         GOOD, False),
+        ("subnormal", good + plot_train(400, loss="5e-324").encode(), GOOD, False),
+        ("nan-infinity-literals", good + plot_train(400, loss="NaN", lr="Infinity",
+                                                    tps="-Infinity").encode(), GOOD, False),
+        ("nulls", good + plot_train(400, loss="null", lr="null", tps="null").encode() +
+         plot_valid(400, nll="null", bleu="null").encode(), GOOD, False),
+        ("null-step-and-time", good + plot_train(400, elapsed="null")
+         .replace('"step": 400', '"step": null').encode(), GOOD, False),
+        ("all-null", (plot_train(1, loss="null", lr="null", tps="null") +
+                      plot_valid(1, nll="null", bleu="null")).encode(), GOOD, False),
+        ("train-only", "".join(l for l in good_lines if '"train"' in l).encode(),
+         GOOD, False),
+        ("valid-only", "".join(l for l in good_lines if '"valid"' in l).encode(),
+         GOOD, False),
+        ("single-train-record", good_lines[0].encode(), GOOD, False),
+        ("single-valid-record", plot_valid(1).encode(), GOOD, False),
+        ("negative-and-zero-loss", (plot_train(1, loss="-1") + plot_train(2, loss="0"))
+         .encode(), GOOD, False),
+        ("steps-backwards", "".join(reversed(good_lines)).encode(), GOOD, False),
+        ("float-steps", good.replace(b'"step": 50,', b'"step": 50.5,'), GOOD, False),
+        ("crlf", good.replace(b"\n", b"\r\n"), GOOD, False),
+        ("cr-only", good.replace(b"\n", b"\r"), GOOD, False),
+        ("utf8-bom", b"\xef\xbb\xbf" + good, GOOD, False),
+        ("nul-in-string", good + b'{"type": "note", "text": "a\\u0000b"}\n', GOOD, False),
+        ("later-version-records", good + b'{"type": "checkpoint", "path": [1, {"a": 2}]}\n'
+         + b'{"step": 3}\n', GOOD, False),
+        # The last record cut while `loom train` appends it.
+        ("torn-last-line", good + plot_train(400).encode()[:40], EITHER, False),
+        ("torn-last-utf8", good + b'{"type": "note", "text": "\xc3', EITHER, False),
+        ("no-final-newline", good[:-1], GOOD, False),
+    ]
+    for name, data, expect, key in contents:
+        def build(ctx, data=data, expect=expect):
+            return plot_spec([run(ctx, data=data)], expect=expect)
+        add("metrics-" + name, "loom plot on metrics: %s" % name, build, expect,
+            key=key)
+    # Damaged copies of a good file: a clean refusal or a picture.
+    for i in range(20):
+        data = bytearray(good)
+        for _ in range(rng.randint(1, 4)):
+            at = rng.randrange(len(data))
+            kind = rng.randrange(3)
+            if kind == 0:
+                data[at] ^= 1 << rng.randrange(8)
+            elif kind == 1:
+                del data[at:at + rng.randint(1, 40)]
+            else:
+                data[at:at] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 8)))
+
+        def build(ctx, data=bytes(data)):
+            return plot_spec([run(ctx, data=data)], expect=EITHER)
+        add("metrics-damaged-%02d" % i, "loom plot on damaged metrics", build, EITHER)
+
+    # Files that are not metrics files: they must not hang or fill memory.
+    def fifo(ctx):
+        ctx.mkdir("r")
+        os.mkfifo(ctx.path("r/metrics.jsonl"))
+        return ["r"]
+
+    def devzero_link(ctx):
+        ctx.mkdir("r")
+        os.symlink("/dev/zero", ctx.path("r/metrics.jsonl"))
+        return ["r"]
+
+    def sparse(ctx):
+        # Over the 512 MiB limit, without writing it (hashing it costs the
+        # probe a second or two).
+        ctx.mkdir("r")
+        with open(ctx.path("r/metrics.jsonl"), "wb") as f:
+            f.truncate((513 << 20))
+        return ["r"]
+
+    def metrics_dir(ctx):
+        ctx.mkdir("r/metrics.jsonl")
+        return ["r"]
+
+    def dangling(ctx):
+        ctx.mkdir("r")
+        os.symlink("nowhere", ctx.path("r/metrics.jsonl"))
+        return ["r"]
+
+    for name, setup, key in [
+            ("fifo", fifo, True), ("dev-zero-link", devzero_link, True),
+            ("dev-zero", lambda ctx: ["/dev/zero"], False),
+            ("dev-urandom", lambda ctx: ["/dev/urandom"], False),
+            ("sparse-513mib", sparse, False), ("metrics-is-directory", metrics_dir, False),
+            ("metrics-dangling-link", dangling, False),
+            ("run-missing", lambda ctx: ["nope"], False),
+            ("run-empty-path", lambda ctx: [""], False),
+            ("run-without-metrics", lambda ctx: [ctx.mkdir("r")], False),
+            ("run-twice", lambda ctx: [run(ctx), "r/metrics.jsonl"], False)]:
+        def build(ctx, setup=setup):
+            return plot_spec(setup(ctx), expect=BAD)
+        add("input-" + name, "loom plot RUN: %s" % name, build, BAD, key=key)
+
+    # Text matplotlib would have parsed as mathtext ("$\frac{$" raised), or
+    # cannot draw (control characters): drawn literally.
+    texts = [("frac-open", "$\\frac{"), ("frac-closed", "$\\frac{$"), ("one-dollar", "a$b"),
+             ("three-dollars", "$$$"), ("caret", "$x^$"), ("escaped-dollar", "\\$"),
+             ("underscore-start", "_hidden"), ("control", "soh\x01 bell\x07"),
+             ("escape-sequence", "\x1b[31mred"), ("newlines", "one\ntwo\nthree"),
+             ("tab", "a\tb"), ("unicode", "caf\u00e9 \u6f22\u5b57 \U0001F600 \u202eab"),
+             ("percent-braces", "%s %d {} {0}"), ("backslashes", "\\\\ \\n \\x00"),
+             ("surrogate-bytes", "bad\udcff"), ("empty", ""), ("1000-chars", "x" * 1000)]
+    for name, text in texts:
+        def build(ctx, text=text):
+            return plot_spec([run(ctx)], extra=["--title", text])
+        add("title-" + name, "loom plot --title %r" % text[:40], build, GOOD,
+            key=name == "frac-closed")
+
+        def build(ctx, text=text):
+            return plot_spec([run(ctx, "r1"), run(ctx, "r2")],
+                             extra=["--label", text, "--label", "second"])
+        add("label-" + name, "loom plot --label %r" % text[:40], build, GOOD,
+            key=name == "frac-closed")
+    # A run's directory name is its label.
+    for name, directory in [("dollar-frac", "run$\\frac{$"), ("dollars", "a$b$c"),
+                            ("newline", "run\nname"), ("control", "run\x01\x07"),
+                            ("underscore", "_run"), ("not-utf8", "run\udcff"),
+                            ("dot-dir", ".")]:
+        def build(ctx, directory=directory):
+            if directory == ".":
+                # The work directory is then a run directory: of it, only
+                # its own curves.png may be written.
+                ctx.write("metrics.jsonl", good)
+                return plot_spec(["."], out="curves.png")
+            return plot_spec([run(ctx, directory)])
+        add("dirname-" + name, "loom plot on a run named %r" % directory, build, GOOD,
+            key=name == "dollar-frac")
+    for name, extra in [("title-1001-chars", ["--title", "x" * 1001]),
+                        ("label-1001-chars", ["--label", "x" * 1001]),
+                        ("labels-more-than-runs", ["--label", "a", "--label", "b"]),
+                        ("title-twice", ["--title", "a", "--title", "b"]),
+                        ("unknown-option", ["--colour", "red"])]:
+        def build(ctx, extra=extra):
+            return plot_spec([run(ctx)], extra=extra, expect=BAD)
+        add("args-" + name, "loom plot %s" % " ".join(extra)[:60], build, BAD)
+
+    def no_runs(ctx):
+        return Spec(["loom", "plot", "-o", "out.png"], expect=BAD)
+    add("args-no-runs", "loom plot without a RUN", no_runs, BAD)
+
+    def no_output(ctx):
+        return Spec(["loom", "plot", run(ctx)], expect=BAD)
+    add("args-no-output", "loom plot without -o", no_output, BAD)
+
+    def fewer_labels(ctx):
+        return plot_spec([run(ctx, "r1"), run(ctx, "r2")], extra=["--label", "first"])
+    add("args-fewer-labels", "loom plot, one --label for two runs", fewer_labels, GOOD)
+
+    def many_runs(ctx):
+        return plot_spec([run(ctx, "r%02d" % i) for i in range(14)])
+    add("args-14-runs", "loom plot on 14 runs (more than the colours)", many_runs, GOOD)
+
+    # -o: never a file it would destroy.
+    def png_at(ctx, rel):
+        ctx.write(rel, PNG_SIGNATURE + b"an older picture")
+
+    def fifo_out(ctx):
+        os.mkfifo(ctx.path("out.png"))
+
+    for name, out, setup, key in [
+            ("is-metrics", "r/metrics.jsonl", None, True),
+            ("symlink-to-metrics", "link.png",
+             lambda ctx: os.symlink("r/metrics.jsonl", ctx.path("link.png")), False),
+            ("hardlink-to-metrics", "hard.png",
+             lambda ctx: os.link(ctx.path("r/metrics.jsonl"), ctx.path("hard.png")), False),
+            ("existing-text", "notes.png", lambda ctx: ctx.write("notes.png", "notes\n"), True),
+            ("existing-jpeg", "photo.png",
+             lambda ctx: ctx.write("photo.png", b"\xff\xd8\xff\xe0" + b"\0" * 100), False),
+            ("directory", "d", lambda ctx: ctx.mkdir("d"), False),
+            ("trailing-slash", "new/", None, False),
+            ("fifo", "out.png", fifo_out, False),
+            ("empty", "", None, False),
+            ("dash", "-", None, False),
+            ("pdf", "out.pdf", None, False),
+            ("no-suffix", "out", None, False),
+            ("missing-folder", "nodir/out.png", None, False),
+            ("under-a-file", "r/metrics.jsonl/out.png", None, False),
+            ("in-run-not-curves", "r/other.png", None, True),
+            ("curves-of-run-not-drawn", "r2/curves.png", lambda ctx: run(ctx, "r2"), True),
+            ("curves-existing-not-png", "r/curves.png",
+             lambda ctx: ctx.write("r/curves.png", "not a picture\n"), False)]:
+        def build(ctx, out=out, setup=setup):
+            run(ctx)
+            if setup:
+                setup(ctx)
+            return plot_spec(["r"], out=out, expect=BAD, outputs=[])
+        add("o-" + name, "loom plot -o %r" % out, build, BAD, key=key)
+
+    def twice(ctx):
+        return plot_spec([run(ctx)], extra=["-o", "other.png"], expect=BAD, outputs=[])
+    add("o-twice", "loom plot -o out.png -o other.png", twice, BAD)
+
+    for name, runs, out, setup in [
+            # What `loom train` runs after each validation.
+            ("own-curves", ["r"], "r/curves.png", None),
+            ("own-curves-replaced", ["r"], "r/curves.png", lambda ctx: png_at(ctx, "r/curves.png")),
+            ("own-curves-of-metrics-file", ["r/metrics.jsonl"], "r/curves.png", None),
+            ("own-curves-with-other-run", ["r2", "r/"], "r//curves.png",
+             lambda ctx: run(ctx, "r2")),
+            ("existing-png", ["r"], "old.png", lambda ctx: png_at(ctx, "old.png")),
+            ("existing-empty-file", ["r"], "empty.png", lambda ctx: ctx.write("empty.png", b"")),
+            ("upper-case-suffix", ["r"], "OUT.PNG", None),
+            ("symlink-to-png", ["r"], "link.png", lambda ctx: (
+                png_at(ctx, "pics/real.png"),
+                os.symlink("pics/real.png", ctx.path("link.png"))))]:
+        def build(ctx, runs=runs, out=out, setup=setup):
+            run(ctx)
+            if setup:
+                setup(ctx)
+            outputs = [os.path.normpath(out)]
+            if out == "link.png":
+                outputs = ["pics/real.png"]  # written through the link
+            spec = plot_spec(runs, out=out, outputs=outputs)
+            spec.check = check_png(outputs[0])
+            return spec
+        add("o-" + name, "loom plot %s -o %r" % (" ".join(runs), out), build, GOOD)
+    return probes
+
+
 def register_all(seed, ir_dir=None):
     probes = []
     probes += fam_config(seed)
@@ -3081,6 +3401,7 @@ def register_all(seed, ir_dir=None):
     probes += fam_mlir(seed, ir_dir)
     probes += fam_modeldir(seed)
     probes += fam_bench(seed)
+    probes += fam_plot(seed)
     for p in probes:
         if not hasattr(p, "alone"):
             p.alone = False
@@ -3413,7 +3734,7 @@ def quick_subset(probes, seed):
     chosen = [p for p in probes if p.key]
     per_family = {"config": 16, "weights": 16, "executable": 10, "ids": 10,
                   "text": 12, "train": 6, "cli": 28, "average": 6, "mlir": 18,
-                  "modeldir": 6, "bench": 2}
+                  "modeldir": 6, "bench": 2, "plot": 12}
     taken = set(p.name for p in chosen)
     for fam, n in per_family.items():
         pool = [p for p in probes if p.family == fam and p.name not in taken
