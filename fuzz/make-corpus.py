@@ -455,7 +455,9 @@ def dictionaries():
 def onnx_seeds():
     """Small ONNX models of what the importer takes: elementwise ops,
     shape arithmetic on a dynamic dim, attention's products, a Gemm with
-    initializers; and a model cut short."""
+    initializers, a deep chain, a run-time causal mask, Split and a
+    normalization over two dims, opset 6's broadcasting; and a model cut
+    short."""
     try:
         import numpy as np
         from onnx import TensorProto, helper, numpy_helper
@@ -504,6 +506,47 @@ def onnx_seeds():
          numpy_helper.from_array(np.zeros(3, np.float32), "beta")]))
     whole = model([helper.make_node("Neg", ["x"], ["y"])], [x], [y])
     write(folder, "cut.onnx", whole[:len(whole) // 2])
+    # Depth: a chain of 2,000 elementwise nodes (mutations cut and rewire it).
+    ops = ["Neg", "Relu", "Abs", "Tanh"]
+    chain = [helper.make_node(ops[i % 4], ["x" if i == 0 else "c%d" % (i - 1)],
+                              ["y" if i == 1999 else "c%d" % i])
+             for i in range(2000)]
+    write(folder, "chain.onnx", model(chain, [x], [y]))
+    # A causal mask built at run time, as PyTorch translators export it, and
+    # a masked_fill on scores.
+    scores = helper.make_tensor_value_info("scores", f, ["batch", "n", "n"])
+    write(folder, "causal-mask.onnx", model(
+        [helper.make_node("Shape", ["scores"], ["shape"]),
+         helper.make_node("Gather", ["shape", "one"], ["n"]),
+         helper.make_node("Unsqueeze", ["n", "axes"], ["n1"]),
+         helper.make_node("Concat", ["n1", "n1"], ["square"], axis=0),
+         helper.make_node("ConstantOfShape", ["square"], ["full"],
+                          value=numpy_helper.from_array(
+                              np.array([-np.inf], np.float32), "v")),
+         helper.make_node("Trilu", ["full", "k"], ["mask"], upper=1),
+         helper.make_node("Add", ["scores", "mask"], ["masked"]),
+         helper.make_node("Equal", ["mask", "zero_f"], ["allowed"]),
+         helper.make_node("Where", ["allowed", "masked", "fill"], ["filled"]),
+         helper.make_node("Softmax", ["filled"], ["y"], axis=-1)],
+        [scores], [y],
+        [numpy_helper.from_array(np.array(1, np.int64), "one"),
+         numpy_helper.from_array(np.array([0], np.int64), "axes"),
+         numpy_helper.from_array(np.array(1, np.int64), "k"),
+         numpy_helper.from_array(np.array(0.0, np.float32), "zero_f"),
+         numpy_helper.from_array(np.array(-1e9, np.float32), "fill")]))
+    write(folder, "split.onnx", model(
+        [helper.make_node("Split", ["x", "parts"], ["p", "q"], axis=2),
+         helper.make_node("LayerNormalization", ["p", "g2"], ["n"], axis=-2),
+         helper.make_node("Mul", ["n", "q"], ["y"])], [x], [y],
+        [numpy_helper.from_array(np.array([4, 4], np.int64), "parts"),
+         numpy_helper.from_array(np.ones((1, 4), np.float32), "g2")]))
+    old = helper.make_model(
+        helper.make_graph(
+            [helper.make_node("Mul", ["a", "b"], ["y"], broadcast=1, axis=0)],
+            "seed", [helper.make_tensor_value_info("a", f, [3, 4]),
+                     helper.make_tensor_value_info("b", f, [3])], [y]),
+        opset_imports=[helper.make_opsetid("", 6)]).SerializeToString()
+    write(folder, "old-broadcast.onnx", old)
 
 
 def main():

@@ -19,6 +19,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <map>
@@ -449,6 +450,53 @@ Importer::legacyBroadcast(const onnx::NodeProto &node, NodeContext &ctx) {
   return std::optional<onnx::NodeProto>(std::move(rewritten));
 }
 
+/// Every name the import carries into the IR and the executable (values,
+/// nodes, dims) must be valid UTF-8: the executable's symbols are protobuf
+/// strings, which would fail to parse back.
+static Error checkNamesAreUtf8(const onnx::GraphProto &graph) {
+  auto check = [](const std::string &name, llvm::StringRef what) -> Error {
+    if (llvm::json::isUTF8(name))
+      return Error::success();
+    return importError(what + " '" + llvm::json::fixUTF8(name) +
+                       "' is not valid UTF-8");
+  };
+  auto checkValue = [&](const onnx::ValueInfoProto &info,
+                        llvm::StringRef what) -> Error {
+    if (Error e = check(info.name(), what))
+      return e;
+    if (info.type().has_tensor_type() &&
+        info.type().tensor_type().has_shape())
+      for (const auto &d : info.type().tensor_type().shape().dim())
+        if (Error e = check(d.dim_param(), "the dim name of '" +
+                                               llvm::json::fixUTF8(info.name()) +
+                                               "'"))
+          return e;
+    return Error::success();
+  };
+  for (const onnx::ValueInfoProto &info : graph.input())
+    if (Error e = checkValue(info, "graph input"))
+      return e;
+  for (const onnx::ValueInfoProto &info : graph.output())
+    if (Error e = checkValue(info, "graph output"))
+      return e;
+  for (const onnx::TensorProto &t : graph.initializer())
+    if (Error e = check(t.name(), "initializer"))
+      return e;
+  for (const onnx::NodeProto &node : graph.node()) {
+    if (Error e = check(node.name(), "node"))
+      return e;
+    if (Error e = check(node.op_type(), "op type"))
+      return e;
+    for (const std::string &name : node.input())
+      if (Error e = check(name, "node input"))
+        return e;
+    for (const std::string &name : node.output())
+      if (Error e = check(name, "node output"))
+        return e;
+  }
+  return Error::success();
+}
+
 Error Importer::convert(const onnx::NodeProto &node, int64_t index,
                         int64_t opset) {
   NodeContext ctx(*this, node, opset, index);
@@ -582,6 +630,8 @@ Expected<OnnxImport> Importer::run() {
     return importError("the model imports no opset of ONNX's default domain");
   if (!model.has_graph())
     return importError("the model has no graph");
+  if (Error e = checkNamesAreUtf8(model.graph()))
+    return std::move(e);
   addElementwiseConverters(converters);
   addShapeConverters(converters);
   addIndexConverters(converters);

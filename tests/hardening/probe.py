@@ -49,7 +49,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 
 CLASSES = ["data-loss", "crash", "hang", "silent-wrong", "unclear", "refused"]
 FAMILIES = ["config", "weights", "executable", "ids", "text", "train", "cli",
-            "average", "mlir", "modeldir", "bench", "plot"]
+            "average", "mlir", "modeldir", "bench", "plot", "onnx", "folder"]
 
 # Expectations a probe declares about its input.
 BAD = "error"      # the input is bad: a non-zero exit with one `error:` line
@@ -3388,6 +3388,358 @@ def fam_plot(seed):
     return probes
 
 
+# --------------------------------------------------------------------------
+# Family: onnx (`loom import`, `loom compile`, `loom onnx-test` on models
+# written here with a minimal protobuf writer: no onnx package needed)
+
+def pb_varint(n):
+    n &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def pb_field(number, value):
+    """A field of `value`: int (varint), bytes/str (length-delimited),
+    float (fixed32)."""
+    if isinstance(value, bool) or isinstance(value, int):
+        return pb_varint(number << 3) + pb_varint(value)
+    if isinstance(value, float):
+        return pb_varint((number << 3) | 5) + struct.pack("<f", value)
+    if isinstance(value, str):
+        value = value.encode()
+    return pb_varint((number << 3) | 2) + pb_varint(len(value)) + value
+
+
+ONNX_FLOAT, ONNX_INT64 = 1, 7
+
+
+def onnx_tensor(name, dims, values, kind=ONNX_FLOAT):
+    """A TensorProto with raw little-endian data."""
+    raw = struct.pack("<%d%s" % (len(values), "f" if kind == ONNX_FLOAT else "q"),
+                      *values)
+    return (b"".join(pb_field(1, d) for d in dims) + pb_field(2, kind) +
+            pb_field(8, name) + pb_field(9, raw))
+
+
+def onnx_attr(name, value):
+    # AttributeProto: name 1, f 2, i 3, t 5, ints 8, type 20 (FLOAT 1, INT 2,
+    # TENSOR 4, INTS 7).
+    if isinstance(value, float):
+        return pb_field(1, name) + pb_field(2, value) + pb_field(20, 1)
+    if isinstance(value, int):
+        return pb_field(1, name) + pb_field(3, value) + pb_field(20, 2)
+    if isinstance(value, list):
+        return (pb_field(1, name) + b"".join(pb_field(8, v) for v in value) +
+                pb_field(20, 7))
+    return pb_field(1, name) + pb_field(5, value) + pb_field(20, 4)
+
+
+def onnx_node(op, inputs, outputs, **attrs):
+    return (b"".join(pb_field(1, i) for i in inputs) +
+            b"".join(pb_field(2, o) for o in outputs) + pb_field(4, op) +
+            b"".join(pb_field(5, onnx_attr(k, v)) for k, v in attrs.items()))
+
+
+def onnx_value(name, dims, kind=ONNX_FLOAT):
+    """A ValueInfoProto; a str dim is named (dynamic), None has no shape."""
+    if dims is None:
+        shape = b""
+    else:
+        shape = pb_field(2, b"".join(
+            pb_field(1, pb_field(2, d) if isinstance(d, str) else pb_field(1, d))
+            for d in dims))
+    return pb_field(1, name) + pb_field(2, pb_field(1, pb_field(1, kind) + shape))
+
+
+def onnx_model(nodes, inputs, outputs, inits=(), opset=17):
+    graph = (b"".join(pb_field(1, n) for n in nodes) + pb_field(2, "probe") +
+             b"".join(pb_field(5, t) for t in inits) +
+             b"".join(pb_field(11, v) for v in inputs) +
+             b"".join(pb_field(12, v) for v in outputs))
+    return (pb_field(1, 8) + pb_field(7, graph) +
+            pb_field(8, pb_field(1, "") + pb_field(2, opset)))
+
+
+def onnx_test_folder(ctx, rel, model, inputs, outputs):
+    """A backend-test folder: model.onnx and test_data_set_0 of tensors
+    (name, dims, values)."""
+    ctx.write(rel + "/model.onnx", model)
+    for kind, tensors in (("input", inputs), ("output", outputs)):
+        for i, (name, dims, values) in enumerate(tensors):
+            ctx.write("%s/test_data_set_0/%s_%d.pb" % (rel, kind, i),
+                      onnx_tensor(name, dims, values))
+    return rel
+
+
+def fam_onnx(seed):
+    probes = []
+    rng = random.Random("onnx:%s" % seed)
+
+    def add(name, desc, build, expect, key=False, slow=False):
+        probes.append(Probe("onnx", "onnx/" + name, desc, build, expect=expect,
+                            key=key, slow=slow))
+
+    def consumers(name, model, expect, key=False, check=None):
+        """The model through import, compile for the CPU and, for a model
+        that must run, onnx-test (with `check`'s data)."""
+        def imp(ctx):
+            ctx.write("m.onnx", model)
+            return Spec(["loom", "import", "m.onnx", "-o", "out.mlir"],
+                        outputs=["out.mlir"], expect=expect)
+        add(name + "/import", "loom import: " + name, imp, expect, key=key)
+
+        def cpu(ctx):
+            ctx.write("m.onnx", model)
+            return Spec(["loom", "compile", "m.onnx", "--target", "cpu", "-o",
+                         "out.loomx"], outputs=["out.loomx"], expect=expect,
+                        timeout=120)
+        add(name + "/compile-cpu", "loom compile --target cpu: " + name, cpu,
+            expect, key=key)
+
+    x6 = [float(v) - 2.5 for v in range(6)]
+    relu = onnx_node("Relu", ["x"], ["y"])
+
+    # Crashes: a chain deeper than any recursion, sizes past any memory.
+    chain = [onnx_node("Neg", ["x" if i == 0 else "t%d" % (i - 1)], ["t%d" % i])
+             for i in range(30000)]
+    deep = onnx_model(chain, [onnx_value("x", [2, 3])],
+                      [onnx_value("t29999", [2, 3])])
+    consumers("deep-chain-30000", deep, GOOD, key=True)
+
+    def deep_test(ctx):
+        onnx_test_folder(ctx, "t", deep, [("x", [2, 3], x6)], [("y", [2, 3], x6)])
+        return Spec(["loom", "onnx-test", "t", "--strict"], timeout=120,
+                    check=lambda ctx, r: None if b"PASS t" in r.stdout
+                    else "the chain did not pass")
+    add("deep-chain-30000/onnx-test", "loom onnx-test on a 30,000-node chain",
+        deep_test, GOOD)
+
+    sized = [
+        ("input-2^80-elements", onnx_model([relu], [onnx_value("x", [1 << 40, 1 << 40])],
+                                           [onnx_value("y", None)]), True),
+        ("input-negative-dim", onnx_model([relu], [onnx_value("x", [2, -5])],
+                                          [onnx_value("y", None)]), True),
+        ("input-dim-2^63", onnx_model([relu], [onnx_value("x", [2, (1 << 63) - 1])],
+                                      [onnx_value("y", None)]), False),
+        ("constant-of-shape-overflow", onnx_model(
+            [onnx_node("ConstantOfShape", ["s"], ["y"])], [], [onnx_value("y", None)],
+            [onnx_tensor("s", [2], [1 << 62, 4], ONNX_INT64)]), True),
+        ("constant-of-shape-negative", onnx_model(
+            [onnx_node("ConstantOfShape", ["s"], ["y"])], [], [onnx_value("y", None)],
+            [onnx_tensor("s", [2], [-3, 4], ONNX_INT64)]), False),
+        ("range-2^62", onnx_model(
+            [onnx_node("Range", ["a", "b", "d"], ["y"])], [],
+            [onnx_value("y", None, ONNX_INT64)],
+            [onnx_tensor("a", [], [0], ONNX_INT64),
+             onnx_tensor("b", [], [1 << 62], ONNX_INT64),
+             onnx_tensor("d", [], [1], ONNX_INT64)]), True),
+        ("range-float-1e30", onnx_model(
+            [onnx_node("Range", ["a", "b", "d"], ["y"])], [], [onnx_value("y", None)],
+            [onnx_tensor("a", [], [0.0]), onnx_tensor("b", [], [1e30]),
+             onnx_tensor("d", [], [1e-30])]), False),
+        ("range-delta-0", onnx_model(
+            [onnx_node("Range", ["a", "b", "d"], ["y"])], [],
+            [onnx_value("y", None, ONNX_INT64)],
+            [onnx_tensor("a", [], [0], ONNX_INT64), onnx_tensor("b", [], [5], ONNX_INT64),
+             onnx_tensor("d", [], [0], ONNX_INT64)]), False),
+        ("expand-10^18", onnx_model(
+            [onnx_node("Expand", ["x", "s"], ["y"])], [onnx_value("x", [1])],
+            [onnx_value("y", None)],
+            [onnx_tensor("s", [3], [10 ** 6] * 3, ONNX_INT64)]), False),
+        ("reshape-2^40", onnx_model(
+            [onnx_node("Reshape", ["x", "s"], ["y"])], [onnx_value("x", [2, 3])],
+            [onnx_value("y", None)],
+            [onnx_tensor("s", [2], [1 << 20, 1 << 20], ONNX_INT64)]), False),
+        ("concat-2^62", onnx_model(
+            [onnx_node("Concat", ["x", "x"], ["y"], axis=0)],
+            [onnx_value("x", [1 << 31, 1 << 31])], [onnx_value("y", None)]), False),
+        ("split-sizes-wrong-sum", onnx_model(
+            [onnx_node("Split", ["x", "s"], ["a", "b"], axis=1)],
+            [onnx_value("x", [2, 6])], [onnx_value("a", None), onnx_value("b", None)],
+            [onnx_tensor("s", [2], [2, 5], ONNX_INT64)]), False),
+        ("split-negative-part", onnx_model(
+            [onnx_node("Split", ["x", "s"], ["a", "b"], axis=1)],
+            [onnx_value("x", [2, 6])], [onnx_value("a", None), onnx_value("b", None)],
+            [onnx_tensor("s", [2], [8, -2], ONNX_INT64)]), False),
+        ("trilu-rank-1", onnx_model(
+            [onnx_node("Trilu", ["x"], ["y"])], [onnx_value("x", [6])],
+            [onnx_value("y", None)]), False),
+        ("trilu-upper-2", onnx_model(
+            [onnx_node("Trilu", ["x"], ["y"], upper=2)], [onnx_value("x", [2, 3])],
+            [onnx_value("y", None)]), False),
+        ("layer-norm-axis-5", onnx_model(
+            [onnx_node("LayerNormalization", ["x", "g"], ["y"], axis=5)],
+            [onnx_value("x", [2, 3])], [onnx_value("y", None)],
+            [onnx_tensor("g", [3], [1.0, 1.0, 1.0])]), False),
+        ("old-opset-no-broadcast", onnx_model(
+            [onnx_node("Mul", ["a", "b"], ["y"])],
+            [onnx_value("a", [3, 3]), onnx_value("b", [3])], [onnx_value("y", None)],
+            opset=6), True),
+        ("dropout-training-for-inference", onnx_model(
+            [onnx_node("Dropout", ["x", "r", "t"], ["y"])], [onnx_value("x", [2, 3])],
+            [onnx_value("y", None)],
+            [onnx_tensor("r", [], [0.5]), onnx_tensor("t", [], [1], 9)]), False),
+    ]
+    for name, model, key in sized:
+        consumers(name, model, BAD, key=key)
+
+    # Silent wrong answers: each runs and must agree with ONNX's semantics.
+    a9 = [float(v) for v in range(9)]
+    b3 = [1.0, 10.0, 100.0]
+    rows = [a9[i] * b3[i // 3] for i in range(9)]
+    tril = [v if (i % 3) <= (i // 3) else 0.0 for i, v in enumerate(a9)]
+    triu1 = [v if (i % 3) - (i // 3) >= 1 else 0.0 for i, v in enumerate(a9)]
+    ln_rows = []
+    for r in range(2):
+        row = a9[:6][r * 3:(r + 1) * 3] if False else [float(v) for v in
+                                                        range(r * 3, r * 3 + 3)]
+        mean = sum(row) / 3
+        var = sum((v - mean) ** 2 for v in row) / 3
+        ln_rows += [(v - mean) / math.sqrt(var + 1e-5) for v in row]
+    flat6 = [float(v) for v in range(6)]
+    mean6 = sum(flat6) / 6
+    var6 = sum((v - mean6) ** 2 for v in flat6) / 6
+    ln_all = [(v - mean6) / math.sqrt(var6 + 1e-5) for v in flat6]
+    runs = [
+        ("old-opset-broadcast-axis",
+         onnx_model([onnx_node("Mul", ["a", "b"], ["y"], broadcast=1, axis=0)],
+                    [onnx_value("a", [3, 3]), onnx_value("b", [3])],
+                    [onnx_value("y", [3, 3])], opset=6),
+         [("a", [3, 3], a9), ("b", [3], b3)], [("y", [3, 3], rows)], True),
+        ("trilu-lower",
+         onnx_model([onnx_node("Trilu", ["x"], ["y"], upper=0)],
+                    [onnx_value("x", [3, 3])], [onnx_value("y", [3, 3])]),
+         [("x", [3, 3], a9)], [("y", [3, 3], tril)], False),
+        ("trilu-upper-k1-run-time-square",
+         onnx_model([onnx_node("Shape", ["x"], ["s"]),
+                     onnx_node("ConstantOfShape", ["s"], ["f"],
+                               value=onnx_tensor("v", [1], [1.0])),
+                     onnx_node("Mul", ["f", "x"], ["g"]),
+                     onnx_node("Trilu", ["g", "k"], ["y"])],
+                    [onnx_value("x", ["n", "n"])], [onnx_value("y", ["n", "n"])],
+                    [onnx_tensor("k", [], [1], ONNX_INT64)]),
+         [("x", [3, 3], a9)], [("y", [3, 3], triu1)], True),
+        ("layer-norm-last-two-dims",
+         onnx_model([onnx_node("LayerNormalization", ["x", "g", "b"], ["y"], axis=-2)],
+                    [onnx_value("x", [1, 2, 3])], [onnx_value("y", [1, 2, 3])],
+                    [onnx_tensor("g", [2, 3], [1.0] * 6),
+                     onnx_tensor("b", [2, 3], [0.0] * 6)]),
+         [("x", [1, 2, 3], flat6)], [("y", [1, 2, 3], ln_all)], False),
+        ("layer-norm-last-dim",
+         onnx_model([onnx_node("LayerNormalization", ["x", "g", "b"], ["y"])],
+                    [onnx_value("x", [2, 3])], [onnx_value("y", [2, 3])],
+                    [onnx_tensor("g", [3], [1.0] * 3), onnx_tensor("b", [3], [0.0] * 3)]),
+         [("x", [2, 3], flat6)], [("y", [2, 3], ln_rows)], False),
+        ("split-three",
+         onnx_model([onnx_node("Split", ["x", "s"], ["a", "b", "c"], axis=1)],
+                    [onnx_value("x", [2, 6])],
+                    [onnx_value("a", [2, 1]), onnx_value("b", [2, 2]), onnx_value("c", [2, 3])],
+                    [onnx_tensor("s", [3], [1, 2, 3], ONNX_INT64)]),
+         [("x", [2, 6], [float(v) for v in range(12)])],
+         [("a", [2, 1], [0.0, 6.0]), ("b", [2, 2], [1.0, 2.0, 7.0, 8.0]),
+          ("c", [2, 3], [3.0, 4.0, 5.0, 9.0, 10.0, 11.0])], False),
+    ]
+    for name, model, ins, outs, key in runs:
+        def build(ctx, model=model, ins=ins, outs=outs):
+            onnx_test_folder(ctx, "t", model, ins, outs)
+            return Spec(["loom", "onnx-test", "t", "--strict", "--rtol", "1e-4",
+                         "--atol", "1e-5"], timeout=120,
+                        check=lambda ctx, r: None if b"PASS t" in r.stdout
+                        else "did not pass on both engines")
+        add(name + "/onnx-test", "loom onnx-test: " + name, build, GOOD, key=key)
+
+    # Damaged copies of a small valid model: a clean refusal or an import.
+    base = onnx_model([onnx_node("MatMul", ["x", "w"], ["h"]),
+                       onnx_node("Relu", ["h"], ["y"])],
+                      [onnx_value("x", ["batch", 3])], [onnx_value("y", ["batch", 2])],
+                      [onnx_tensor("w", [3, 2], [0.5, -1.0, 2.0, 0.25, 1.5, -0.5])])
+    for i in range(30):
+        data = bytearray(base)
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(len(data))
+            kind = rng.randrange(3)
+            if kind == 0:
+                data[at] ^= 1 << rng.randrange(8)
+            elif kind == 1:
+                del data[at:at + rng.randint(1, 8)]
+            else:
+                data[at:at] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 4)))
+
+        def build(ctx, data=bytes(data)):
+            ctx.write("m.onnx", data)
+            return Spec(["loom", "compile", "m.onnx", "--target", "cpu", "-o",
+                         "out.loomx"], outputs=["out.loomx"], expect=EITHER)
+        add("damaged-%02d/compile-cpu" % i, "loom compile on a damaged model",
+            build, EITHER)
+    return probes
+
+
+# --------------------------------------------------------------------------
+# Family: folder (what an exported translator folder and `loom export -o`
+# may write)
+
+def fam_folder(seed):
+    probes = []
+
+    def add(name, desc, build, expect, key=False):
+        probes.append(Probe("folder", "folder/" + name, desc, build,
+                            expect=expect, key=key))
+
+    # Never into a folder that holds other files: another run's directory
+    # (its checkpoints and metrics would be mixed with the export's).
+    for name, setup, key in [
+            ("another-run", lambda ctx: ctx.copy("modelB", "out"), True),
+            ("user-files", lambda ctx: ctx.write("out/notes.txt", "mine\n"), False),
+            ("only-a-config", lambda ctx: ctx.write("out/config.pbtxt", "d_model: 8\n"),
+             False)]:
+        def build(ctx, setup=setup):
+            ctx.copy("modelA", "m")
+            setup(ctx)
+            return Spec(["loom", "export", "--model", "m", "-o", "out"],
+                        caches=["m/translate.loomx"], expect=BAD)
+        add("export-o-" + name, "loom export -o onto " + name, build, BAD, key=key)
+
+    def over_export(ctx):
+        ctx.copy("modelA", "m")
+        ctx.copy("exportA", "out")
+        return Spec(["loom", "export", "--model", "m", "-o", "out"],
+                    outputs=["out"], caches=["m/translate.loomx"],
+                    check=check_file("out/translate.loomx"))
+    add("export-o-earlier-export", "loom export over an earlier export",
+        over_export, GOOD)
+
+    # `loom translate --model` on an exported folder must not replace the
+    # decoder the folder ships.
+    def translate_folder(ctx):
+        ctx.copy("modelA", "m")
+        made = ctx.run([ctx.tool("loom"), "export", "--model", "m", "-o", "f",
+                        "--cpu", "x86-64-v2"], timeout=300)
+        if made.rc != 0:
+            raise RuntimeError("setup: loom export --cpu x86-64-v2 failed")
+        shutil.rmtree(ctx.path("m"))
+        return Spec(["loom", "translate", "--model", "f", "--threads", "1"],
+                    stdin=b"alpha bravo\n", expect=GOOD, lenient=True)
+    add("translate-exported-folder", "loom translate --model on an exported folder",
+        translate_folder, GOOD, key=True)
+
+    # A folder without lib/ fails by name, loading nothing from elsewhere.
+    def no_lib(ctx):
+        ctx.copy("exportA", "f")
+        shutil.rmtree(ctx.path("f/lib"))
+        return Spec([ctx.path("f/loom-translate")], stdin=b"alpha bravo\n",
+                    expect=BAD, env={"LOOM_SENTENCEPIECE_SHIM": ""},
+                    lenient=True)
+    add("folder-without-lib", "an exported folder without lib/", no_lib, BAD, key=True)
+    return probes
+
+
 def register_all(seed, ir_dir=None):
     probes = []
     probes += fam_config(seed)
@@ -3402,6 +3754,8 @@ def register_all(seed, ir_dir=None):
     probes += fam_modeldir(seed)
     probes += fam_bench(seed)
     probes += fam_plot(seed)
+    probes += fam_onnx(seed)
+    probes += fam_folder(seed)
     for p in probes:
         if not hasattr(p, "alone"):
             p.alone = False
@@ -3734,7 +4088,8 @@ def quick_subset(probes, seed):
     chosen = [p for p in probes if p.key]
     per_family = {"config": 16, "weights": 16, "executable": 10, "ids": 10,
                   "text": 12, "train": 6, "cli": 28, "average": 6, "mlir": 18,
-                  "modeldir": 6, "bench": 2, "plot": 12}
+                  "modeldir": 6, "bench": 2, "plot": 12, "onnx": 10,
+                  "folder": 2}
     taken = set(p.name for p in chosen)
     for fam, n in per_family.items():
         pool = [p for p in probes if p.family == fam and p.name not in taken

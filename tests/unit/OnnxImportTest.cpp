@@ -407,6 +407,20 @@ TEST_F(OnnxImportTest, RefusalsSayWhereAndLeaveTheModuleAsItWas) {
          g.output("w");
        },
        "initializer 'w': it holds 0 elements for a shape of 1099511627776"},
+      {"a dim name that is not UTF-8",
+       [](GraphBuilder &g) {
+         g.input("x", {"\xe2" "atch", "3"});
+         g.node("Relu", {"x"}, {"y"});
+         g.output("y");
+       },
+       "the dim name of 'x' '\xef\xbf\xbd" "atch' is not valid UTF-8"},
+      {"a node output name that is not UTF-8",
+       [](GraphBuilder &g) {
+         g.input("x", {"2"});
+         g.node("Relu", {"x"}, {"y\xff"});
+         g.output("y\xff");
+       },
+       "graph output 'y\xef\xbf\xbd' is not valid UTF-8"},
       {"a permutation that is not one",
        [](GraphBuilder &g) {
          g.input("x", {"2", "3"});
