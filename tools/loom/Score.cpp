@@ -15,12 +15,17 @@
 #include "tools/loom/Common.h"
 
 #include "text/Bleu.h"
+#include "text/LineReader.h"
 
 #include "nlohmann/json.hpp"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MemoryBuffer.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
 #include <memory>
 
 namespace loom::cli {
@@ -42,28 +47,72 @@ struct ScoreOptions {
 /// The lines of a file (or stdin when `path` is empty), each checked to be
 /// UTF-8. Only '\n' ends a line, as in sacreBLEU's file reading; a final
 /// '\n' ends the last line rather than starting an empty one. `what` names
-/// the file in messages.
-llvm::Expected<std::vector<std::string>> readLines(const std::string &path,
-                                                   llvm::StringRef what) {
+/// the file in messages. Read in chunks with a bound on a line's length
+/// (text::kMaxLineBytes), on the whole and on the count of lines
+/// (`maxLines`; `tooMany` says what more would mean), so that an endless
+/// input (/dev/zero, `yes`) is refused instead of filling memory.
+llvm::Expected<std::vector<std::string>>
+readLines(const std::string &path, llvm::StringRef what, size_t maxLines,
+          llvm::StringRef tooMany) {
+  constexpr uint64_t kMaxInputBytes = uint64_t(1) << 30;
   std::string name = path.empty() ? "<stdin>" : path;
-  auto buffer = path.empty() ? llvm::MemoryBuffer::getSTDIN()
-                             : llvm::MemoryBuffer::getFile(path);
-  if (!buffer)
-    return error(llvm::formatv("cannot read {0} '{1}': {2}", what, name,
-                               buffer.getError().message()));
-  llvm::StringRef text = (*buffer)->getBuffer();
+  std::ifstream file;
+  if (!path.empty()) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+      return error(llvm::formatv("{0} '{1}' is a directory", what, name));
+    file.open(path, std::ios::binary);
+    if (!file)
+      return error(llvm::formatv("cannot read {0} '{1}': {2}", what, name,
+                                 std::strerror(errno)));
+  }
+  std::istream &in = path.empty() ? std::cin : file;
   std::vector<std::string> lines;
-  while (!text.empty()) {
-    auto [line, rest] = text.split('\n');
+  std::string line;
+  uint64_t total = 0;
+  char chunk[1 << 16];
+  auto finish = [&]() -> llvm::Error {
     size_t bad = 0;
     if (!text::isValidUtf8(line, &bad))
       return error(llvm::formatv(
           "{0} '{1}' line {2} is not valid UTF-8 (at byte {4}: 0x{3:X-2})",
           what, name, lines.size() + 1,
           unsigned(static_cast<unsigned char>(line[bad])), bad + 1));
-    lines.push_back(line.str());
-    text = rest;
+    if (lines.size() == maxLines)
+      return error(llvm::formatv("{0} '{1}' has more than {2} lines{3}", what,
+                                 name, maxLines, tooMany));
+    lines.push_back(std::move(line));
+    line.clear();
+    return llvm::Error::success();
+  };
+  while (in) {
+    in.read(chunk, sizeof(chunk));
+    std::streamsize got = in.gcount();
+    if (got <= 0)
+      break;
+    total += uint64_t(got);
+    if (total > kMaxInputBytes)
+      return error(llvm::formatv("{0} '{1}' is longer than {2} GiB",
+                                 what, name, kMaxInputBytes >> 30));
+    for (llvm::StringRef rest(chunk, size_t(got)); !rest.empty();) {
+      auto [piece, after] = rest.split('\n');
+      line.append(piece.data(), piece.size());
+      if (line.size() > text::kMaxLineBytes)
+        return error(llvm::formatv(
+            "{0} '{1}' line {2} is longer than {3} bytes", what, name,
+            lines.size() + 1, text::kMaxLineBytes));
+      if (piece.size() == rest.size())
+        break; // no '\n' in the rest of the chunk: the line goes on
+      if (llvm::Error e = finish())
+        return std::move(e);
+      rest = after;
+    }
   }
+  if (in.bad())
+    return error(llvm::formatv("cannot read {0} '{1}'", what, name));
+  if (!line.empty())
+    if (llvm::Error e = finish())
+      return std::move(e);
   return lines;
 }
 
@@ -71,10 +120,16 @@ llvm::Error score(const ScoreOptions &options) {
   if (!text::isBleuTokenizer(options.tokenize))
     return error("unknown tokenizer '" + options.tokenize +
                  "'; the tokenizers are '13a' and 'none'");
-  auto refs = readLines(options.ref, "reference");
+  // A reference of tens of millions of segments is no test set; the
+  // hypotheses are read no further than the reference's count.
+  auto refs = readLines(options.ref, "reference", size_t(1) << 24, "");
   if (!refs)
     return refs.takeError();
-  auto hyps = readLines(options.input, "hypotheses");
+  auto hyps = readLines(
+      options.input, "hypotheses", refs->size(),
+      llvm::formatv(", the reference's count; they must pair up line by line",
+                    refs->size())
+          .str());
   if (!hyps)
     return hyps.takeError();
   if (hyps->size() != refs->size())
