@@ -182,10 +182,13 @@ llvm::Error validateConfig(TransformerConfig &c) {
   if (!(c.layer_norm_eps() > 0.0 && c.layer_norm_eps() < 1.0))
     return fieldError(formatv("layer_norm_eps must be in (0, 1), got {0}",
                               c.layer_norm_eps()));
-  // Every sequence holds bos or eos besides its tokens.
-  if (c.max_len() < 0 || c.max_len() == 1)
+  // A training pair's target holds <s>, its tokens and </s>: under 3
+  // positions no sentence of even one token fits (and the corpus reader's
+  // token limit, max_len - 2, would be 0: no limit).
+  if (c.max_len() < 0 || c.max_len() == 1 || c.max_len() == 2)
     return fieldError(
-        formatv("max_len must be at least 2 (0: the default {0}), got {1}",
+        formatv("max_len must be at least 3 (one token with <s> and </s>; "
+                "0: the default {0}), got {1}",
                 kDefaultMaxLen, c.max_len()));
   if (c.max_len() > kMaxSequenceLength)
     return fieldError(formatv("max_len must be at most {0}, got {1}",

@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -218,9 +219,26 @@ ErrorOr<Tokenizer> Tokenizer::train(const std::vector<std::string> &files,
     return ErrorOr<Tokenizer>::failure(
         "tokenizer vocabulary size must exceed 4, got " +
         std::to_string(options.vocabSize));
-  for (const std::string &file : files)
-    if (!std::ifstream(file))
+  // SentencePiece answers a corpus without text in its own words (or, for
+  // all-blank lines, crashes): say it in the user's.
+  std::string names;
+  bool anyText = false;
+  for (const std::string &file : files) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in)
       return ErrorOr<Tokenizer>::failure("cannot open " + file);
+    names += (names.empty() ? "" : ", ") + file;
+    char chunk[1 << 16];
+    while (!anyText && in.read(chunk, sizeof(chunk)).gcount() > 0)
+      for (std::streamsize i = 0; !anyText && i < in.gcount(); ++i)
+        anyText = !std::isspace(static_cast<unsigned char>(chunk[i]));
+  }
+  if (!anyText)
+    return ErrorOr<Tokenizer>::failure(
+        "no text to learn a vocabulary from: " + names +
+            (files.size() == 1 ? " is" : " are") +
+            " empty or only blank lines",
+        ErrorCode::InvalidArgument);
 
   LoomSpmTrainOptions o{};
   o.vocab_size = options.vocabSize;
@@ -243,8 +261,41 @@ ErrorOr<Tokenizer> Tokenizer::train(const std::vector<std::string> &files,
   char *model = nullptr;
   size_t modelSize = 0;
   if (char *error =
-          loaded.lib.train(paths.data(), paths.size(), &o, &model, &modelSize))
-    return ErrorOr<Tokenizer>::failure(loaded.lib.takeError(error));
+          loaded.lib.train(paths.data(), paths.size(), &o, &model, &modelSize)) {
+    std::string message = loaded.lib.takeError(error);
+    // "Vocabulary size too high (32). Please set it to a value <= 9.": the
+    // text holds too few distinct pieces for the size asked.
+    size_t at = message.find("Please set it to a value <= ");
+    if (message.find("Vocabulary size too high") != std::string::npos &&
+        at != std::string::npos) {
+      std::string most = message.substr(at + 28);
+      most = most.substr(0, most.find_first_not_of("0123456789"));
+      return ErrorOr<Tokenizer>::failure(
+          "the training text (" + names + ") is too small for a vocabulary "
+          "of " + std::to_string(options.vocabSize) +
+              " pieces: it holds at most " + most +
+              " (give more text, or ask for a smaller vocabulary)",
+          ErrorCode::InvalidArgument);
+    }
+    // "Vocabulary size is smaller than required_chars. 12 vs 15.": every
+    // character of the text needs a piece of its own.
+    at = message.find("smaller than required_chars. ");
+    if (at != std::string::npos) {
+      std::string rest = message.substr(at + 29);
+      size_t vs = rest.find(" vs ");
+      if (vs != std::string::npos) {
+        std::string least = rest.substr(vs + 4);
+        least = least.substr(0, least.find_first_not_of("0123456789"));
+        return ErrorOr<Tokenizer>::failure(
+            "the training text (" + names + ") needs a vocabulary of at "
+            "least " + least + " pieces (one per character it holds, and " +
+                std::to_string(kEos + 1) + " reserved ones); " +
+                std::to_string(options.vocabSize) + " were asked for",
+            ErrorCode::InvalidArgument);
+      }
+    }
+    return ErrorOr<Tokenizer>::failure(message);
+  }
   std::string bytes(model, modelSize);
   loaded.lib.freeBuffer(model);
   return load(bytes);

@@ -196,6 +196,7 @@ TEST(Config, ValidationNamesTheField) {
         Case{"label_smoothing: -0.1", "label_smoothing"},
         Case{"layer_norm_eps: 0", "layer_norm_eps"},
         Case{"max_len: -1", "max_len"}, Case{"max_len: 1", "max_len"},
+        Case{"max_len: 2", "max_len"},
         Case{"share_embeddings: true", "share_embeddings"},
         // Sizes beyond any real model: refused by name before anything is
         // allocated or compiled.

@@ -270,14 +270,26 @@ TEST(Tokenizer, ReportsErrors) {
   ASSERT_FALSE(badType);
   EXPECT_NE(badType.error().find("wordpiece"), std::string::npos);
 
-  // More pieces than the corpus has: SentencePiece's own message comes back.
+  // More pieces than the corpus has: said in Loom's words, with the most
+  // SentencePiece finds.
   options = smallOptions();
   options.vocabSize = 50000;
   auto tooBig = Tokenizer::train(trainingFiles(), options);
   ASSERT_FALSE(tooBig);
-  EXPECT_NE(tooBig.error().find("SentencePiece training failed"),
+  EXPECT_NE(tooBig.error().find("is too small for a vocabulary of 50000 "
+                                "pieces: it holds at most "),
             std::string::npos)
       << tooBig.error();
+
+  // No text at all (SentencePiece crashed on all-blank lines).
+  std::string blank = ::testing::TempDir() + "/blank.txt";
+  std::ofstream(blank) << "\n  \n\t\r\n";
+  auto noText = Tokenizer::train({blank, blank}, smallOptions());
+  ASSERT_FALSE(noText);
+  EXPECT_NE(noText.error().find("no text to learn a vocabulary from: " + blank +
+                                ", " + blank + " are empty or only blank lines"),
+            std::string::npos)
+      << noText.error();
 }
 
 // The system libprotobuf keeps working beside SentencePiece's copy: a
