@@ -32,6 +32,9 @@ using llvm::Error;
 using llvm::Expected;
 using llvm::StringRef;
 
+/// Elements all the constants an import folds may hold together.
+constexpr int64_t kMaxFoldedElements = int64_t(1) << 26;
+
 static Error importError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
@@ -67,6 +70,9 @@ public:
   std::optional<Tensor> seed;
   /// Dropouts so far: each draws its own stream (loom.dropout's offset).
   int64_t dropouts = 0;
+  /// Elements of the constants folded so far (held as doubles while
+  /// importing, and as data in the executable).
+  int64_t foldedElements = 0;
 
 private:
   Error addArguments(OnnxImport &result);
@@ -525,6 +531,18 @@ Error Importer::convert(const onnx::NodeProto &node, int64_t index,
   } else if (Error e = it->second(ctx)) {
     return e;
   }
+  // Folding is bounded as a whole, not only per constant: a few hundred
+  // bytes of ConstantOfShape and Add nodes would otherwise fold into
+  // gigabytes while importing and compiling.
+  for (int i = 0; i < node.output_size(); ++i) {
+    auto out = values.find(node.output(i));
+    if (out != values.end() && out->second.constant)
+      foldedElements += out->second.constant->numel();
+  }
+  if (foldedElements > kMaxFoldedElements)
+    return ctx.error("the constants folded so far hold more than 2^26 "
+                     "elements; Loom folds constants while importing, and a "
+                     "model's should be far smaller");
   // An output passed through from an omitted input holds nothing.
   for (int i = 0; i < node.output_size(); ++i) {
     auto out = values.find(node.output(i));

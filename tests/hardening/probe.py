@@ -3582,6 +3582,14 @@ def fam_onnx(seed):
             [onnx_node("Mul", ["a", "b"], ["y"])],
             [onnx_value("a", [3, 3]), onnx_value("b", [3])], [onnx_value("y", None)],
             opset=6), True),
+        ("folds-to-gigabytes", onnx_model(
+            [onnx_node("ConstantOfShape", ["s"], ["c0"])] +
+            [n for i in range(1, 40) for n in (
+                onnx_node("ConstantOfShape", ["s"], ["k%d" % i]),
+                onnx_node("Add", ["c%d" % (i - 1), "k%d" % i], ["c%d" % i]))] +
+            [onnx_node("Add", ["x", "c39"], ["y"])],
+            [onnx_value("x", [4096, 4096])], [onnx_value("y", None)],
+            [onnx_tensor("s", [2], [4096, 4096], ONNX_INT64)]), True),
         ("dropout-training-for-inference", onnx_model(
             [onnx_node("Dropout", ["x", "r", "t"], ["y"])], [onnx_value("x", [2, 3])],
             [onnx_value("y", None)],

@@ -67,6 +67,17 @@ def main():
     save(out, "negative_dim", [helper.make_node("Relu", ["x"], ["y"])],
          [value("x", [2, -5])], [value("y", None)])
 
+    # 2 KB of ConstantOfShape and Add nodes that fold into gigabytes.
+    nodes = [helper.make_node("ConstantOfShape", ["s"], ["c0"])]
+    for i in range(1, 40):
+        nodes.append(helper.make_node("ConstantOfShape", ["s"], ["k%d" % i]))
+        nodes.append(helper.make_node("Add", ["c%d" % (i - 1), "k%d" % i],
+                                      ["c%d" % i]))
+    nodes.append(helper.make_node("Add", ["x", "c39"], ["y"]))
+    save(out, "folds_to_gigabytes", nodes, [value("x", [4096, 4096])],
+         [value("y", None)],
+         [helper.make_tensor("s", TensorProto.INT64, [2], [4096, 4096])])
+
     # Opset 6: Mul of [3, 3] by [3] at axis 0 scales rows; NumPy's rules
     # would scale columns. Without broadcast = 1 it is refused.
     a = np.arange(9, dtype=np.float32).reshape(3, 3)
