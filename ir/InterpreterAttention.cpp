@@ -260,8 +260,21 @@ llvm::Expected<Results> interp::evaluateAttentionGrad(AttentionGradOp op,
       a.scores(b, i, s.data());
       const double *doi = dout.data.data() + row * a.dv;
       double rowDot = 0;
+      // An lse of kCoarseLse or more in magnitude (a row whose every key is
+      // masked, near -1e9) is too coarse in float to give P back: the op
+      // recomputes it from the scores.
+      double rowLse = lse.data[row];
+      if (std::abs(rowLse) >= kCoarseLse) {
+        double mx = -std::numeric_limits<double>::infinity();
+        for (double x : s)
+          mx = std::max(mx, x);
+        double sum = 0;
+        for (double x : s)
+          sum += std::exp(x - mx);
+        rowLse = mx + std::log(sum);
+      }
       for (int64_t j = 0; j < a.sk; ++j) {
-        p[j] = std::exp(s[j] - lse.data[row]);
+        p[j] = std::exp(s[j] - rowLse);
         double z = a.keepFactor(b, i, j);
         const double *vj = vb + j * a.dv;
         double *dvj = dvb + j * a.dv;

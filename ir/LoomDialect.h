@@ -42,6 +42,11 @@ namespace loom {
 /// The additive value that masks a position out of attention. Finite, so a
 /// fully masked row gives a uniform distribution instead of NaNs.
 constexpr double kMaskedScore = -1e9;
+/// loom.attention_grad recomputes a row's lse from its scores when the given
+/// one is this large in magnitude (a row whose every key is masked, near
+/// kMaskedScore): there a float's spacing is 1/8 or more, so exp(S - lse)
+/// would not give the probabilities back.
+constexpr double kCoarseLse = double(1 << 20);
 
 /// Attribute names that tie function arguments and results to the outside
 /// world: checkpoints, inputs, optimizer state and named outputs.

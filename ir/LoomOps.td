@@ -435,7 +435,9 @@ def Loom_AttentionGradOp : Loom_Op<"attention_grad", [Pure,
     Recomputes the probabilities of each row from q, k, the mask and `lse`
     (the forward's row statistics), regenerates the dropout mask from the
     seed, and returns the gradients of q, k and v for the output gradient
-    `dout`. Same attributes as the forward.
+    `dout`. Same attributes as the forward. A row whose lse is 2^20 or more
+    in magnitude (every key masked) has its lse recomputed from the scores:
+    a float that large is too coarse to give the probabilities back.
   }];
   let arguments = (ins Loom_FloatTensor:$q, Loom_FloatTensor:$k,
                        Loom_FloatTensor:$v, Loom_FloatTensor:$out,

@@ -9,10 +9,11 @@
 //
 // delta is summed from the recomputed P and dP, as the interpreter does, not
 // taken as rowsum(dout * out). The two agree when `out` is the forward's
-// result and lse is exact, but where lse is not (a row whose every key is
-// masked has lse near -1e9, where floats lie 64 apart, so its recomputed P
-// does not sum to 1) only the first matches the oracle; `out` is checked
-// for shape and otherwise unused.
+// result and lse is exact, but where lse is not only the first matches the
+// oracle; `out` is checked for shape and otherwise unused. A row whose every
+// key is masked has an lse near -1e9, where floats lie 64 apart: such an lse
+// (kCoarseLse or more in magnitude) is recomputed from the scores, as the
+// op says (recomputeCoarseLse), since P would otherwise be off by up to e^32.
 //
 // One task per batch entry (batch * heads): it owns that entry's dk and dv,
 // so they accumulate without races or a reduction, and the results do not
@@ -26,6 +27,10 @@
 #include "runtime/cpu/AttentionKernels.h"
 #include "runtime/cpu/AttentionTiles.h"
 #include "runtime/cpu/ThreadPool.h"
+
+#include <cmath>
+#include <limits>
+#include <vector>
 
 using namespace loom::cpu;
 using namespace loom::cpu::attention;
@@ -41,6 +46,45 @@ struct Gradients {
   const float *lse, *dout;
   float *dq, *dk, *dv;
 };
+
+/// lseRow[r] = log(sum_j exp(S[r][j] + bias[r][j])) relative to the row's
+/// shift, for the `coarse` rows, from the scores themselves (what
+/// loom.attention_grad says for an lse of kCoarseLse or more in magnitude).
+/// `scores` is a [rows, ld] scratch.
+LOOM_ATTENTION_INLINE void
+recomputeCoarseLse(const Problem &p, int64_t maskBase, int64_t i0, int64_t rows,
+                   const float *qt, const float *kt, int64_t ld,
+                   const double *shift, const std::vector<char> &coarse,
+                   float *bias, float *scores, float *lseRow) {
+  const int64_t bk = kKeyBlock, d = p.d;
+  std::vector<double> top(rows, -std::numeric_limits<double>::infinity());
+  std::vector<double> sum(rows, 0.0);
+  for (int64_t j0 = 0; j0 < p.sk; j0 += bk) {
+    int64_t cols = std::min(bk, p.sk - j0);
+    if (p.hasBias() &&
+        !fillBias(p, maskBase, i0, rows, j0, cols, shift, bias, bk))
+      continue;
+    float *sb = scores + j0;
+    gemm<false>(rows, roundUp(cols, kLanes), d, qt, d, 1, kt + j0, ld, sb, ld);
+    for (int64_t r = 0; r < rows; ++r) {
+      if (!coarse[r])
+        continue;
+      for (int64_t c = 0; c < cols; ++c) {
+        double x = double(sb[r * ld + c]) * p.scale +
+                   (p.hasBias() ? double(bias[r * bk + c]) : 0.0);
+        if (x > top[r]) {
+          sum[r] = sum[r] * std::exp(top[r] - x) + 1.0;
+          top[r] = x;
+        } else {
+          sum[r] += std::exp(x - top[r]);
+        }
+      }
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    if (coarse[r] && sum[r] > 0)
+      lseRow[r] = static_cast<float>(top[r] + std::log(sum[r]));
+}
 
 LOOM_ATTENTION_CLONES
 void backwardEntry(const Problem &p, int64_t b, const Gradients &g) {
@@ -60,6 +104,7 @@ void backwardEntry(const Problem &p, int64_t b, const Gradients &g) {
   // contribution is stored rather than added, so nothing is zeroed first.
   float *written = live + blocks;
   double *shift = scratch.takeDoubles(tile);
+  std::vector<char> coarse(tile);
 
   const float *qb = p.q + b * sq * d, *kb = p.k + b * sk * d;
   const float *dob = g.dout + b * sq * dv;
@@ -75,10 +120,17 @@ void backwardEntry(const Problem &p, int64_t b, const Gradients &g) {
     const float *qt = qb + i0 * d, *dot = dob + i0 * dv;
     float *dqt = dqb + i0 * d;
     rowShifts(p, maskBase, i0, rows, shift);
+    bool anyCoarse = false;
     for (int64_t r = 0; r < rows; ++r) {
-      lseRow[r] = static_cast<float>(double(g.lse[b * sq + i0 + r]) - shift[r]);
+      double given = g.lse[b * sq + i0 + r];
+      lseRow[r] = static_cast<float>(given - shift[r]);
       delta[r] = 0;
+      coarse[r] = std::abs(given) >= kCoarseLse;
+      anyCoarse |= coarse[r];
     }
+    if (anyCoarse)
+      recomputeCoarseLse(p, maskBase, i0, rows, qt, kt, ld, shift, coarse,
+                         bias, pAll, lseRow);
 
     // P, dP (with dropout applied), dV and delta, block by block.
     for (int64_t blk = 0; blk < blocks; ++blk) {

@@ -53,6 +53,10 @@ constexpr double kMaskedScore = -1e9;
 /// backward, given the forward's lse), so a tile of nothing else is skipped:
 /// causal blocks above the diagonal, padding.
 constexpr double kDeadBias = kMaskedScore / 2;
+/// An lse this large in magnitude is too coarse in float to recover P from
+/// (its spacing is 1/8 or more): loom.attention_grad recomputes such a row's
+/// lse from its scores (ir/LoomDialect.h's kCoarseLse).
+constexpr double kCoarseLse = double(1 << 20);
 /// Keys per block: one block of scores per query row stays in L1.
 constexpr int64_t kKeyBlock = 64;
 /// Panel width of the dense loops; key blocks are padded to it.

@@ -63,6 +63,10 @@ struct Case {
   double spread = 1.5;
   /// k and v are [Sk, ..., D] (forward only: inference).
   bool keysPositionMajor = false;
+  /// Also checks that every row's probabilities sum to 1 in the backward,
+  /// through sum_j dV[j] = sum_i dO[i] (no dropout): what the interpreter
+  /// and the kernel would agree on even when both were wrong.
+  bool rowsSumToOne = false;
 };
 
 std::string tensorType(const std::vector<int64_t> &shape,
@@ -405,6 +409,23 @@ protected:
     expectClose(gotGrad[0], wantGrad[0], 1e-5, "dq");
     expectClose(gotGrad[1], wantGrad[1], 1e-5, "dk");
     expectClose(gotGrad[2], wantGrad[2], 1e-5, "dv");
+    if (c.rowsSumToOne) {
+      const std::vector<float> &dv = gotGrad[2];
+      const HostTensor &dout = bwdArgs[5];
+      int64_t dvw = c.v.back(), sk = c.k[c.k.size() - 2];
+      int64_t sq = c.q[c.q.size() - 2],
+              batch = int64_t(dv.size()) / (sk * dvw);
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t t = 0; t < dvw; ++t) {
+          double keys = 0, queries = 0;
+          for (int64_t j = 0; j < sk; ++j)
+            keys += dv[(b * sk + j) * dvw + t];
+          for (int64_t i = 0; i < sq; ++i)
+            queries += dout.data[(b * sq + i) * dvw + t];
+          EXPECT_NEAR(keys, queries, 1e-4 * (1 + std::abs(queries)))
+              << "batch entry " << b << ", channel " << t;
+        }
+    }
     keepCase(bwdCase, wantGrad);
     for (size_t i = 1; i < variants.size(); ++i)
       EXPECT_EQ(runKernel(bwd, bwdArgs, variants[i]), gotGrad)
@@ -600,6 +621,20 @@ TEST_P(AttentionKernels, FullMaskCausalDropoutMaskedRow) {
   c.causal = true;
   c.rate = 0.1;
   checkCase(c, 8);
+}
+
+// A row whose every key is masked, with scores far from 0: its lse, near
+// -1e9, is a float only to 64, so the backward recomputes it from the
+// scores (the gradients were off by up to e^32: 1e37 in a model).
+TEST_P(AttentionKernels, FullyMaskedRowWithLargeScores) {
+  Case c;
+  c.q = c.k = c.v = {2, 2, 6, 8};
+  c.mask = {2, 2, 6, 6};
+  c.fill = MaskFill::MaskedRow;
+  c.spread = 4;
+  c.scale = 0.5;
+  c.rowsSumToOne = true;
+  checkCase(c, 9);
 }
 
 TEST_P(AttentionKernels, LowerRankMasksBroadcast) {
