@@ -10,7 +10,8 @@
 // factors:
 //
 //   forward   P = softmax(S), out = (P Z) v, lse = shift + max + log(sum)
-//   backward  P = exp(S - (lse - shift)), dV = (P Z)^T dO, dP = (dO v^T) Z,
+//   backward  P = exp(S - (lse - shift)) (lse recomputed from S where it is
+//             2^20 or more in magnitude), dV = (P Z)^T dO, dP = (dO v^T) Z,
 //             delta = rowsum(P dP), dS = P (dP - delta) scale,
 //             dQ = dS k, dK = dS^T q
 //
@@ -280,7 +281,42 @@ struct Grads {
   float *dq, *dk, *dv;
   double *shift = nullptr; // per query row, written by the dQ kernel
   float *delta = nullptr;  // per query row, written by the dQ kernel
+  float *lseRow = nullptr; // lse - shift per query row, by the dQ kernel
 };
+
+/// An lse this large in magnitude is recomputed from the row's scores, as
+/// loom.attention_grad says (ir/LoomDialect.h's kCoarseLse): a float that
+/// large (a row whose every key is masked, near -1e9) is too coarse to give
+/// the probabilities back.
+constexpr double kCoarseLse = double(1 << 20);
+
+/// Query row i's lse relative to its shift, from its scores, in every lane
+/// (AttentionBackward.cpp's recomputeCoarseLse).
+__device__ float recomputedLse(const Params &p, int64_t maskBase, int64_t b,
+                               int64_t i, double shift) {
+  double top = -INFINITY, sum = 0.0;
+  for (int64_t j = lane(); j < p.sk; j += kWarpSize) {
+    float bias = p.hasBias() ? biasAt(p, maskBase, i, j, shift) : 0.0f;
+    if (p.hasBias() && !(bias > kDeadBias))
+      continue;
+    double x = double(dot(p.q + (b * p.sq + i) * p.d,
+                          p.k + (b * p.sk + j) * p.d, p.d)) *
+                   p.scale +
+               double(bias);
+    if (x > top) {
+      sum = sum * exp(top - x) + 1.0;
+      top = x;
+    } else {
+      sum += exp(x - top);
+    }
+  }
+  // Each lane's (top, sum) scaled to the warp's top, then summed.
+  double warpTop = warpMax(top);
+  double scaled = sum > 0.0 ? sum * exp(top - warpTop) : 0.0;
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+    scaled += __shfl_xor_sync(0xffffffffu, scaled, offset);
+  return scaled > 0.0 ? static_cast<float>(warpTop + log(scaled)) : 0.0f;
+}
 
 /// P and dP (dropout applied) of score [b, i, j], or false when the score
 /// is dead. `lseRow` is lse - shift in float, as the CPU forms it.
@@ -313,7 +349,10 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t b = row / p.sq, i = row % p.sq;
     const int64_t maskBase = p.mask ? p.maskBase(b) : 0;
     const double shift = rowShift(p, maskBase, i);
-    const float lseRow = static_cast<float>(double(g.lse[row]) - shift);
+    const float lseRow =
+        fabs(double(g.lse[row])) >= kCoarseLse
+            ? recomputedLse(p, maskBase, b, i, shift)
+            : static_cast<float>(double(g.lse[row]) - shift);
     const uint64_t key = p.dropout ? p.dropoutKey() : 0;
 
     // delta needs the whole row before any dS can be formed.
@@ -328,6 +367,7 @@ __global__ void __launch_bounds__(kThreads)
     if (c0 == 0 && l == 0) {
       g.shift[row] = shift;
       g.delta[row] = delta;
+      g.lseRow[row] = lseRow;
     }
 
     float acc[kColsPerLane];
@@ -385,7 +425,7 @@ __global__ void __launch_bounds__(kThreads)
       if (i < p.sq) {
         const int64_t row = b * p.sq + i;
         const double shift = g.shift[row];
-        const float lseRow = static_cast<float>(double(g.lse[row]) - shift);
+        const float lseRow = g.lseRow[row];
         float prob, dprob, z;
         live = probability(p, maskBase, b, i, j, shift, lseRow, g.dout, key,
                            prob, dprob, z);
@@ -517,14 +557,15 @@ Status loom::cuda::attentionGradKernel(const CudaKernelCall &call) {
   auto stream = static_cast<cudaStream_t>(call.stream);
   const int64_t rows = p.batch * p.sq, keys = p.batch * p.sk;
 
-  // Each query row's shift (double) and delta (float), from the dQ kernel
+  // Each query row's shift (double), delta and lse - shift (float), from the dQ kernel
   // to the dK/dV kernel, in stream-ordered scratch freed behind them.
   StreamScratch scratch(stream);
   if (rows > 0) {
     LOOM_RETURN_IF_ERROR(scratch.allocate(
-        size_t(rows) * (sizeof(double) + sizeof(float)), "attention_grad"));
+        size_t(rows) * (sizeof(double) + 2 * sizeof(float)), "attention_grad"));
     g.shift = scratch.as<double>();
     g.delta = reinterpret_cast<float *>(g.shift + rows);
+    g.lseRow = g.delta + rows;
 
     int64_t colBlocks = colBlocksFor(p.d);
     int64_t items = rows * colBlocks;
