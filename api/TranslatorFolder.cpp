@@ -8,9 +8,9 @@
 #include "runtime/Weights.h"
 #include "text/Tokenizer.h"
 
-#include "llvm/ADT/STLExtras.h"
-
+#include <algorithm>
 #include <filesystem>
+#include <iterator>
 #include <tuple>
 
 namespace loom {
@@ -38,7 +38,8 @@ Status checkOutFolder(const std::string &out) {
   for (const auto &entry : std::filesystem::directory_iterator(out, ec)) {
     std::string name = entry.path().filename().string();
     exported |= name == "loom-translate";
-    if (!llvm::is_contained(kFolderEntries, name))
+    if (std::find(std::begin(kFolderEntries), std::end(kFolderEntries),
+                  name) == std::end(kFolderEntries))
       foreign.push_back(name);
   }
   if (ec)
