@@ -3068,6 +3068,23 @@ def fam_bench(seed):
     return probes
 
 
+def damaged_bytes(rng, good, edits, cut, insert):
+    """`good` with 1 to `edits` random damages: a bit flipped, up to `cut`
+    bytes deleted, or up to `insert` random bytes inserted."""
+    data = bytearray(good)
+    for _ in range(rng.randint(1, edits)):
+        at = rng.randrange(len(data))
+        kind = rng.randrange(3)
+        if kind == 0:
+            data[at] ^= 1 << rng.randrange(8)
+        elif kind == 1:
+            del data[at:at + rng.randint(1, cut)]
+        else:
+            data[at:at] = bytes(rng.randrange(256)
+                                for _ in range(rng.randint(1, insert)))
+    return bytes(data)
+
+
 # --------------------------------------------------------------------------
 # Family: plot (`loom plot`, drawn by tools/loom/loom-plot.py)
 
@@ -3205,18 +3222,9 @@ def fam_plot(seed):
             key=key)
     # Damaged copies of a good file: a clean refusal or a picture.
     for i in range(20):
-        data = bytearray(good)
-        for _ in range(rng.randint(1, 4)):
-            at = rng.randrange(len(data))
-            kind = rng.randrange(3)
-            if kind == 0:
-                data[at] ^= 1 << rng.randrange(8)
-            elif kind == 1:
-                del data[at:at + rng.randint(1, 40)]
-            else:
-                data[at:at] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 8)))
+        data = damaged_bytes(rng, good, edits=4, cut=40, insert=8)
 
-        def build(ctx, data=bytes(data)):
+        def build(ctx, data=data):
             return plot_spec([run(ctx, data=data)], expect=EITHER)
         add("metrics-damaged-%02d" % i, "loom plot on damaged metrics", build, EITHER)
 
@@ -3669,18 +3677,9 @@ def fam_onnx(seed):
                       [onnx_value("x", ["batch", 3])], [onnx_value("y", ["batch", 2])],
                       [onnx_tensor("w", [3, 2], [0.5, -1.0, 2.0, 0.25, 1.5, -0.5])])
     for i in range(30):
-        data = bytearray(base)
-        for _ in range(rng.randint(1, 3)):
-            at = rng.randrange(len(data))
-            kind = rng.randrange(3)
-            if kind == 0:
-                data[at] ^= 1 << rng.randrange(8)
-            elif kind == 1:
-                del data[at:at + rng.randint(1, 8)]
-            else:
-                data[at:at] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 4)))
+        data = damaged_bytes(rng, base, edits=3, cut=8, insert=4)
 
-        def build(ctx, data=bytes(data)):
+        def build(ctx, data=data):
             ctx.write("m.onnx", data)
             return Spec(["loom", "compile", "m.onnx", "--target", "cpu", "-o",
                          "out.loomx"], outputs=["out.loomx"], expect=EITHER)
