@@ -162,6 +162,18 @@ llvm::Expected<AttentionRows> prepare(OpTy op, Operands operands,
 
 } // namespace
 
+/// A row's largest score and the sum of exp(score - largest): its
+/// log-sum-exp is max + log(sum).
+static std::pair<double, double> maxAndSum(const std::vector<double> &s) {
+  double mx = -std::numeric_limits<double>::infinity();
+  for (double x : s)
+    mx = std::max(mx, x);
+  double sum = 0;
+  for (double x : s)
+    sum += std::exp(x - mx);
+  return {mx, sum};
+}
+
 llvm::Expected<Results> interp::evaluateAttention(AttentionOp op,
                                                   Operands operands) {
   // Keys held position first, [Sk, ..., D]: the same attention over them
@@ -202,12 +214,7 @@ llvm::Expected<Results> interp::evaluateAttention(AttentionOp op,
   for (int64_t b = 0; b < a.batch; ++b)
     for (int64_t i = 0; i < a.sq; ++i) {
       a.scores(b, i, s.data());
-      double mx = -std::numeric_limits<double>::infinity();
-      for (double x : s)
-        mx = std::max(mx, x);
-      double sum = 0;
-      for (double x : s)
-        sum += std::exp(x - mx);
+      auto [mx, sum] = maxAndSum(s);
       lse.data[b * a.sq + i] = mx + std::log(sum);
       // Probabilities as loom.softmax forms them, so the fused op matches
       // the unfused graph to the last bit wherever the scale is exact.
@@ -265,12 +272,7 @@ llvm::Expected<Results> interp::evaluateAttentionGrad(AttentionGradOp op,
       // recomputes it from the scores.
       double rowLse = lse.data[row];
       if (std::abs(rowLse) >= kCoarseLse) {
-        double mx = -std::numeric_limits<double>::infinity();
-        for (double x : s)
-          mx = std::max(mx, x);
-        double sum = 0;
-        for (double x : s)
-          sum += std::exp(x - mx);
+        auto [mx, sum] = maxAndSum(s);
         rowLse = mx + std::log(sum);
       }
       for (int64_t j = 0; j < a.sk; ++j) {
