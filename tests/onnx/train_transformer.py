@@ -106,6 +106,22 @@ def schedule(step):
     return D_MODEL ** -0.5 * min(step ** -0.5, step * WARMUP ** -1.5)
 
 
+def export(model, path, mode=torch.onnx.TrainingMode.EVAL):
+    """Exports `model` traced at batch 2 and lengths 5 and 4, with batch and
+    both lengths dynamic and every weight under its state_dict name."""
+    src = torch.randint(1, VOCAB_SRC, (2, 5))
+    tgt = torch.randint(1, VOCAB_TGT, (2, 4))
+    mask = torch.nn.Transformer.generate_square_subsequent_mask(4)
+    torch.onnx.export(
+        model, (src, tgt, mask), path, opset_version=17,
+        do_constant_folding=False, training=mode,
+        input_names=["src_ids", "tgt_ids", "tgt_mask"], output_names=["logits"],
+        dynamic_axes={"src_ids": {0: "batch", 1: "src_len"},
+                      "tgt_ids": {0: "batch", 1: "tgt_len"},
+                      "tgt_mask": {0: "tgt_len", 1: "tgt_len"},
+                      "logits": {0: "batch", 1: "tgt_len"}})
+
+
 def prepare(out, steps):
     torch.manual_seed(1)
     model = Translator()
@@ -114,17 +130,7 @@ def prepare(out, steps):
             p.add_(0.1 * torch.randn_like(p))
     model.eval()
     os.makedirs(out, exist_ok=True)
-    src = torch.randint(1, VOCAB_SRC, (2, 5))
-    tgt = torch.randint(1, VOCAB_TGT, (2, 4))
-    mask = torch.nn.Transformer.generate_square_subsequent_mask(4)
-    torch.onnx.export(
-        model, (src, tgt, mask), os.path.join(out, "model.onnx"),
-        opset_version=17, do_constant_folding=False,
-        input_names=["src_ids", "tgt_ids", "tgt_mask"], output_names=["logits"],
-        dynamic_axes={"src_ids": {0: "batch", 1: "src_len"},
-                      "tgt_ids": {0: "batch", 1: "tgt_len"},
-                      "tgt_mask": {0: "tgt_len", 1: "tgt_len"},
-                      "logits": {0: "batch", 1: "tgt_len"}})
+    export(model, os.path.join(out, "model.onnx"))
 
     # The batch trained on: other sizes than the export traced.
     src = torch.randint(1, VOCAB_SRC, (3, 7))
@@ -243,18 +249,8 @@ def export_training(out):
     model = Translator(dropout=0.1)
     model.train()
     os.makedirs(out, exist_ok=True)
-    src = torch.randint(1, VOCAB_SRC, (2, 5))
-    tgt = torch.randint(1, VOCAB_TGT, (2, 4))
-    mask = torch.nn.Transformer.generate_square_subsequent_mask(4)
-    torch.onnx.export(
-        model, (src, tgt, mask), os.path.join(out, "training.onnx"),
-        opset_version=17, do_constant_folding=False,
-        training=torch.onnx.TrainingMode.TRAINING,
-        input_names=["src_ids", "tgt_ids", "tgt_mask"], output_names=["logits"],
-        dynamic_axes={"src_ids": {0: "batch", 1: "src_len"},
-                      "tgt_ids": {0: "batch", 1: "tgt_len"},
-                      "tgt_mask": {0: "tgt_len", 1: "tgt_len"},
-                      "logits": {0: "batch", 1: "tgt_len"}})
+    export(model, os.path.join(out, "training.onnx"),
+           torch.onnx.TrainingMode.TRAINING)
 
 
 def step_losses(log):
