@@ -3,6 +3,7 @@
 #include "api/train/TrainingJob.h"
 
 #include "api/train/Job.h"
+#include "runtime/InputFile.h"
 #include "runtime/Weights.h"
 
 #include <cmath>
@@ -15,22 +16,6 @@ namespace {
 
 Status invalid(const std::string &message) {
   return Status::failure(message, ErrorCode::InvalidArgument);
-}
-
-/// `path`, given with `flag`, names a file to read.
-Status checkInputFile(const std::string &path, const std::string &flag) {
-  if (path.empty())
-    return invalid(flag + ": the path is empty");
-  std::error_code ec;
-  std::filesystem::file_status status = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(status))
-    return invalid(flag + ": cannot read '" + path +
-                   "': " + (ec ? ec.message() : "no such file"));
-  if (std::filesystem::is_directory(status))
-    return invalid(flag + ": '" + path + "' is a directory, not a file");
-  if (!std::filesystem::is_regular_file(status))
-    return invalid(flag + ": '" + path + "' is not a regular file");
-  return Status::success();
 }
 
 /// What every rank of a job must run the same: the run (settings, config,

@@ -2,6 +2,7 @@
 
 #include "tools/loom/Common.h"
 
+#include "runtime/InputFile.h"
 #include "runtime/Safetensors.h"
 #include "text/LineReader.h"
 
@@ -64,18 +65,7 @@ llvm::Expected<TransformerConfig> ModelOptions::load() const {
 }
 
 llvm::Error checkInputFile(const std::string &path, llvm::StringRef what) {
-  if (path.empty())
-    return error(what + ": the path is empty");
-  std::error_code ec;
-  std::filesystem::file_status status = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(status))
-    return error(formatv("{0}: cannot read '{1}': {2}", what, path,
-                         ec ? ec.message() : "no such file"));
-  if (std::filesystem::is_directory(status))
-    return error(formatv("{0}: '{1}' is a directory, not a file", what, path));
-  if (!std::filesystem::is_regular_file(status))
-    return error(formatv("{0}: '{1}' is not a regular file", what, path));
-  return llvm::Error::success();
+  return toError(loom::checkInputFile(path, what.str()));
 }
 
 llvm::Expected<std::string> programBesideLoom(llvm::StringRef name) {
