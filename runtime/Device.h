@@ -49,9 +49,19 @@ struct LibraryCallArgs {
   /// address, so a device may keep what it derives from them (a weight in
   /// its GEMM library's packed layout) under that number until it changes.
   /// The Session numbers state and constants, and renumbers state whenever
-  /// it may have been written.
+  /// it may have been written; a number with kWrittenByStep names contents
+  /// a step of run() wrote (training's parameters).
   std::vector<uint64_t> versions;
 };
+
+/// Marks a content number of state that a step wrote: such contents change
+/// at every training step, so a device derives something from them only
+/// once they are used again. Contents without the mark (constants, state
+/// the host loaded or set) are expected to stay, and a device that derives
+/// something from them does it on their first use, so that the first call
+/// computes what every later call computes: a translation must not depend
+/// on what the process ran before it.
+constexpr uint64_t kWrittenByStep = uint64_t(1) << 63;
 
 enum class CopyDirection { HostToDevice, DeviceToHost, DeviceToDevice };
 

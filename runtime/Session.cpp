@@ -85,11 +85,12 @@ Tensor *Session::state(const std::string &name) {
   return &buffers[state->buffer];
 }
 
-void Session::renumber(int buffer) {
+void Session::renumber(int buffer, bool byStep) {
   // Unique across sessions, so that no device mistakes a new session's
   // state at a reused address for an old one's.
   static std::atomic<uint64_t> next{1};
-  versions[buffer] = next.fetch_add(1, std::memory_order_relaxed);
+  versions[buffer] = next.fetch_add(1, std::memory_order_relaxed) |
+                     (byStep ? kWrittenByStep : 0);
 }
 
 StepHook::~StepHook() = default;
@@ -266,7 +267,7 @@ Session::run(const std::string &name, const std::vector<TensorRef> &inputs,
     const std::vector<int> &buffers;
     ~Renumber() {
       for (int b : buffers)
-        session.renumber(b);
+        session.renumber(b, /*byStep=*/true);
     }
   } renumberWritten{*this, written};
 

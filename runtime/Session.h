@@ -149,7 +149,9 @@ private:
   /// state and constants, a new one after every possible write (0 for
   /// every other buffer, and for state while a run() writes it).
   std::vector<uint64_t> versions;
-  void renumber(int buffer);
+  /// A new number for `buffer`'s contents; `byStep`: a step wrote them
+  /// (kWrittenByStep).
+  void renumber(int buffer, bool byStep = false);
   Tensor arena;
   std::shared_ptr<Collectives> job;
   /// All-reduces in flight in the current run(), by id.

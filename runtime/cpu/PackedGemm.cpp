@@ -1,6 +1,7 @@
 //===- PackedGemm.cpp - Linear layers over weights packed once ------------===//
 
 #include "runtime/cpu/PackedGemm.h"
+#include "runtime/Device.h"
 #include "runtime/cpu/CpuFeatures.h"
 #include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/VecMath.h"
@@ -302,11 +303,14 @@ bool PackedWeights::linear(const float *x, const float *w, uint64_t version,
   if (weight.version == version && weight.refused)
     return false;
   if (weight.version != version) {
-    // First sight of these contents: the caller multiplies as before, and
-    // an older packed copy goes.
+    // New contents: an older packed copy goes. Contents a training step
+    // wrote are multiplied by the caller on first sight (most are used
+    // once); any other are packed now, so that their first product is the
+    // one every later call computes.
     weight = Weight();
     weight.version = version;
-    return false;
+    if (version & runtime::kWrittenByStep)
+      return false;
   }
   try {
     applyOneDnnThreads();

@@ -8,11 +8,14 @@
 // reaches 215-225 (`gemm_bench`, docs/PERFORMANCE.md).
 //
 // A PackedWeights cache belongs to one loaded executable. It packs a weight
-// the second time a call passes it with the same content version
-// (runtime::LibraryCallArgs::versions): a training step renumbers every
-// parameter, so training never pays for a packed copy it would use once,
-// while decoding packs at its second step and reuses the copy until the
-// parameters change. A weight whose version changed drops its packed copy.
+// under its content version (runtime::LibraryCallArgs::versions) and reuses
+// the copy until the version changes. Contents a training step wrote
+// (runtime::kWrittenByStep: every parameter, at every step) are packed the
+// second time a call passes them, so training never pays for a packed copy
+// it would use once; any other (a translator's weights, constants) are
+// packed on the first call, so that the first product of a process is the
+// one its later calls compute: at int8 an unpacked first call would multiply
+// in f32, and a process's first translation would differ from its later ones.
 //
 // At a lower precision the packed copy is what the product reads:
 //   int8  weights quantized once per output channel (symmetric, scale
