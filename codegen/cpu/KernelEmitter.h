@@ -103,7 +103,14 @@ private:
   Value computeScalar(unsigned n, bool inRow);
   Value rounded(const Node &node, Value v);
   Value computeUnrounded(unsigned n, bool inRow);
+  /// `n`'s value in the current column, its inputs' first (iteratively).
   Value columnValue(unsigned n, ColumnCtx &ctx);
+  /// `n`'s value once its column-level inputs are in ctx.memo.
+  Value columnNodeValue(unsigned n, ColumnCtx &ctx);
+  /// The inputs whose column values computing `n` reads: none once `n` is
+  /// computed, loaded from scratch or not per column.
+  llvm::ArrayRef<unsigned> columnInputs(unsigned n, const ColumnCtx &ctx) const;
+  bool loadedFromScratch(unsigned n, const ColumnCtx &ctx) const;
   void emitGlobals(unsigned stage);
   void emitRowNodes(const StagePlan &p, unsigned phase);
   void emitRowLoop(const StagePlan &p);

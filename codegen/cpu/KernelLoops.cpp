@@ -95,7 +95,56 @@ Value KernelEmitter::computeUnrounded(unsigned n, bool inRow) {
   }
 }
 
-Value KernelEmitter::columnValue(unsigned n, ColumnCtx &ctx) {
+bool KernelEmitter::loadedFromScratch(unsigned n, const ColumnCtx &ctx) const {
+  return ctx.plan->scratch.count(n) && int(g.nodes[n].phase) < int(ctx.loop);
+}
+
+ArrayRef<unsigned> KernelEmitter::columnInputs(unsigned n,
+                                               const ColumnCtx &ctx) const {
+  const Node &node = g.nodes[n];
+  if (node.level != Level::Column || ctx.memo.count(n) ||
+      loadedFromScratch(n, ctx))
+    return {};
+  switch (node.kind) {
+  case NodeKind::Leaf:
+  case NodeKind::Splat:
+    return {};
+  case NodeKind::PassThrough:
+  case NodeKind::Dropout: // its key, input 1, is a scalar
+    return ArrayRef<unsigned>(node.inputs).take_front(1);
+  default:
+    return node.inputs;
+  }
+}
+
+Value KernelEmitter::columnValue(unsigned root, ColumnCtx &ctx) {
+  // A region may chain thousands of ops (a fused elementwise chain), and a
+  // node's value needs its inputs' first: the column-level inputs are
+  // computed deepest first from an explicit stack, in the order a recursion
+  // would visit them, so that the depth of the emitter's own stack stays
+  // the same whatever the chain's length.
+  struct Frame {
+    unsigned node;
+    unsigned next; // the next of columnInputs(node) to visit
+  };
+  SmallVector<Frame> stack{{root, 0}};
+  while (true) {
+    Frame &frame = stack.back();
+    ArrayRef<unsigned> inputs = columnInputs(frame.node, ctx);
+    if (frame.next < inputs.size()) {
+      unsigned input = inputs[frame.next++];
+      if (!columnInputs(input, ctx).empty())
+        stack.push_back({input, 0});
+      continue;
+    }
+    Value v = columnNodeValue(frame.node, ctx);
+    stack.pop_back();
+    if (stack.empty())
+      return v;
+  }
+}
+
+Value KernelEmitter::columnNodeValue(unsigned n, ColumnCtx &ctx) {
   const Node &node = g.nodes[n];
   if (node.level != Level::Column)
     return node.kind == NodeKind::Splat ? constantOf(node, ctx.lanes)
@@ -103,7 +152,7 @@ Value KernelEmitter::columnValue(unsigned n, ColumnCtx &ctx) {
   if (Value v = ctx.memo.lookup(n))
     return v;
   Value v;
-  if (ctx.plan->scratch.count(n) && int(node.phase) < int(ctx.loop)) {
+  if (loadedFromScratch(n, ctx)) {
     v = m.load(scratchPtr[n], ctx.col, node.computeType, node.computeType,
                ctx.lanes);
   } else {
