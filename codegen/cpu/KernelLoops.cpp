@@ -133,7 +133,8 @@ Value KernelEmitter::columnValue(unsigned root, ColumnCtx &ctx) {
     ArrayRef<unsigned> inputs = columnInputs(frame.node, ctx);
     if (frame.next < inputs.size()) {
       unsigned input = inputs[frame.next++];
-      if (!columnInputs(input, ctx).empty())
+      // A scalar input is splat where its user reads it.
+      if (g.nodes[input].level == Level::Column)
         stack.push_back({input, 0});
       continue;
     }
