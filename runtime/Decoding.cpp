@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -282,6 +283,15 @@ ErrorOr<Tensor> DecoderState::step(Session &session,
   return std::move(*logProbs);
 }
 
+/// beamSettled on a sentence's beam.
+bool sentenceSettled(const Beam &beam, int64_t nbest, double alpha,
+                 int64_t maxLen) {
+  std::vector<double> scores;
+  for (const Hypothesis &h : beam.finished)
+    scores.push_back(h.score);
+  return beamSettled(scores, beam.logProbs, nbest, alpha, maxLen);
+}
+
 /// Orders the `k` hypotheses `grown` just got (and their entries at the end
 /// of `parents` and `last`) so that each sits on its parent's row where no
 /// sibling sits first: a parent's first child then keeps the parent's caches
@@ -327,6 +337,19 @@ void placeOnParentRows(Beam &grown, std::vector<int64_t> &parents,
 }
 
 } // namespace
+
+bool beamSettled(std::vector<double> finishedScores,
+                 const std::vector<double> &liveLogProbs, int64_t nbest,
+                 double alpha, int64_t maxLen) {
+  if (nbest < 1 || int64_t(finishedScores.size()) < nbest || alpha < 0)
+    return false;
+  std::nth_element(finishedScores.begin(), finishedScores.begin() + (nbest - 1),
+                   finishedScores.end(), std::greater<double>());
+  double bestLive = -std::numeric_limits<double>::infinity();
+  for (double logProb : liveLogProbs)
+    bestLive = std::max(bestLive, logProb);
+  return finishedScores[nbest - 1] >= bestLive / lengthPenalty(maxLen, alpha);
+}
 
 ErrorOr<std::vector<std::vector<int32_t>>>
 greedyDecode(Session &session, const TensorRef &src,
@@ -524,7 +547,9 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
         last.push_back(cand.token);
       }
       bool done = int64_t(grown.finished.size()) >= k || lastStep ||
-                  grown.tokens.empty();
+                  grown.tokens.empty() ||
+                  sentenceSettled(grown, options.nbest, options.alpha,
+                              maxLenOf(beam.sentence));
       // Every sentence keeps k rows; a short beam (a vocabulary smaller than
       // 2k) fills up with copies that can never win.
       while (!done && int64_t(grown.tokens.size()) < k) {

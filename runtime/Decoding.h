@@ -72,11 +72,25 @@ struct Hypothesis {
 /// sentence the `nbest` best hypotheses by score. Every hypothesis of every
 /// sentence is one row of @decode_step; after each step the self-attention
 /// caches are gathered to follow the surviving hypotheses, and a sentence
-/// whose beam has finished (`beam` hypotheses ended in eos, or maxLen
-/// reached) leaves the batch, its rows dropped from the caches and its
-/// source from the encoder's K/V. With beam 1 this is greedy decoding.
+/// whose beam has finished (`beam` hypotheses ended in eos, maxLen reached,
+/// or no live hypothesis able to score above its `nbest` finished ones,
+/// which leaves the result as it would be) leaves the batch, its rows
+/// dropped from the caches and its source from the encoder's K/V. With
+/// beam 1 this is greedy decoding.
 ErrorOr<std::vector<std::vector<Hypothesis>>>
 beamSearch(Session &session, const TensorRef &src, const BeamOptions &options);
+
+/// Whether a sentence's beam search can stop with what it has: its
+/// `nbest`-th best finished score is at least any score a live hypothesis
+/// (log-probabilities `liveLogProbs`) could still reach. A hypothesis'
+/// log-probability only falls as it grows, and its length penalty
+/// ((5 + len) / 6)^alpha, alpha >= 0, is at most that of `maxLen` tokens, so
+/// a live log-probability over penalty(maxLen) bounds its future scores.
+/// Stopping then returns exactly what decoding on until `beam` hypotheses
+/// end would (a later one could at best tie, and ties keep the earlier).
+bool beamSettled(std::vector<double> finishedScores,
+                 const std::vector<double> &liveLogProbs, int64_t nbest,
+                 double alpha, int64_t maxLen);
 
 } // namespace loom::runtime
 

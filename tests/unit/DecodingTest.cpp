@@ -217,6 +217,90 @@ TEST_F(DecodingTest, BeamWithTheCacheMatchesRecomputingEveryPrefix) {
   EXPECT_GT(distinct, 0u) << "the test needs hypotheses that differ";
 }
 
+// The rule that lets a sentence leave the beam early: its n-best finished
+// scores against the best score a live hypothesis could still reach.
+TEST(BeamSettled, StopsOnlyWhenNoLiveHypothesisCanWin) {
+  using runtime::beamSettled;
+  // Log-probability alone: the best finished against the best live.
+  EXPECT_TRUE(beamSettled({-2.0}, {-2.5, -3.0}, 1, 0.0, 10));
+  EXPECT_TRUE(beamSettled({-2.0}, {-2.0}, 1, 0.0, 10)); // a tie cannot win
+  EXPECT_FALSE(beamSettled({-2.0}, {-1.9, -3.0}, 1, 0.0, 10));
+  // n-best: the n-th finished is what a live one must beat.
+  EXPECT_FALSE(beamSettled({-2.0}, {-5.0}, 2, 0.0, 10));
+  EXPECT_FALSE(beamSettled({-2.0, -4.0}, {-3.0}, 2, 0.0, 10));
+  EXPECT_TRUE(beamSettled({-4.0, -2.0}, {-4.5}, 2, 0.0, 10));
+  // A length penalty lets a live hypothesis divide by up to penalty(maxLen)
+  // = (15 / 6)^0.6 = 1.733: -1.5 may still reach -0.866, -2.0 only -1.154.
+  EXPECT_FALSE(beamSettled({-1.0}, {-1.5}, 1, 0.6, 10));
+  EXPECT_TRUE(beamSettled({-1.0}, {-2.0}, 1, 0.6, 10));
+  // ... and the longer it may grow, the more it may gain.
+  EXPECT_FALSE(beamSettled({-1.0}, {-2.0}, 1, 0.6, 40));
+  // A negative alpha favours short hypotheses without bound: never settled.
+  EXPECT_FALSE(beamSettled({-1.0}, {-50.0}, 1, -0.5, 10));
+  // Rows that can never win (-inf, a short beam's fill) bound nothing.
+  double minusInf = -std::numeric_limits<double>::infinity();
+  EXPECT_TRUE(beamSettled({-1.0}, {minusInf, minusInf}, 1, 0.6, 10));
+}
+
+// A sentence leaves the beam as soon as no live hypothesis can score above
+// its n-best finished ones; the reference decodes until `beam` hypotheses
+// end. Both must return the same hypotheses, at every length penalty (0:
+// log-probability alone, where a finished best hypothesis settles it at
+// once) and n-best. Eos is made likely enough (its logit raised) that
+// hypotheses end at different steps, some before better ones do.
+TEST_F(DecodingTest, BeamLeavingEarlyReturnsWhatWaitingWouldHave) {
+  // Five sentences of three hypotheses: the 15 rows fit the 16 compiled.
+  std::mt19937 rng(11);
+  std::vector<std::vector<int32_t>> rows;
+  for (int s = 0; s < 5; ++s) {
+    std::vector<int32_t> row(2 + rng() % 6);
+    for (int32_t &id : row)
+      id = 4 + int32_t(rng() % 28);
+    row.push_back(3);
+    rows.push_back(row);
+  }
+  size_t padded = 0;
+  for (const auto &row : rows)
+    padded = std::max(padded, row.size());
+  for (auto &row : rows)
+    row.resize(padded, 0);
+  runtime::Tensor src = sources(rows);
+  auto bias = model->getState("generator.bias");
+  ASSERT_TRUE(bool(bias)) << bias.error();
+  for (float raise : {0.0f, 1.5f, 2.5f, 4.0f})
+    for (double alpha : {0.0, 0.6, 2.0})
+      for (int64_t nbest : {1, 2}) {
+        runtime::Tensor raised = test::hostTensor(DType::F32, bias->shape());
+        std::copy(bias->f32(), bias->f32() + bias->numel(), raised.f32());
+        raised.f32()[3] += raise;
+        ASSERT_TRUE(model->setState("generator.bias", raised.ref()).ok());
+        runtime::BeamOptions o;
+        o.beam = 3;
+        o.nbest = nbest;
+        o.alpha = alpha;
+        o.maxLen = 8;
+        auto actual = runtime::beamSearch(*model, src.ref(), o);
+        ASSERT_TRUE(bool(actual)) << actual.error();
+        for (size_t s = 0; s < rows.size(); ++s) {
+          std::vector<int32_t> row = rows[s];
+          while (row.back() == 0)
+            row.pop_back();
+          std::vector<runtime::Hypothesis> expected = referenceBeam(row, o);
+          std::string where = "eos +" + std::to_string(raise) + " alpha " +
+                              std::to_string(alpha) + " nbest " +
+                              std::to_string(nbest) + " sentence " +
+                              std::to_string(s);
+          ASSERT_EQ((*actual)[s].size(), expected.size()) << where;
+          for (size_t h = 0; h < expected.size(); ++h) {
+            EXPECT_EQ((*actual)[s][h].tokens, expected[h].tokens)
+                << where << " hypothesis " << h;
+            EXPECT_NEAR((*actual)[s][h].score, expected[h].score, 1e-4)
+                << where;
+          }
+        }
+      }
+}
+
 // The CPU keeps the weights of decoding packed between steps and batches;
 // a parameter set through the session afterwards must be what the next
 // decoding uses, exactly as in a session that had it from the start.
