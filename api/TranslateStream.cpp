@@ -5,7 +5,11 @@
 #include "text/Bleu.h"
 #include "text/LineReader.h"
 
+#include "nlohmann/json.hpp"
+
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -49,10 +53,24 @@ ErrorOr<std::vector<std::string>> readInputLines(const std::string &path) {
   return lines;
 }
 
+namespace {
+
+/// Tokens of `text` as `tokenizer` splits it; 0 for text it cannot split
+/// (the translator produced the text from its own vocabulary, so none).
+int64_t tokenCount(const text::Tokenizer &tokenizer, const std::string &text) {
+  if (text.empty())
+    return 0;
+  ErrorOr<std::vector<int32_t>> ids = tokenizer.encode(text);
+  return ids ? int64_t(ids->size()) : 0;
+}
+
+} // namespace
+
 Status translateStream(Translator &translator,
                        const TranslationOptions &options,
                        const std::string &inputPath, std::FILE *out,
-                       const std::function<void(const std::string &)> &warn) {
+                       const std::function<void(const std::string &)> &warn,
+                       int timeRuns, TranslationTimes *times) {
   ErrorOr<std::vector<std::string>> lines = readInputLines(inputPath);
   if (!lines)
     return lines.status();
@@ -66,7 +84,66 @@ Status translateStream(Translator &translator,
     return Status::failure(std::string("cannot write the translations: ") +
                                std::strerror(errno),
                            ErrorCode::Io);
+  if (timeRuns <= 0 || !times)
+    return Status::success();
+
+  *times = TranslationTimes{};
+  const text::Tokenizer &vocabulary = translator.vocabulary();
+  for (size_t i = 0; i < lines->size(); ++i) {
+    if (text::splitWhitespace((*lines)[i]).empty())
+      continue;
+    ++times->sentences;
+    times->sourceTokens += tokenCount(vocabulary, (*lines)[i]);
+    times->targetTokens += tokenCount(vocabulary, (*translated)[i][0].text);
+  }
+  // The same calls again: the first one above paid for whatever a
+  // translator does once (packing weights, growing its buffers).
+  for (int run = 0; run < timeRuns; ++run) {
+    auto start = std::chrono::steady_clock::now();
+    auto again = translator.translate(*lines, options);
+    if (!again)
+      return again.status();
+    times->seconds.push_back(std::chrono::duration<double>(
+                                 std::chrono::steady_clock::now() - start)
+                                 .count());
+  }
   return Status::success();
+}
+
+std::string translationTimesJson(const TranslationTimes &times,
+                                 const std::string &system,
+                                 const TranslatorOptions &opening,
+                                 const TranslationOptions &options,
+                                 const std::string &precision) {
+  nlohmann::json record;
+  record["system"] = system;
+  record["beam"] = options.beam;
+  record["alpha"] = options.alpha;
+  record["batch"] = options.batch;
+  record["max_len_ratio"] = options.maxLenRatio;
+  record["threads"] = opening.threads;
+  record["device"] = opening.device.empty() ? "default" : opening.device;
+  if (!precision.empty())
+    record["precision"] = precision;
+  std::vector<double> sorted = times.seconds;
+  std::sort(sorted.begin(), sorted.end());
+  double median = 0;
+  if (!sorted.empty())
+    median = sorted.size() % 2 ? sorted[sorted.size() / 2]
+                               : (sorted[sorted.size() / 2 - 1] +
+                                  sorted[sorted.size() / 2]) /
+                                     2;
+  record["sentences"] = times.sentences;
+  record["source_tokens"] = times.sourceTokens;
+  record["target_tokens"] = times.targetTokens;
+  record["seconds"] = times.seconds;
+  record["seconds_median"] = median;
+  if (median > 0 && times.sentences > 0) {
+    record["target_tokens_per_s"] = double(times.targetTokens) / median;
+    record["sentences_per_s"] = double(times.sentences) / median;
+    record["ms_per_sentence"] = 1000 * median / double(times.sentences);
+  }
+  return record.dump();
 }
 
 } // namespace loom

@@ -23,11 +23,32 @@ namespace loom {
 /// The lines of `path`, or of stdin when it is empty.
 ErrorOr<std::vector<std::string>> readInputLines(const std::string &path);
 
-/// Translates the lines of `inputPath` (stdin when empty) to `out`.
+/// How long translating the same lines took, run after run: what
+/// `--time-runs` reports. The first translation (the one printed) warms the
+/// translator up and is not among them.
+struct TranslationTimes {
+  int64_t sentences = 0;    // lines that are not blank
+  int64_t sourceTokens = 0; // as the vocabulary splits them, eos left out
+  int64_t targetTokens = 0; // of the best translations, split the same way
+  std::vector<double> seconds; // per run
+};
+
+/// Translates the lines of `inputPath` (stdin when empty) to `out`; then,
+/// when `timeRuns` > 0, translates them `timeRuns` more times into `times`.
 Status translateStream(Translator &translator,
                        const TranslationOptions &options,
                        const std::string &inputPath, std::FILE *out,
-                       const std::function<void(const std::string &)> &warn);
+                       const std::function<void(const std::string &)> &warn,
+                       int timeRuns = 0, TranslationTimes *times = nullptr);
+
+/// `times` as one JSON line for stderr: what ran (`system`, the options,
+/// `precision` unless empty), run seconds, their median, target tokens and
+/// sentences per second at the median.
+std::string translationTimesJson(const TranslationTimes &times,
+                                 const std::string &system,
+                                 const TranslatorOptions &opening,
+                                 const TranslationOptions &options,
+                                 const std::string &precision = "");
 
 } // namespace loom
 

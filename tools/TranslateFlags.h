@@ -45,6 +45,17 @@ inline void addTranslateFlags(CLI::App *cmd, std::string &input,
                   "default the device the compiled decoder is for");
 }
 
+/// Adds --time-runs: after the translation, the same input `runs` more
+/// times, timed, reported as one JSON line on stderr (bench/ reads it).
+inline void addTimeRunsFlag(CLI::App *cmd, int &runs) {
+  cmd->add_option("--time-runs", runs,
+                  "After printing the translations, translate the same "
+                  "input this many more times and print their seconds as "
+                  "one JSON line on stderr")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+}
+
 } // namespace loom
 
 #endif // LOOM_TOOLS_TRANSLATEFLAGS_H

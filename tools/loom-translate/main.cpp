@@ -27,6 +27,8 @@ int main(int argc, char **argv) {
                  "The translator folder (default: the folder of this "
                  "binary)");
   loom::addTranslateFlags(&app, input, opening, options);
+  int timeRuns = 0;
+  loom::addTimeRunsFlag(&app, timeRuns);
   loom::makeStrict(app, "loom-translate");
   try {
     app.parse(argc, argv);
@@ -43,9 +45,17 @@ int main(int argc, char **argv) {
       model.empty() ? loom::binaryDir() : model, opening);
   if (!translator)
     return fail(translator.status());
+  loom::TranslationTimes times;
   loom::Status status = loom::translateStream(
-      **translator, options, input, stdout, [](const std::string &warning) {
+      **translator, options, input, stdout,
+      [](const std::string &warning) {
         std::fprintf(stderr, "loom-translate: warning: %s\n", warning.c_str());
-      });
+      },
+      timeRuns, &times);
+  if (status.ok() && timeRuns > 0)
+    std::fprintf(stderr, "%s\n",
+                 loom::translationTimesJson(times, "loom-translate", opening,
+                                            options)
+                     .c_str());
   return loom::exitWithoutLibraryDestructors(status.ok() ? 0 : fail(status));
 }

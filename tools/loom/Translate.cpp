@@ -29,6 +29,7 @@ struct TranslateOptions {
   TranslatorOptions opening;
   TranslationOptions translation;
   std::string precision = "fp32";
+  int timeRuns = 0;
 };
 
 llvm::Error translate(const TranslateOptions &o) {
@@ -74,10 +75,18 @@ llvm::Error translate(const TranslateOptions &o) {
       std::move(*program), std::move(*tokenizer), weights, device));
   if (!translator)
     return translator.takeError();
-  return toError(translateStream(
-      **translator, t, o.input, stdout, [](const std::string &warning) {
+  TranslationTimes times;
+  Status status = translateStream(
+      **translator, t, o.input, stdout,
+      [](const std::string &warning) {
         std::fprintf(stderr, "loom translate: warning: %s\n", warning.c_str());
-      }));
+      },
+      o.timeRuns, &times);
+  if (status.ok() && o.timeRuns > 0)
+    std::fprintf(
+        stderr, "%s\n",
+        translationTimesJson(times, "loom", o.opening, t, o.precision).c_str());
+  return toError(status);
 }
 
 } // namespace
@@ -90,6 +99,7 @@ void addTranslateCommand(CLI::App &app, int &exitCode) {
                    "and its compiled translate.loomx (built when stale)");
   cmd->add_option("--model", o->model, "The model directory")->required();
   addTranslateFlags(cmd, o->input, o->opening, o->translation);
+  addTimeRunsFlag(cmd, o->timeRuns);
   CLI::Option *precision = addPrecisionOption(cmd, o->precision);
   precision->description(precision->get_description() +
                          "; the decoder compiled for it is kept as "
