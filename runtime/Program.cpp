@@ -239,17 +239,18 @@ Program::bindSizes(const Entry &entry,
     const Value &value = entry.inputs[i];
     const Buffer &buffer = exe.buffers(value.buffer);
     const TensorRef &input = inputs[i];
-    std::string where = "input '" + value.name + "'";
+    // Built only for a message: this runs for every input of every call.
+    auto where = [&] { return "input '" + value.name + "'"; };
     if (input.dtype != value.dtype)
-      return Status::failure(where + " is " + dtypeName(input.dtype) +
+      return Status::failure(where() + " is " + dtypeName(input.dtype) +
                              ", expected " + dtypeName(value.dtype));
     if (input.rank() != buffer.shape_size())
-      return Status::failure(where + " has shape " + shapeString(input.shape) +
+      return Status::failure(where() + " has shape " + shapeString(input.shape) +
                              ", expected rank " +
                              std::to_string(buffer.shape_size()));
     for (int d = 0; d < buffer.shape_size(); ++d) {
       if (input.shape[d] < 0)
-        return Status::failure(where + " has a negative dim");
+        return Status::failure(where() + " has a negative dim");
       int32_t s = bareSymbol(buffer.shape(d));
       if (s >= 0 && sizes[s] < 0)
         sizes[s] = input.shape[d];
@@ -276,8 +277,15 @@ Program::bindSizes(const Entry &entry,
 
 ErrorOr<std::vector<int64_t>>
 Program::shapeOf(int buffer, const std::vector<int64_t> &sizes) const {
-  const Buffer &proto = exe.buffers(buffer);
   std::vector<int64_t> shape;
+  LOOM_RETURN_IF_ERROR(shapeInto(buffer, sizes, shape));
+  return shape;
+}
+
+Status Program::shapeInto(int buffer, const std::vector<int64_t> &sizes,
+                          std::vector<int64_t> &shape) const {
+  const Buffer &proto = exe.buffers(buffer);
+  shape.clear();
   int64_t bytes = dtypeSize(*dtypeOfWire(proto.dtype()));
   for (int d = 0; d < proto.shape_size(); ++d) {
     std::optional<int64_t> size = evaluateDim(proto.shape(d), sizes);
@@ -292,7 +300,7 @@ Program::shapeOf(int buffer, const std::vector<int64_t> &sizes) const {
                              "inputs");
     shape.push_back(*size);
   }
-  return shape;
+  return Status::success();
 }
 
 Status Program::checkLaunch(int kernel,

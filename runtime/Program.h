@@ -88,6 +88,10 @@ public:
   /// away) or when the buffer's bytes overflow.
   ErrorOr<std::vector<int64_t>>
   shapeOf(int buffer, const std::vector<int64_t> &sizes) const;
+  /// shapeOf into `shape`, whose storage is reused: what every run() does
+  /// for every buffer, so it allocates nothing once warm.
+  Status shapeInto(int buffer, const std::vector<int64_t> &sizes,
+                   std::vector<int64_t> &shape) const;
   /// Checks that `args`, the buffers of one launch of generated kernel
   /// `kernel` placed for this call, keep the kernel inside each of them:
   /// along each dim of its domain the sizes that meet are 1 or one common

@@ -167,16 +167,19 @@ Session::run(const std::string &name, const std::vector<TensorRef> &inputs,
     return sizes.status();
 
   // Every buffer's shape for this call, within its planned slice.
-  std::vector<TensorRef> refs(exe.buffers_size());
+  std::vector<TensorRef> &refs = scratch.refs;
+  refs.resize(exe.buffers_size());
+  for (TensorRef &ref : refs) {
+    ref.data = nullptr;
+    ref.shape.clear();
+  }
   for (int b : entry.used) {
     const Buffer &buffer = exe.buffers(b);
     TensorRef &ref = refs[b];
     ref.dtype = *dtypeOfWire(buffer.dtype());
     // Checked arithmetic: after this, no buffer's bytes overflow.
-    ErrorOr<std::vector<int64_t>> shape = prog->shapeOf(b, *sizes);
-    if (!shape)
-      return shape.status().withContext("'" + name + "'");
-    ref.shape = std::move(*shape);
+    if (Status shaped = prog->shapeInto(b, *sizes, ref.shape); !shaped.ok())
+      return shaped.withContext("'" + name + "'");
     if (buffer.role() == Buffer::TEMPORARY && ref.bytes() > buffer.max_bytes())
       return Status::failure(
           "the inputs are larger than '" + name + "' was compiled for (" +
@@ -271,7 +274,7 @@ Session::run(const std::string &name, const std::vector<TensorRef> &inputs,
     }
   } renumberWritten{*this, written};
 
-  std::vector<TensorRef> args;
+  std::vector<TensorRef> &args = scratch.args;
   inFlight.clear();
   auto stepContext = [&](int s, const Kernel &kernel) {
     return "'" + name + "' step " + std::to_string(s) + " (" + kernel.symbol() +
@@ -281,9 +284,10 @@ Session::run(const std::string &name, const std::vector<TensorRef> &inputs,
     const Step &step = entry.proto->steps(s);
     const Kernel &kernel = exe.kernels(step.kernel());
     auto start = std::chrono::steady_clock::now();
-    args.clear();
-    for (int b : step.args())
-      args.push_back(refs[b]);
+    // Assigned in place: each argument's shape reuses its storage.
+    args.resize(step.args_size());
+    for (int i = 0; i < step.args_size(); ++i)
+      args[i] = refs[step.args(i)];
     StepView view{name, s, kernel, args};
     if (stepHook) {
       LOOM_RETURN_IF_ERROR(
@@ -294,14 +298,15 @@ Session::run(const std::string &name, const std::vector<TensorRef> &inputs,
     if (kernel.kind() == Kernel::COLLECTIVE) {
       status = runCollective(kernel, step, args);
     } else {
-      std::vector<uint64_t> stepVersions;
+      std::vector<uint64_t> &stepVersions = scratch.versions;
+      stepVersions.clear();
       if (kernel.kind() == Kernel::LIBRARY)
         for (int b : step.args()) {
           const Buffer &buffer = exe.buffers(b);
           stepVersions.push_back(
               versions[buffer.has_view_of() ? buffer.view_of() : b]);
         }
-      status = launchStep(step, args, std::move(stepVersions));
+      status = launchStep(step, args, stepVersions);
     }
     if (job && !inFlight.empty())
       job->progress();
@@ -335,7 +340,7 @@ Session::run(const std::string &name, const std::vector<TensorRef> &inputs,
 }
 
 Status Session::launchStep(const Step &step, const std::vector<TensorRef> &args,
-                           std::vector<uint64_t> stepVersions) {
+                           const std::vector<uint64_t> &stepVersions) {
   const Executable &exe = prog->executable();
   const Kernel &kernel = exe.kernels(step.kernel());
   if (kernel.kind() == Kernel::GENERATED) {
@@ -344,12 +349,13 @@ Status Session::launchStep(const Step &step, const std::vector<TensorRef> &args,
     LOOM_RETURN_IF_ERROR(prog->checkLaunch(step.kernel(), args));
     return dev->launch(*code, step.kernel(), args);
   }
-  LibraryCallArgs call;
+  // Copy-assigned into the kept arguments, reusing their storage.
+  LibraryCallArgs &call = scratch.call;
   call.tensors = args;
   call.attrs.ints.assign(step.int_attrs().begin(), step.int_attrs().end());
   call.attrs.floats.assign(step.float_attrs().begin(),
                            step.float_attrs().end());
-  call.versions = std::move(stepVersions);
+  call.versions = stepVersions;
   return dev->call(*code, step.kernel(), call);
 }
 

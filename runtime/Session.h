@@ -139,7 +139,7 @@ private:
   /// Launches a generated or library step on `args`; `versions` as
   /// LibraryCallArgs takes them (empty: none known).
   Status launchStep(const Step &step, const std::vector<TensorRef> &args,
-                    std::vector<uint64_t> versions);
+                    const std::vector<uint64_t> &versions);
 
   std::shared_ptr<const Program> prog;
   std::shared_ptr<Device> dev;
@@ -162,6 +162,16 @@ private:
   bool syncEveryStep = false;
   StepHook *stepHook = nullptr;
   std::vector<KernelProfile> kernelTimes; // per kernel
+  /// What run() fills for every call, kept so that their storage (a shape
+  /// per buffer and per argument) is reused: a decoding step's run() then
+  /// allocates next to nothing on the host. run() is not reentrant anyway
+  /// (one arena per session).
+  struct Scratch {
+    std::vector<TensorRef> refs; // per buffer
+    std::vector<TensorRef> args; // per argument of the current step
+    std::vector<uint64_t> versions;
+    LibraryCallArgs call;
+  } scratch;
 };
 
 /// Uploads a host tensor for run(): `tensor` itself on a device that shares
