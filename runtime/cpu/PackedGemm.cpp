@@ -17,6 +17,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 using namespace loom::cpu;
@@ -35,12 +36,18 @@ struct Weight {
   dnnl::memory::desc layout;
   dnnl::memory memory;
   std::vector<float> scales; // int8: per output channel
+  std::vector<int32_t> sums; // int8: per output channel, its codes' sum
 };
 
-/// A matmul for one (m, n, k, precision) and the weight layout it reads.
+/// A matmul for one (m, n, k, precision), the weight layout it reads, and
+/// its arguments: memory objects made once, pointed at each call's rows and
+/// result, since making them per call (and the map execute() takes) costs
+/// more than a small product.
 struct Product {
   dnnl::matmul primitive;
   dnnl::memory::desc weights;
+  dnnl::memory src, dst;
+  std::unordered_map<int, dnnl::memory> args;
 };
 
 /// Decoding sees a handful of row counts; an encoder, one per source length.
@@ -55,7 +62,12 @@ struct Types {
 Types typesOf(LinearPrecision precision) {
   switch (precision) {
   case LinearPrecision::Int8:
-    return {DataType::s8, DataType::s8, DataType::s32};
+    // The rows as u8 (codes + 128): oneDNN's x86 kernels multiply u8 by s8,
+    // and given s8 rows a matmul shifts them itself and sums the weight's
+    // columns for the correction at every call, a pass over the whole
+    // weight that costs what a product of one row does. The correction
+    // here comes from sums taken once, when the weight is packed.
+    return {DataType::u8, DataType::s8, DataType::s32};
   case LinearPrecision::BF16:
     return {DataType::bf16, DataType::bf16, DataType::f32};
   case LinearPrecision::F32:
@@ -82,10 +94,13 @@ void codesBase(const float *v, int64_t n, float inverse, int8_t *out) {
     out[i] = static_cast<int8_t>(std::nearbyint(v[i] * inverse));
 }
 
+/// out = (acc - 128 * sums) * rowScale * channelScales: the product of the
+/// codes, from that of the rows shifted to u8.
 void dequantizeBase(const int32_t *acc, int64_t n, float rowScale,
-                    const float *channelScales, float *out) {
+                    const float *channelScales, const int32_t *sums,
+                    float *out) {
   for (int64_t j = 0; j < n; ++j)
-    out[j] = float(acc[j]) * (rowScale * channelScales[j]);
+    out[j] = float(acc[j] - 128 * sums[j]) * (rowScale * channelScales[j]);
 }
 
 #if LOOM_HAVE_AVX2_PATH
@@ -133,16 +148,19 @@ LOOM_TARGET_AVX2 void codesAvx2(const float *v, int64_t n, float inverse,
 
 LOOM_TARGET_AVX2 void dequantizeAvx2(const int32_t *acc, int64_t n,
                                      float rowScale, const float *channelScales,
-                                     float *out) {
+                                     const int32_t *sums, float *out) {
   const __m256 rs = _mm256_set1_ps(rowScale);
   int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
-    __m256 a = _mm256_cvtepi32_ps(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(acc + j)));
+    __m256i shifted = _mm256_slli_epi32(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(sums + j)), 7);
+    __m256 a = _mm256_cvtepi32_ps(_mm256_sub_epi32(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(acc + j)),
+        shifted));
     __m256 s = _mm256_mul_ps(rs, _mm256_loadu_ps(channelScales + j));
     _mm256_storeu_ps(out + j, _mm256_mul_ps(a, s));
   }
-  dequantizeBase(acc + j, n - j, rowScale, channelScales, out + j);
+  dequantizeBase(acc + j, n - j, rowScale, channelScales, sums + j, out + j);
 }
 #endif
 
@@ -171,12 +189,13 @@ float quantizeRow(const float *v, int64_t n, int8_t *out, int limit = 127) {
 }
 
 void dequantizeRow(const int32_t *acc, int64_t n, float rowScale,
-                   const float *channelScales, float *out) {
+                   const float *channelScales, const int32_t *sums,
+                   float *out) {
 #if LOOM_HAVE_AVX2_PATH
   if (avx2Enabled())
-    return dequantizeAvx2(acc, n, rowScale, channelScales, out);
+    return dequantizeAvx2(acc, n, rowScale, channelScales, sums, out);
 #endif
-  dequantizeBase(acc, n, rowScale, channelScales, out);
+  dequantizeBase(acc, n, rowScale, channelScales, sums, out);
 }
 
 } // namespace
@@ -217,7 +236,14 @@ struct PackedWeights::Impl {
     dnnl::memory::desc w({k, n}, t.w, Tag::any);
     dnnl::memory::desc y({m, n}, t.y, Tag::ab);
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(x, w, y), engine);
-    return products[key] = Product{dnnl::matmul(pd), pd.weights_desc()};
+    Product product{dnnl::matmul(pd), pd.weights_desc(),
+                    dnnl::memory(x, engine, DNNL_MEMORY_NONE),
+                    dnnl::memory(y, engine, DNNL_MEMORY_NONE),
+                    {}};
+    product.args = {{DNNL_ARG_SRC, product.src},
+                    {DNNL_ARG_WEIGHTS, dnnl::memory()},
+                    {DNNL_ARG_DST, product.dst}};
+    return products[key] = std::move(product);
   }
 
   /// Reorders row-major w [n, k], which is [k, n] in oneDNN's column-major
@@ -229,12 +255,15 @@ struct PackedWeights::Impl {
     if (precision == LinearPrecision::Int8) {
       codes.resize(n * k);
       weight.scales.resize(n);
+      weight.sums.assign(n, 0);
       for (int64_t j = 0; j < n; ++j) {
         float scale =
             quantizeRow(w + j * k, k, codes.data() + j * k, int8WeightLimit());
         if (scale < 0)
           throw dnnl::error(dnnl_invalid_arguments, "a weight is not finite");
         weight.scales[j] = scale;
+        for (int64_t i = 0; i < k; ++i)
+          weight.sums[j] += codes[j * k + i];
       }
       plain =
           dnnl::memory({{k, n}, DataType::s8, Tag::ba}, engine, codes.data());
@@ -254,7 +283,6 @@ struct PackedWeights::Impl {
   /// cannot be quantized (a NaN or infinity among them).
   bool multiply(Product &product, Weight &weight, const float *x, int64_t m,
                 int64_t n, int64_t k, float *y, LinearPrecision precision) {
-    Types t = typesOf(precision);
     void *src = const_cast<float *>(x);
     if (precision == LinearPrecision::Int8) {
       rows8.resize(m * k);
@@ -264,6 +292,9 @@ struct PackedWeights::Impl {
         if (rowScales[i] < 0)
           return false;
       }
+      // Codes to u8: c + 128 is c with its sign bit flipped.
+      for (int8_t &code : rows8)
+        code = int8_t(uint8_t(code) ^ 0x80u);
       src = rows8.data();
       acc.resize(m * n);
     } else if (precision == LinearPrecision::BF16) {
@@ -277,15 +308,15 @@ struct PackedWeights::Impl {
     void *dstData = precision == LinearPrecision::Int8
                         ? static_cast<void *>(acc.data())
                         : static_cast<void *>(y);
-    dnnl::memory srcMemory({{m, k}, t.x, Tag::ab}, engine, src);
-    dnnl::memory dstMemory({{m, n}, t.y, Tag::ab}, engine, dstData);
-    product.primitive.execute(stream, {{DNNL_ARG_SRC, srcMemory},
-                                       {DNNL_ARG_WEIGHTS, weight.memory},
-                                       {DNNL_ARG_DST, dstMemory}});
+    product.src.set_data_handle(src);
+    product.dst.set_data_handle(dstData);
+    product.args[DNNL_ARG_WEIGHTS] = weight.memory;
+    product.primitive.execute(stream, product.args);
     stream.wait();
     if (precision == LinearPrecision::Int8)
       for (int64_t i = 0; i < m; ++i)
         dequantizeRow(acc.data() + i * n, n, rowScales[i], weight.scales.data(),
+                      weight.sums.data(),
                       y + i * n);
     return true;
   }

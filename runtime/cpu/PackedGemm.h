@@ -19,13 +19,16 @@
 //
 // At a lower precision the packed copy is what the product reads:
 //   int8  weights quantized once per output channel (symmetric, scale
-//         max|w| / L), each call's rows per row (scale max|x| / 127), a
-//         s8 x s8 -> s32 matmul, and y = acc * row scale * channel scale.
-//         L is 127 on a CPU with VNNI and 63 without: there oneDNN
-//         multiplies with vpmaddubsw, which adds two u8 x s8 products into
-//         a saturating int16 (the rows shifted by 128 to u8), so 7-bit
-//         weights keep every pair sum exact (2 * 255 * 63 < 32768), where
-//         8-bit ones saturated and gave wrong results;
+//         max|w| / L) with their codes' sum per channel, each call's rows
+//         per row (scale max|x| / 127) and shifted by 128 to u8, a
+//         u8 x s8 -> s32 matmul, and y = (acc - 128 * channel sum) * row
+//         scale * channel scale. (Given s8 rows, oneDNN shifts them itself
+//         and sums the weight's columns at every call, which at one row
+//         costs as much as the product.) L is 127 on a CPU with VNNI and
+//         63 without: there oneDNN multiplies with vpmaddubsw, which adds
+//         two u8 x s8 products into a saturating int16, so 7-bit weights
+//         keep every pair sum exact (2 * 255 * 63 < 32768), where 8-bit
+//         ones saturated and gave wrong results;
 //   bf16  weights and rows rounded to bfloat16, accumulated in f32.
 // Only numbered (constant) weights are ever quantized: training, and any
 // call without a number, stays in f32.
