@@ -29,51 +29,15 @@ sentencepiece.
 """
 
 import argparse
-import json
 import os
-import struct
 import sys
 
 import numpy as np
 
-
-def parse_config(path):
-    """TransformerConfig text: one `key: value` per line."""
-    c = {"layer_norm_eps": 1e-5, "norm": "POST", "final_norm": False,
-         "share_embeddings": False, "tie_output": False, "max_len": 256,
-         "activation": "RELU"}
-    with open(path) as f:
-        for line in f:
-            line = line.split("#")[0].strip()
-            if not line:
-                continue
-            key, value = (s.strip() for s in line.split(":", 1))
-            if value in ("true", "false"):
-                c[key] = value == "true"
-            elif value.replace("_", "").isalpha():
-                c[key] = value
-            else:
-                c[key] = float(value) if any(ch in value for ch in ".e") \
-                    else int(value)
-    return c
-
-
-def load_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    dtypes = {"F32": np.float32, "F64": np.float64, "F16": np.float16}
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        if info["dtype"] not in dtypes:
-            sys.exit("ct2_convert.py: %s has dtype %s" % (name, info["dtype"]))
-        begin, end = info["data_offsets"]
-        out[name] = np.frombuffer(data[begin:end], dtype=dtypes[info["dtype"]]
-                                  ).reshape(info["shape"]).astype(np.float32)
-    return out
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# The same readers the PyTorch translator uses (it imports torch only when
+# it runs).
+from pytorch_translate import load_safetensors, parse_config  # noqa: E402
 
 
 def positional_encoding(length, d):
@@ -143,13 +107,13 @@ def convert(model_dir, out_dir, weights_path=None):
     import sentencepiece
 
     c = parse_config(os.path.join(model_dir, "config.pbtxt"))
-    if c["activation"] != "RELU":
+    if c.get("activation", "RELU") != "RELU":
         sys.exit("ct2_convert.py: activation %s is not converted" %
                  c["activation"])
     pre = c["norm"] == "PRE"
     d = c["d_model"]
     w = Weights(load_safetensors(
-        weights_path or os.path.join(model_dir, "model.safetensors")))
+        weights_path or os.path.join(model_dir, "model.safetensors"), np))
 
     spec = transformer_spec.TransformerSpec.from_config(
         (c["encoder_layers"], c["decoder_layers"]), c["heads"],
