@@ -285,7 +285,7 @@ ErrorOr<Tensor> DecoderState::step(Session &session,
 
 /// beamSettled on a sentence's beam.
 bool sentenceSettled(const Beam &beam, int64_t nbest, double alpha,
-                 int64_t maxLen) {
+                     int64_t maxLen) {
   std::vector<double> scores;
   for (const Hypothesis &h : beam.finished)
     scores.push_back(h.score);
@@ -549,7 +549,7 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
       bool done = int64_t(grown.finished.size()) >= k || lastStep ||
                   grown.tokens.empty() ||
                   sentenceSettled(grown, options.nbest, options.alpha,
-                              maxLenOf(beam.sentence));
+                                  maxLenOf(beam.sentence));
       // Every sentence keeps k rows; a short beam (a vocabulary smaller than
       // 2k) fills up with copies that can never win.
       while (!done && int64_t(grown.tokens.size()) < k) {
