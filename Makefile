@@ -50,6 +50,8 @@ device-bundle: build
 	@for preset in multi30k base; do \
 	  $(BUILD)/bin/loom compile --preset $$preset --target cpu --cpu x86-64-v3 \
 	    --max-tokens 256 --max-len 32 --max-batch 16 -o $(DEVICE_DATA)/$$preset-cpu.loomx && \
+	  $(BUILD)/bin/loom compile --preset $$preset --target cpu --cpu x86-64-v3 --cuda-layouts \
+	    --max-tokens 256 --max-len 32 --max-batch 16 -o $(DEVICE_DATA)/$$preset-cpu-cuda-layouts.loomx && \
 	  $(BUILD)/bin/loom compile --preset $$preset --target cuda \
 	    --max-tokens 256 --max-len 32 --max-batch 16 -o $(DEVICE_DATA)/$$preset-cuda.loomx || exit 1; \
 	done

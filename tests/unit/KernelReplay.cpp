@@ -150,6 +150,10 @@ Status KernelReplay::afterStep(const runtime::StepView &step) {
         sum += std::isfinite(x) ? x * x : 0;
       }
     double rms = n ? std::sqrt(sum / n) : 0;
+    double tolerance = rtol;
+    if (auto own = argTolerance.find({kernel.symbol(), a});
+        own != argTolerance.end())
+      tolerance = own->second;
     for (int64_t i = 0; i < n; ++i) {
       double w = test::elementAsDouble(want, arg.dtype, i),
              g = test::elementAsDouble(got, arg.dtype, i);
@@ -158,15 +162,16 @@ Status KernelReplay::afterStep(const runtime::StepView &step) {
         error = (w == g || (std::isnan(w) && std::isnan(g))) ? 0 : INFINITY;
       else
         error = std::abs(g - w) / (std::max(std::abs(w), rms) + 1e-30);
-      if (!(error <= rtol)) {
+      if (!(error <= tolerance)) {
         std::ostringstream why;
         why << "argument " << a << " (" << dtypeName(arg.dtype) << " "
             << runtime::shapeString(arg.shape) << "), element " << i << ": "
-            << g << ", expected " << w << " (rms " << rms << ")";
+            << g << ", expected " << w << " (rms " << rms << ", tolerance "
+            << tolerance << ")";
         fail(why.str());
       }
       if (std::isfinite(error))
-        verdict.worst = std::max(verdict.worst, error);
+        verdict.worst = std::max(verdict.worst, error * rtol / tolerance);
     }
   }
   releaseSpans();

@@ -14,8 +14,11 @@
 // overlapping arguments is copied as one span.
 //
 // The two executables must be compiled from the same model by the same
-// pipeline, for two targets: the same steps over the same kernels, the
-// generated ones named alike but for the target's prefix.
+// pipeline, for two targets, with the same layouts: the same steps over the
+// same kernels, the generated ones named alike but for the target's prefix.
+// (A CPU executable keeps the decoder's key caches position first, which
+// the CUDA kernel does not read: `loom compile --cuda-layouts` writes one
+// that runs a CUDA executable's steps.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,7 +38,8 @@ struct KernelVerdict {
   std::string kernel; // the reference's symbol
   int64_t replays = 0;
   /// The largest |got - want| / max(|want|, rms of the argument) over the
-  /// float elements it wrote; integers must match exactly.
+  /// float elements it wrote, scaled to the replay's tolerance where an
+  /// argument has its own (setTolerance); integers must match exactly.
   double worst = 0;
   /// The first failure: entry, step, argument, element, values.
   std::string failure;
@@ -47,6 +51,13 @@ public:
   KernelReplay(runtime::Session &reference, runtime::Session &target,
                double rtol);
   ~KernelReplay() override;
+
+  /// Holds argument `arg` of library kernel `kernel` to `rtol` instead: for
+  /// a result that is a difference of sums each device forms in its own
+  /// order, whose rounding is relative to the sums, not to the difference.
+  void setTolerance(const std::string &kernel, size_t arg, double rtol) {
+    argTolerance[{kernel, arg}] = rtol;
+  }
 
   Status beforeStep(const runtime::StepView &step) override;
   Status afterStep(const runtime::StepView &step) override;
@@ -73,6 +84,7 @@ private:
 
   runtime::Session &reference, &target;
   double rtol;
+  std::map<std::pair<std::string, size_t>, double> argTolerance;
   std::vector<Span> spans;
   std::map<std::string, KernelVerdict> byKernel;
 };

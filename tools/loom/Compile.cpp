@@ -58,6 +58,7 @@ struct CompileOptions {
   std::string target = "ir";
   std::string cpu = "native";
   std::string cudaArch = "sm_90";
+  bool cudaLayouts = false;
   std::string precision = "fp32";
   std::string output = "-";
   int64_t warmup = 4000;
@@ -118,6 +119,9 @@ llvm::Error compile(const CompileOptions &options) {
   if (options.cudaArch != CudaExecutableOptions().arch &&
       options.target != "cuda")
     return error("--cuda-arch applies to --target cuda only");
+  if (options.cudaLayouts && options.target == "cuda")
+    return error("--cuda-layouts is for --target cpu or ir: a CUDA "
+                 "executable has them already");
   if (options.emit != "ir")
     return error("cannot emit '" + options.emit +
                  "' yet; the only output so far is --emit ir");
@@ -181,13 +185,12 @@ llvm::Error compile(const CompileOptions &options) {
   pipeline.training.dataParallel = options.dataParallel;
   pipeline.training.bucketBytes = *bucket;
   // The CPU's attention reads the decoder's position-first caches where
-  // they lie (the IR printed with --target ir is the CPU's).
-  pipeline.keysPositionMajor = options.target != "cuda";
+  // they lie (the IR printed with --target ir is the CPU's), unless asked
+  // for the CUDA executable's steps.
+  pipeline.keysPositionMajor = options.target != "cuda" && !options.cudaLayouts;
 
   mlir::MLIRContext ctx;
   ctx.printOpOnDiagnostic(false);
-  // Every diagnostic, remarks of the fusion passes included, goes to stderr
-  // with its location (the model scope that built the op).
   // Every diagnostic, remarks of the fusion passes included, goes to stderr
   // with its location (the model scope that built the op).
   auto printer = printDiagnostics(ctx);
@@ -316,6 +319,12 @@ void addCompileCommand(CLI::App &app, int &exitCode) {
                   "(sm_80: A100, sm_86/sm_89: Ampere/Ada cards, sm_90: H100); "
                   "its PTX runs on later GPUs too")
       ->capture_default_str();
+  cmd->add_flag("--cuda-layouts", options->cudaLayouts,
+               "With --target cpu or ir: keep the layouts a CUDA executable "
+               "has (the decoder's key caches transposed, not read position "
+               "first), so that the CPU executable runs the CUDA one's steps "
+               "one for one (a GPU's kernels checked against the CPU's, step "
+               "by step); decoding is a little slower");
   cmd->add_option("-o,--output", options->output, "Output file ('-': stdout)")
       ->capture_default_str();
   cmd->add_option("--warmup", options->warmup,
