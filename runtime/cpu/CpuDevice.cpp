@@ -243,11 +243,7 @@ Status CpuDevice::launch(runtime::DeviceCode &deviceCode, int kernel,
 Status CpuDevice::call(runtime::DeviceCode &deviceCode, int kernel,
                        const runtime::LibraryCallArgs &args) {
   auto &code = static_cast<CpuCode &>(deviceCode);
-  KernelCall call;
-  call.args = args.tensors;
-  call.attrs = args.attrs;
-  call.pool = &threadPool;
-  call.versions = args.versions;
+  KernelCall call(args, &threadPool);
   call.packed = &code.packed;
   call.precision = code.precision;
   // The BLAS thread count is process-wide; each device sets its own before
@@ -262,10 +258,7 @@ Status CpuDevice::callLibrary(const std::string &name,
   if (!kernel)
     return Status::failure("this runtime has no library kernel '" + name + "'",
                            ErrorCode::NotFound);
-  KernelCall call;
-  call.args = args.tensors;
-  call.attrs = args.attrs;
-  call.pool = &threadPool;
+  KernelCall call(args, &threadPool);
   setBlasThreads(threadPool.size());
   return kernel(call);
 }

@@ -18,6 +18,7 @@
 #define LOOM_RUNTIME_CPU_KERNELS_H
 
 #include "abi/LibraryCalls.h"
+#include "runtime/Device.h"
 #include "runtime/Tensor.h"
 #include "runtime/cpu/PackedGemm.h"
 
@@ -31,11 +32,17 @@ class ThreadPool;
 using runtime::TensorRef;
 
 struct KernelCall {
-  std::vector<TensorRef> args; // present operands, then results
-  abi::CallAttrs attrs;
-  ThreadPool *pool = nullptr;
+  /// A view of `call`: the arguments are not copied (a kernel call per step
+  /// of decoding copied every TensorRef and its shape).
+  KernelCall(const runtime::LibraryCallArgs &call, ThreadPool *pool)
+      : args(call.tensors), attrs(call.attrs), versions(call.versions),
+        pool(pool) {}
+
+  const std::vector<TensorRef> &args; // present operands, then results
+  const abi::CallAttrs &attrs;
   /// Per arg, or empty: runtime::LibraryCallArgs::versions.
-  std::vector<uint64_t> versions;
+  const std::vector<uint64_t> &versions;
+  ThreadPool *pool = nullptr;
   /// The executable's packed weights, or nullptr (a call without one).
   PackedWeights *packed = nullptr;
   /// What linear layers over packed weights multiply in.

@@ -15,6 +15,7 @@
 #include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/KernelUtil.h"
 #include "runtime/cpu/PackedGemm.h"
+#include "runtime/cpu/SmallGemm.h"
 #include "runtime/cpu/VecMath.h"
 
 #include <algorithm>
@@ -67,8 +68,14 @@ Status loom::cpu::linearKernel(const KernelCall &call) {
   const TensorRef *bias = hasBias ? &call.args[2] : nullptr;
   const TensorRef *residual = hasResidual ? &call.args[2 + hasBias] : nullptr;
   int64_t m = dims.m, n = dims.n, k = dims.k;
-  if (!call.packed || !call.packed->linear(x.f32(), w.f32(), call.versionOf(1),
-                                           m, n, k, out.f32(), call.precision))
+  // A few rows in f32 (decoding one sentence, or a beam of one) read the
+  // weight as it lies (SmallGemm.h); at int8 and bf16 the packed copy is
+  // what the product reads.
+  bool f32 = !call.packed || call.precision == LinearPrecision::F32;
+  if (!(f32 && m <= kSmallGemmRows &&
+        smallGemm(x.f32(), w.f32(), m, n, k, out.f32(), call.pool)) &&
+      !(call.packed && call.packed->linear(x.f32(), w.f32(), call.versionOf(1),
+                                           m, n, k, out.f32(), call.precision)))
     sgemm(false, true, m, n, k, 1.0f, x.f32(), k, w.f32(), k, 0.0f, out.f32(),
           n);
   if (!bias && !residual && activation == Activation::None)

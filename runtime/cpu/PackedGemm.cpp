@@ -17,7 +17,6 @@
 #include <map>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 #include <vector>
 
 using namespace loom::cpu;
@@ -41,13 +40,23 @@ struct Weight {
 
 /// A matmul for one (m, n, k, precision), the weight layout it reads, and
 /// its arguments: memory objects made once, pointed at each call's rows and
-/// result, since making them per call (and the map execute() takes) costs
-/// more than a small product.
+/// result, since making them per call costs more than a small product. It
+/// runs through the C API with these three arguments: the C++ execute()
+/// copies its map of arguments into a new vector at every call.
 struct Product {
   dnnl::matmul primitive;
   dnnl::memory::desc weights;
   dnnl::memory src, dst;
-  std::unordered_map<int, dnnl::memory> args;
+
+  void execute(dnnl::stream &stream, const dnnl::memory &weightMemory) {
+    const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, src.get()},
+                                    {DNNL_ARG_WEIGHTS, weightMemory.get()},
+                                    {DNNL_ARG_DST, dst.get()}};
+    dnnl::error::wrap_c_api(
+        dnnl_primitive_execute(primitive.get(), stream.get(),
+                               int(sizeof(args) / sizeof(args[0])), args),
+        "could not execute a matmul");
+  }
 };
 
 /// Decoding sees a handful of row counts; an encoder, one per source length.
@@ -238,11 +247,7 @@ struct PackedWeights::Impl {
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(x, w, y), engine);
     Product product{dnnl::matmul(pd), pd.weights_desc(),
                     dnnl::memory(x, engine, DNNL_MEMORY_NONE),
-                    dnnl::memory(y, engine, DNNL_MEMORY_NONE),
-                    {}};
-    product.args = {{DNNL_ARG_SRC, product.src},
-                    {DNNL_ARG_WEIGHTS, dnnl::memory()},
-                    {DNNL_ARG_DST, product.dst}};
+                    dnnl::memory(y, engine, DNNL_MEMORY_NONE)};
     return products[key] = std::move(product);
   }
 
@@ -310,8 +315,7 @@ struct PackedWeights::Impl {
                         : static_cast<void *>(y);
     product.src.set_data_handle(src);
     product.dst.set_data_handle(dstData);
-    product.args[DNNL_ARG_WEIGHTS] = weight.memory;
-    product.primitive.execute(stream, product.args);
+    product.execute(stream, weight.memory);
     stream.wait();
     if (precision == LinearPrecision::Int8)
       for (int64_t i = 0; i < m; ++i)

@@ -246,10 +246,7 @@ Status callWithoutPool(runtime::Device &, const std::string &kernel,
   cpu::LibraryKernel fn = cpu::findLibraryKernel(kernel);
   if (!fn)
     return Status::failure("no CPU kernel " + kernel, ErrorCode::NotFound);
-  KernelCall call;
-  call.args = args.tensors;
-  call.attrs = args.attrs;
-  call.pool = nullptr;
+  KernelCall call(args, nullptr);
   return fn(call);
 }
 

@@ -1,0 +1,41 @@
+//===- SmallGemm.h - A linear layer's product for a few rows ----*- C++ -*-===//
+//
+// y[m, n] = x[m, k] . w[n, k]^T for m of at most kSmallGemmRows, in f32,
+// read straight from the row-major weight: each output is one dot product
+// of a row of x with a row of w. Decoding one sentence greedily, or four
+// hypotheses of a beam, multiplies one to four rows by every weight of the
+// decoder at every step; that product is bound by reading the weight
+// (streaming 8 MB per step for the multi30k model, at what the caches
+// deliver), and a oneDNN matmul adds its per-call work on top (an argument
+// map and an execution context built per call, scratchpad, tracing) that at
+// one row costs as much as a 128 x 128 product itself. Here the weight is
+// read once per call, a few of its rows at a time against every row of x,
+// and the pool splits large weights by output rows.
+//
+// Every output is summed in the same order whatever m (up to
+// kSmallGemmRows) is and wherever its row falls, so while a batch has at most
+// that many rows a sentence's scores do not depend on the sentences decoded
+// beside it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_CPU_SMALLGEMM_H
+#define LOOM_RUNTIME_CPU_SMALLGEMM_H
+
+#include <cstdint>
+
+namespace loom::cpu {
+
+class ThreadPool;
+
+/// The most rows of x smallGemm takes.
+constexpr int64_t kSmallGemmRows = 4;
+
+/// y = x . w^T as above; false (y untouched) where this CPU has no AVX2, or m
+/// is out of (0, kSmallGemmRows]: the caller multiplies another way.
+bool smallGemm(const float *x, const float *w, int64_t m, int64_t n, int64_t k,
+               float *y, ThreadPool *pool);
+
+} // namespace loom::cpu
+
+#endif // LOOM_RUNTIME_CPU_SMALLGEMM_H

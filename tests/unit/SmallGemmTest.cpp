@@ -1,0 +1,95 @@
+//===- SmallGemmTest.cpp - A linear layer's product for a few rows --------===//
+//
+// smallGemm against a product in double: every row count it takes, widths
+// that are and are not multiples of its four rows of w, depths with and
+// without a tail past the last vector, with and without a pool. Each
+// output is summed in one order: a row's result is bit for bit the same
+// alone or among others, and however the pool splits the weight. It
+// declines what it does not take.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/SmallGemm.h"
+#include "runtime/cpu/ThreadPool.h"
+#include "runtime/cpu/VecMath.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+using namespace loom;
+
+namespace {
+
+std::vector<float> randomVector(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = dist(rng);
+  return v;
+}
+
+TEST(SmallGemm, MatchesAProductInDoubleForEveryRowCountAndShape) {
+  if (!cpu::avx2Enabled())
+    GTEST_SKIP() << "smallGemm runs on CPUs with AVX2";
+  cpu::ThreadPool pool(2);
+  for (int64_t m = 1; m <= cpu::kSmallGemmRows; ++m)
+    for (int64_t n : {1, 3, 4, 7, 128, 1030})
+      for (int64_t k : {1, 7, 8, 13, 128, 515})
+        for (cpu::ThreadPool *p : {static_cast<cpu::ThreadPool *>(nullptr),
+                                   &pool}) {
+          std::vector<float> x = randomVector(m * k, 1),
+                             w = randomVector(n * k, 2), y(m * n, NAN);
+          ASSERT_TRUE(cpu::smallGemm(x.data(), w.data(), m, n, k, y.data(), p));
+          double worst = 0;
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+              double s = 0;
+              for (int64_t q = 0; q < k; ++q)
+                s += double(x[i * k + q]) * double(w[j * k + q]);
+              // NaN (an output never written) fails too.
+              double error = std::fabs(s - y[i * n + j]);
+              worst = std::isnan(error) ? INFINITY : std::max(worst, error);
+            }
+          // |terms| < 1: float rounding over k terms stays well within k ulp.
+          EXPECT_LE(worst, 1e-6 * k) << m << "x" << n << "x" << k
+                                     << (p ? " pooled" : "");
+        }
+}
+
+TEST(SmallGemm, ARowsResultDoesNotDependOnTheRowsBesideItOrTheSplit) {
+  if (!cpu::avx2Enabled())
+    GTEST_SKIP() << "smallGemm runs on CPUs with AVX2";
+  const int64_t n = 8003, k = 131;
+  cpu::ThreadPool pool(2);
+  std::vector<float> x = randomVector(cpu::kSmallGemmRows * k, 3),
+                     w = randomVector(n * k, 4);
+  std::vector<float> all(cpu::kSmallGemmRows * n);
+  ASSERT_TRUE(cpu::smallGemm(x.data(), w.data(), cpu::kSmallGemmRows, n, k,
+                             all.data(), nullptr));
+  for (int64_t r = 0; r < cpu::kSmallGemmRows; ++r) {
+    std::vector<float> alone(n);
+    ASSERT_TRUE(
+        cpu::smallGemm(x.data() + r * k, w.data(), 1, n, k, alone.data(), &pool));
+    for (int64_t j = 0; j < n; ++j)
+      ASSERT_EQ(alone[j], all[r * n + j]) << "row " << r << ", output " << j;
+  }
+}
+
+TEST(SmallGemm, DeclinesWhatItDoesNotTake) {
+  std::vector<float> x(8 * 8, 1), w(8 * 8, 1), y(8 * 8, -1);
+  EXPECT_FALSE(cpu::smallGemm(x.data(), w.data(), cpu::kSmallGemmRows + 1, 8, 8,
+                              y.data(), nullptr));
+  EXPECT_FALSE(cpu::smallGemm(x.data(), w.data(), 0, 8, 8, y.data(), nullptr));
+  bool avx2 = cpu::avx2Enabled();
+  cpu::setAvx2Enabled(false);
+  EXPECT_FALSE(cpu::smallGemm(x.data(), w.data(), 1, 8, 8, y.data(), nullptr));
+  cpu::setAvx2Enabled(avx2);
+  for (float v : y)
+    EXPECT_EQ(v, -1);
+}
+
+} // namespace
