@@ -1,6 +1,7 @@
 //===- CpuDevice.cpp - The host CPU as a Device ---------------------------===//
 
 #include "runtime/cpu/CpuDevice.h"
+#include "runtime/cpu/TopK.h"
 
 #include "runtime/KernelChecks.h"
 #include "runtime/cpu/CpuFeatures.h"
@@ -115,15 +116,6 @@ bool definedIn(void *library, void *address) {
 
 /// Elements per task below which splitting costs more than it saves.
 constexpr int64_t kParallelElements = 16384;
-
-/// Whether score `a` ranks above `b`: NaN (a model that diverged) ranks
-/// below every number, -inf included, so that the order stays a strict weak
-/// order and a NaN is never chosen over a number.
-bool ranksAbove(float a, float b) {
-  if (std::isnan(a))
-    return false;
-  return std::isnan(b) || a > b;
-}
 
 } // namespace
 
@@ -317,21 +309,9 @@ ErrorOr<runtime::Device::TopK> CpuDevice::topK(const TensorRef &scores,
   TopK out;
   out.values.resize(rows * k);
   out.indices.resize(rows * k);
-  std::vector<int32_t> order(n);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float *row = scores.f32() + r * n;
-    for (int64_t i = 0; i < n; ++i)
-      order[i] = static_cast<int32_t>(i);
-    std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                      [row](int32_t a, int32_t b) {
-                        return ranksAbove(row[a], row[b]) ||
-                               (!ranksAbove(row[b], row[a]) && a < b);
-                      });
-    for (int64_t j = 0; j < k; ++j) {
-      out.indices[r * k + j] = order[j];
-      out.values[r * k + j] = row[order[j]];
-    }
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    topKOfRow(scores.f32() + r * n, n, k, out.values.data() + r * k,
+              out.indices.data() + r * k);
   return out;
 }
 

@@ -1,0 +1,76 @@
+//===- TopK.cpp - The best few scores of a row ----------------------------===//
+
+#include "runtime/cpu/TopK.h"
+#include "runtime/cpu/VecMath.h"
+
+#if LOOM_HAVE_AVX2_PATH
+#include <immintrin.h>
+#endif
+
+using namespace loom::cpu;
+
+namespace {
+
+/// The best k so far, best first: `count` of them until k are seen.
+struct Best {
+  float *values;
+  int32_t *indices;
+  int64_t k, count = 0;
+
+  /// Offers row[i]; i grows from call to call, so a score equal to one kept
+  /// ranks below it.
+  void offer(float v, int64_t i) {
+    if (count == k && !ranksAbove(v, values[k - 1]))
+      return;
+    int64_t at = count < k ? count++ : k - 1;
+    for (; at > 0 && ranksAbove(v, values[at - 1]); --at) {
+      values[at] = values[at - 1];
+      indices[at] = indices[at - 1];
+    }
+    values[at] = v;
+    indices[at] = static_cast<int32_t>(i);
+  }
+
+  /// Whether a score that is not above `threshold()` is dismissed by the
+  /// lanes' ordered comparison: k are kept and the k-th is a number (above
+  /// a NaN every number ranks, which `>` does not say).
+  bool full() const { return count == k && !std::isnan(values[k - 1]); }
+  float threshold() const { return values[k - 1]; }
+};
+
+void scanBase(const float *row, int64_t from, int64_t n, Best &best) {
+  for (int64_t i = from; i < n; ++i)
+    best.offer(row[i], i);
+}
+
+#if LOOM_HAVE_AVX2_PATH
+LOOM_TARGET_AVX2 void scanAvx2(const float *row, int64_t n, Best &best) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    if (best.full()) {
+      __m256 v = _mm256_loadu_ps(row + i);
+      // Ordered: a NaN score is never above, as ranksAbove says.
+      __m256 above = _mm256_cmp_ps(v, _mm256_set1_ps(best.threshold()),
+                                   _CMP_GT_OQ);
+      int mask = _mm256_movemask_ps(above);
+      if (!mask)
+        continue;
+    }
+    for (int64_t j = i; j < i + 8; ++j)
+      best.offer(row[j], j);
+  }
+  scanBase(row, i, n, best);
+}
+#endif
+
+} // namespace
+
+void loom::cpu::topKOfRow(const float *row, int64_t n, int64_t k,
+                          float *values, int32_t *indices) {
+  Best best{values, indices, k};
+#if LOOM_HAVE_AVX2_PATH
+  if (avx2Enabled())
+    return scanAvx2(row, n, best);
+#endif
+  scanBase(row, 0, n, best);
+}
