@@ -75,7 +75,8 @@ Status loom::cpu::linearKernel(const KernelCall &call) {
   if (!(f32 && m <= kSmallGemmRows &&
         smallGemm(x.f32(), w.f32(), m, n, k, out.f32(), call.pool)) &&
       !(call.packed && call.packed->linear(x.f32(), w.f32(), call.versionOf(1),
-                                           m, n, k, out.f32(), call.precision)))
+                                           m, n, k, out.f32(), call.precision,
+                                           call.pool)))
     sgemm(false, true, m, n, k, 1.0f, x.f32(), k, w.f32(), k, 0.0f, out.f32(),
           n);
   if (!bias && !residual && activation == Activation::None)

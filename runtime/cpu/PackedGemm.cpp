@@ -4,6 +4,7 @@
 #include "runtime/Device.h"
 #include "runtime/cpu/CpuFeatures.h"
 #include "runtime/cpu/Gemm.h"
+#include "runtime/cpu/SmallGemm.h"
 #include "runtime/cpu/VecMath.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -34,8 +35,10 @@ struct Weight {
   bool refused = false; // oneDNN had no primitive for it
   dnnl::memory::desc layout;
   dnnl::memory memory;
-  std::vector<float> scales; // int8: per output channel
-  std::vector<int32_t> sums; // int8: per output channel, its codes' sum
+  bool quantized = false;      // int8: codes, scales and sums are set
+  std::vector<int8_t> codes;   // int8: row-major [n, k], for a few rows
+  std::vector<float> scales;   // int8: per output channel
+  std::vector<int32_t> sums;   // int8: per output channel, its codes' sum
 };
 
 /// A matmul for one (m, n, k, precision), the weight layout it reads, and
@@ -104,12 +107,14 @@ void codesBase(const float *v, int64_t n, float inverse, int8_t *out) {
 }
 
 /// out = (acc - 128 * sums) * rowScale * channelScales: the product of the
-/// codes, from that of the rows shifted to u8.
+/// codes, from that of the rows shifted to u8 (sums null: acc is the
+/// product of the codes already).
 void dequantizeBase(const int32_t *acc, int64_t n, float rowScale,
                     const float *channelScales, const int32_t *sums,
                     float *out) {
   for (int64_t j = 0; j < n; ++j)
-    out[j] = float(acc[j] - 128 * sums[j]) * (rowScale * channelScales[j]);
+    out[j] = float(acc[j] - (sums ? 128 * sums[j] : 0)) *
+             (rowScale * channelScales[j]);
 }
 
 #if LOOM_HAVE_AVX2_PATH
@@ -161,15 +166,19 @@ LOOM_TARGET_AVX2 void dequantizeAvx2(const int32_t *acc, int64_t n,
   const __m256 rs = _mm256_set1_ps(rowScale);
   int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
-    __m256i shifted = _mm256_slli_epi32(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(sums + j)), 7);
+    __m256i shifted =
+        sums ? _mm256_slli_epi32(_mm256_loadu_si256(
+                                     reinterpret_cast<const __m256i *>(sums + j)),
+                                 7)
+             : _mm256_setzero_si256();
     __m256 a = _mm256_cvtepi32_ps(_mm256_sub_epi32(
         _mm256_loadu_si256(reinterpret_cast<const __m256i *>(acc + j)),
         shifted));
     __m256 s = _mm256_mul_ps(rs, _mm256_loadu_ps(channelScales + j));
     _mm256_storeu_ps(out + j, _mm256_mul_ps(a, s));
   }
-  dequantizeBase(acc + j, n - j, rowScale, channelScales, sums + j, out + j);
+  dequantizeBase(acc + j, n - j, rowScale, channelScales,
+                 sums ? sums + j : nullptr, out + j);
 }
 #endif
 
@@ -251,27 +260,34 @@ struct PackedWeights::Impl {
     return products[key] = std::move(product);
   }
 
+  /// Quantizes row-major w [n, k] per output channel, once.
+  void quantize(Weight &weight, const float *w, int64_t n, int64_t k) {
+    if (weight.quantized)
+      return;
+    weight.codes.resize(n * k);
+    weight.scales.resize(n);
+    weight.sums.assign(n, 0);
+    for (int64_t j = 0; j < n; ++j) {
+      float scale = quantizeRow(w + j * k, k, weight.codes.data() + j * k,
+                                int8WeightLimit());
+      if (scale < 0)
+        throw dnnl::error(dnnl_invalid_arguments, "a weight is not finite");
+      weight.scales[j] = scale;
+      for (int64_t i = 0; i < k; ++i)
+        weight.sums[j] += weight.codes[j * k + i];
+    }
+    weight.quantized = true;
+  }
+
   /// Reorders row-major w [n, k], which is [k, n] in oneDNN's column-major
   /// "ba", into `layout`, quantized first at int8 (a reorder to bf16 rounds).
   void pack(Weight &weight, const float *w, int64_t n, int64_t k,
             LinearPrecision precision, const dnnl::memory::desc &layout) {
-    std::vector<int8_t> codes;
     dnnl::memory plain;
     if (precision == LinearPrecision::Int8) {
-      codes.resize(n * k);
-      weight.scales.resize(n);
-      weight.sums.assign(n, 0);
-      for (int64_t j = 0; j < n; ++j) {
-        float scale =
-            quantizeRow(w + j * k, k, codes.data() + j * k, int8WeightLimit());
-        if (scale < 0)
-          throw dnnl::error(dnnl_invalid_arguments, "a weight is not finite");
-        weight.scales[j] = scale;
-        for (int64_t i = 0; i < k; ++i)
-          weight.sums[j] += codes[j * k + i];
-      }
-      plain =
-          dnnl::memory({{k, n}, DataType::s8, Tag::ba}, engine, codes.data());
+      quantize(weight, w, n, k);
+      plain = dnnl::memory({{k, n}, DataType::s8, Tag::ba}, engine,
+                           weight.codes.data());
     } else {
       plain = dnnl::memory({{k, n}, DataType::f32, Tag::ba}, engine,
                            const_cast<float *>(w));
@@ -284,19 +300,45 @@ struct PackedWeights::Impl {
     weight.packed = true;
   }
 
+  /// Quantizes each of m rows of x into rows8 and rowScales; false when
+  /// one cannot be (a NaN or infinity).
+  bool quantizeRows(const float *x, int64_t m, int64_t k) {
+    rows8.resize(m * k);
+    rowScales.resize(m);
+    for (int64_t i = 0; i < m; ++i) {
+      rowScales[i] = quantizeRow(x + i * k, k, rows8.data() + i * k);
+      if (rowScales[i] < 0)
+        return false;
+    }
+    return true;
+  }
+
+  /// y = x . w^T at int8 for a few rows, straight from the row-major codes
+  /// (SmallGemm.h): the same integers as the packed product's, and so the
+  /// same result. False where smallGemmInt8 declines or a row cannot be
+  /// quantized.
+  bool multiplyFewRows(Weight &weight, const float *x, int64_t m, int64_t n,
+                       int64_t k, float *y, ThreadPool *pool) {
+    if (m > kSmallGemmRows || !quantizeRows(x, m, k))
+      return false;
+    acc.resize(m * n);
+    if (!smallGemmInt8(rows8.data(), weight.codes.data(), m, n, k, acc.data(),
+                       pool))
+      return false;
+    for (int64_t i = 0; i < m; ++i)
+      dequantizeRow(acc.data() + i * n, n, rowScales[i], weight.scales.data(),
+                    nullptr, y + i * n);
+    return true;
+  }
+
   /// y = x . w^T through `product` at `precision`; false when the rows
   /// cannot be quantized (a NaN or infinity among them).
   bool multiply(Product &product, Weight &weight, const float *x, int64_t m,
                 int64_t n, int64_t k, float *y, LinearPrecision precision) {
     void *src = const_cast<float *>(x);
     if (precision == LinearPrecision::Int8) {
-      rows8.resize(m * k);
-      rowScales.resize(m);
-      for (int64_t i = 0; i < m; ++i) {
-        rowScales[i] = quantizeRow(x + i * k, k, rows8.data() + i * k);
-        if (rowScales[i] < 0)
-          return false;
-      }
+      if (!quantizeRows(x, m, k))
+        return false;
       // Codes to u8: c + 128 is c with its sign bit flipped.
       for (int8_t &code : rows8)
         code = int8_t(uint8_t(code) ^ 0x80u);
@@ -331,7 +373,7 @@ PackedWeights::~PackedWeights() = default;
 
 bool PackedWeights::linear(const float *x, const float *w, uint64_t version,
                            int64_t m, int64_t n, int64_t k, float *y,
-                           LinearPrecision precision) {
+                           LinearPrecision precision, ThreadPool *pool) {
   if (version == 0 || m <= 0 || n <= 0 || k <= 0)
     return false;
   Weight &weight = impl->weights[std::make_tuple(w, n, k, precision)];
@@ -349,6 +391,12 @@ bool PackedWeights::linear(const float *x, const float *w, uint64_t version,
   }
   try {
     applyOneDnnThreads();
+    if (precision == LinearPrecision::Int8) {
+      impl->quantize(weight, w, n, k);
+      if (m <= kSmallGemmRows &&
+          impl->multiplyFewRows(weight, x, m, n, k, y, pool))
+        return true;
+    }
     Product &product = impl->productFor(m, n, k, precision);
     if (!weight.packed || weight.layout != product.weights)
       impl->pack(weight, w, n, k, precision, product.weights);

@@ -36,6 +36,14 @@ constexpr int64_t kSmallGemmRows = 4;
 bool smallGemm(const float *x, const float *w, int64_t m, int64_t n, int64_t k,
                float *y, ThreadPool *pool);
 
+/// The same product of int8 codes, exact in int32: dot[m, n] = x[m, k] .
+/// w[n, k]^T, for codes of x in [-127, 127] and of w in [-127, 127] (two
+/// products of |x| and w carrying x's sign add up within int16 before they
+/// widen, so no sum saturates). What the packed int8 product computes (its
+/// u8 rows less 128 times each channel's sum), and so the same value.
+bool smallGemmInt8(const int8_t *x, const int8_t *w, int64_t m, int64_t n,
+                   int64_t k, int32_t *dot, ThreadPool *pool);
+
 } // namespace loom::cpu
 
 #endif // LOOM_RUNTIME_CPU_SMALLGEMM_H

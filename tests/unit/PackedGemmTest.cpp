@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/PackedGemm.h"
+#include "runtime/cpu/SmallGemm.h"
 #include "runtime/Device.h"
 #include "runtime/cpu/CpuFeatures.h"
 
@@ -195,6 +196,29 @@ TEST(PackedWeights, Int8IsThePerRowPerChannelQuantizedProduct) {
   // The f32 path's own copy is another entry: both precisions coexist.
   EXPECT_TRUE(packed.linear(x.data(), w.data(), 3, m, n, k, y.data()));
   EXPECT_GT(packed.packedBytes(), int8Bytes);
+}
+
+// Up to kSmallGemmRows rows multiply the row-major codes directly
+// (SmallGemm.h); their integer products are the packed product's, so each
+// row's result is bit for bit what it is among nine rows, at every k (with
+// and without a tail past 32 codes).
+TEST(PackedWeights, Int8FewRowsAreTheManyRowsProduct) {
+  for (int64_t k : {96, 77, 5}) {
+    const int64_t m = 9, n = 43;
+    std::vector<float> w = randomVector(n * k, 15), x = randomVector(m * k, 16);
+    std::vector<float> many(m * n);
+    cpu::PackedWeights packed;
+    ASSERT_TRUE(packed.linear(x.data(), w.data(), 5, m, n, k, many.data(),
+                              cpu::LinearPrecision::Int8));
+    for (int64_t rows = 1; rows <= cpu::kSmallGemmRows; ++rows) {
+      std::vector<float> few(rows * n);
+      ASSERT_TRUE(packed.linear(x.data(), w.data(), 5, rows, n, k, few.data(),
+                                cpu::LinearPrecision::Int8));
+      for (int64_t i = 0; i < rows * n; ++i)
+        ASSERT_EQ(few[i], many[i]) << "k " << k << ", " << rows
+                                   << " rows, element " << i;
+    }
+  }
 }
 
 // Rows with a NaN or an infinity cannot be scaled: the caller computes them

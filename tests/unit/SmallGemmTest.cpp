@@ -4,8 +4,9 @@
 // that are and are not multiples of its four rows of w, depths with and
 // without a tail past the last vector, with and without a pool. Each
 // output is summed in one order: a row's result is bit for bit the same
-// alone or among others, and however the pool splits the weight. It
-// declines what it does not take.
+// alone or among others, and however the pool splits the weight. The int8
+// product is exact, codes at +-127 included. Both decline what they do not
+// take.
 //
 //===----------------------------------------------------------------------===//
 
@@ -79,6 +80,39 @@ TEST(SmallGemm, ARowsResultDoesNotDependOnTheRowsBesideItOrTheSplit) {
   }
 }
 
+TEST(SmallGemm, Int8DotsAreExactAtTheCodesExtremes) {
+  if (!cpu::avx2Enabled())
+    GTEST_SKIP() << "smallGemmInt8 runs on CPUs with AVX2";
+  std::mt19937 rng(6);
+  std::uniform_int_distribution<int> code(-127, 127), edge(0, 3);
+  cpu::ThreadPool pool(2);
+  for (int64_t m = 1; m <= cpu::kSmallGemmRows; ++m)
+    for (int64_t n : {1, 6, 4099})
+      for (int64_t k : {1, 31, 32, 128, 515}) {
+        // Many codes at +-127, where a pair of products is largest.
+        auto draw = [&] {
+          int e = edge(rng);
+          return int8_t(e == 0 ? 127 : e == 1 ? -127 : code(rng));
+        };
+        std::vector<int8_t> x(m * k), w(n * k);
+        for (int8_t &v : x)
+          v = draw();
+        for (int8_t &v : w)
+          v = draw();
+        std::vector<int32_t> dot(m * n, -1);
+        ASSERT_TRUE(
+            cpu::smallGemmInt8(x.data(), w.data(), m, n, k, dot.data(), &pool));
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            int64_t want = 0;
+            for (int64_t q = 0; q < k; ++q)
+              want += int64_t(x[i * k + q]) * w[j * k + q];
+            ASSERT_EQ(dot[i * n + j], want)
+                << m << "x" << n << "x" << k << " at " << i << ", " << j;
+          }
+      }
+}
+
 TEST(SmallGemm, DeclinesWhatItDoesNotTake) {
   std::vector<float> x(8 * 8, 1), w(8 * 8, 1), y(8 * 8, -1);
   EXPECT_FALSE(cpu::smallGemm(x.data(), w.data(), cpu::kSmallGemmRows + 1, 8, 8,
@@ -87,6 +121,10 @@ TEST(SmallGemm, DeclinesWhatItDoesNotTake) {
   bool avx2 = cpu::avx2Enabled();
   cpu::setAvx2Enabled(false);
   EXPECT_FALSE(cpu::smallGemm(x.data(), w.data(), 1, 8, 8, y.data(), nullptr));
+  std::vector<int8_t> codes(8 * 8, 1);
+  std::vector<int32_t> dots(8 * 8, -1);
+  EXPECT_FALSE(cpu::smallGemmInt8(codes.data(), codes.data(), 1, 8, 8,
+                                  dots.data(), nullptr));
   cpu::setAvx2Enabled(avx2);
   for (float v : y)
     EXPECT_EQ(v, -1);
