@@ -394,6 +394,8 @@ greedyDecode(Session &session, const TensorRef &src,
       last = std::move(top->indices);
       bestValues = std::move(top->values);
     }
+    // The next step writes its log-probabilities here.
+    session.recycle(std::move(*logProbs));
     int64_t finished = 0; // rows of finished sentences
     for (int64_t r = 0; r < rows; ++r) {
       int64_t b = rowSentence[r];
@@ -493,6 +495,8 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
     ErrorOr<Device::TopK> top = device.topK(logProbs->ref(), perRow);
     if (!top)
       return top.status();
+    // The next step writes its log-probabilities here.
+    session.recycle(std::move(*logProbs));
 
     std::vector<Beam> next;
     std::vector<int64_t> parents; // rows of this step each next row follows

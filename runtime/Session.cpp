@@ -137,6 +137,16 @@ std::vector<KernelProfile> Session::profile() const {
   return sorted;
 }
 
+void Session::recycle(Tensor tensor) {
+  if (!tensor.data() || tensor.device() != dev.get())
+    return;
+  // Enough for decoding's one output per step; the oldest goes first.
+  constexpr size_t kMaxSpares = 4;
+  if (spares.size() == kMaxSpares)
+    spares.erase(spares.begin());
+  spares.push_back(std::move(tensor));
+}
+
 ErrorOr<char *> Session::arenaFor(int64_t bytes) {
   if (bytes <= arena.bytes() && arena.data())
     return static_cast<char *>(arena.data());
@@ -229,10 +239,21 @@ Session::run(const std::string &name, const std::vector<TensorRef> &inputs,
       ref.data = inputs[output.appendsTo].data;
       continue;
     }
-    ErrorOr<Tensor> t = Tensor::onDevice(*dev, ref.dtype, ref.shape);
-    if (!t)
-      return t.status().withContext("output '" + output.name + "'");
-    outputs[o] = std::move(*t);
+    // The smallest spare that holds it, else new memory.
+    auto spare = spares.end();
+    for (auto s = spares.begin(); s != spares.end(); ++s)
+      if (s->capacity() >= size_t(ref.bytes()) &&
+          (spare == spares.end() || s->capacity() < spare->capacity()))
+        spare = s;
+    if (spare != spares.end() && spare->reuseAs(ref.dtype, ref.shape)) {
+      outputs[o] = std::move(*spare);
+      spares.erase(spare);
+    } else {
+      ErrorOr<Tensor> t = Tensor::onDevice(*dev, ref.dtype, ref.shape);
+      if (!t)
+        return t.status().withContext("output '" + output.name + "'");
+      outputs[o] = std::move(*t);
+    }
     ref.data = outputs[o].data();
   }
   for (int b : entry.used) {

@@ -115,6 +115,14 @@ public:
   }
   Collectives *collectives() const { return job.get(); }
 
+  /// Hands back an output of run() the caller is done with: a later run()
+  /// writes an output that fits into its memory instead of allocating (and
+  /// clearing, or faulting in) new memory. Decoding hands back each step's
+  /// log-probabilities, [rows, vocab], a megabyte at batch 32 of an
+  /// 8000-word vocabulary. A few are kept; a tensor of another device is
+  /// dropped.
+  void recycle(Tensor tensor);
+
   /// Runs step `index` of `entry` alone, on `args` in the device's memory
   /// (as many as its kernel takes, of the shapes the step had in a run),
   /// as run() would, and synchronizes. A collective step is refused.
@@ -162,6 +170,8 @@ private:
   bool syncEveryStep = false;
   StepHook *stepHook = nullptr;
   std::vector<KernelProfile> kernelTimes; // per kernel
+  /// recycle()'s tensors, for run()'s outputs.
+  std::vector<Tensor> spares;
   /// What run() fills for every call, kept so that their storage (a shape
   /// per buffer and per argument) is reused: a decoding step's run() then
   /// allocates next to nothing on the host. run() is not reentrant anyway

@@ -107,6 +107,15 @@ ErrorOr<Tensor> Tensor::host(DType dtype, std::vector<int64_t> shape) {
   return t;
 }
 
+bool Tensor::reuseAs(DType dtype, const std::vector<int64_t> &shape) {
+  ErrorOr<size_t> bytes = checkedBytes(dtype, shape);
+  if (!storage || !bytes || *bytes > capacity())
+    return false;
+  type = dtype;
+  dims = shape;
+  return true;
+}
+
 ErrorOr<Tensor> Tensor::onDevice(Device &device, DType dtype,
                                  std::vector<int64_t> shape) {
   ErrorOr<size_t> bytes = checkedBytes(dtype, shape);

@@ -82,6 +82,12 @@ public:
   const float *f32() const { return static_cast<const float *>(data()); }
   TensorRef ref() const;
 
+  /// Bytes its memory holds (at least bytes()).
+  size_t capacity() const { return storage ? storage.get_deleter().bytes : 0; }
+  /// Makes this `dtype` `shape` over the same memory, which is not cleared,
+  /// when it holds that many bytes; else false, and nothing changes.
+  bool reuseAs(DType dtype, const std::vector<int64_t> &shape);
+
 private:
   struct Release {
     // Spelled out: a nested class's member initializers would not make it

@@ -453,6 +453,41 @@ TEST_F(DecodingTest, CachesAppendInPlaceOnlyWhereTheStepAppends) {
   refused({{rooms.begin()->first, small}}, "needs room");
 }
 
+// A recycled output's memory takes a later run()'s output that fits (not
+// cleared first: every element is written), one that does not fit gets new
+// memory, and the values are a fresh run's.
+TEST_F(DecodingTest, RecycledOutputsTakeLaterOutputsThatFit) {
+  runtime::Tensor src = sources({kSources[0], kSources[1]});
+  auto first = model->run("encode", {src.ref()});
+  ASSERT_TRUE(bool(first)) << first.error();
+  auto again = model->run("encode", {src.ref()});
+  ASSERT_TRUE(bool(again)) << again.error();
+  ASSERT_FALSE(again->empty());
+  runtime::Tensor &spare = again->front().tensor;
+  const void *memory = spare.data();
+  size_t capacity = spare.capacity();
+  ASSERT_GE(capacity, size_t(spare.bytes()));
+  // Garbage that the next run must overwrite.
+  std::memset(spare.data(), 0xff, spare.bytes());
+  model->recycle(std::move(spare));
+  auto reused = model->run("encode", {src.ref()});
+  ASSERT_TRUE(bool(reused)) << reused.error();
+  bool took = false;
+  for (size_t i = 0; i < reused->size(); ++i) {
+    const runtime::Tensor &t = (*reused)[i].tensor;
+    took |= t.data() == memory;
+    EXPECT_EQ(0, std::memcmp(t.data(), (*first)[i].tensor.data(), t.bytes()))
+        << (*reused)[i].name;
+  }
+  EXPECT_TRUE(took) << "no output took the recycled memory";
+
+  // Too small for any output: every output gets new memory.
+  runtime::Tensor tiny = test::hostTensor(DType::F32, {1});
+  ASSERT_TRUE(tiny.reuseAs(DType::I32, {1}));
+  EXPECT_FALSE(tiny.reuseAs(DType::F32, {capacity}));
+  EXPECT_EQ(tiny.dtype(), DType::I32);
+}
+
 TEST_F(DecodingTest, RefusesBadOptions) {
   runtime::Tensor src = sources(kSources);
   runtime::BeamOptions o;
