@@ -179,19 +179,32 @@ int64_t rowGrain(int64_t k) {
                                   ~int64_t(3));
 }
 
+#if LOOM_HAVE_AVX2_PATH
+bool takes(int64_t m, int64_t n, int64_t k) {
+  return m > 0 && m <= kSmallGemmRows && n > 0 && k > 0 && avx2Enabled();
+}
+
+/// body(begin, end) over rows [0, n) of w in chunks of `grain` (a multiple
+/// of four) split over `pool`: chunks start at multiples of four rows, so an
+/// output's order of summation does not depend on how the pool split them.
+template <typename F>
+void overRowChunks(ThreadPool *pool, int64_t n, int64_t grain, F &&body) {
+  int64_t chunks = (n + grain - 1) / grain;
+  parallelRange(pool, chunks, 1, [&](int64_t first, int64_t last) {
+    body(first * grain, std::min(n, last * grain));
+  });
+}
+#endif
+
 } // namespace
 
 bool loom::cpu::smallGemm(const float *x, const float *w, int64_t m, int64_t n,
                           int64_t k, float *y, ThreadPool *pool) {
 #if LOOM_HAVE_AVX2_PATH
-  if (m <= 0 || m > kSmallGemmRows || n <= 0 || k <= 0 || !avx2Enabled())
+  if (!takes(m, n, k))
     return false;
-  // Chunks start at multiples of four rows, so an output's order of
-  // summation does not depend on how the pool split the rows.
-  int64_t grain = rowGrain(k);
-  int64_t chunks = (n + grain - 1) / grain;
-  parallelRange(pool, chunks, 1, [&](int64_t first, int64_t last) {
-    rowsOfY(x, w, m, n, k, y, first * grain, std::min(n, last * grain));
+  overRowChunks(pool, n, rowGrain(k), [&](int64_t begin, int64_t end) {
+    rowsOfY(x, w, m, n, k, y, begin, end);
   });
   return true;
 #else
@@ -204,14 +217,12 @@ bool loom::cpu::smallGemmInt8(const int8_t *x, const int8_t *w, int64_t m,
                               int64_t n, int64_t k, int32_t *dot,
                               ThreadPool *pool) {
 #if LOOM_HAVE_AVX2_PATH
-  if (m <= 0 || m > kSmallGemmRows || n <= 0 || k <= 0 || !avx2Enabled())
+  if (!takes(m, n, k))
     return false;
   // A quarter of the f32 bytes per multiply-add: four times the rows per
   // chunk.
-  int64_t grain = 4 * rowGrain(k);
-  int64_t chunks = (n + grain - 1) / grain;
-  parallelRange(pool, chunks, 1, [&](int64_t first, int64_t last) {
-    dotsOfRows(x, w, m, n, k, dot, first * grain, std::min(n, last * grain));
+  overRowChunks(pool, n, 4 * rowGrain(k), [&](int64_t begin, int64_t end) {
+    dotsOfRows(x, w, m, n, k, dot, begin, end);
   });
   return true;
 #else

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 
 namespace loom::test {
 
@@ -188,6 +189,31 @@ double elementAsDouble(const void *bytes, DType dtype, int64_t i) {
     break;
   }
   return NAN;
+}
+
+std::vector<float> uniformFloats(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = dist(rng);
+  return v;
+}
+
+double worstProductError(const std::vector<float> &x,
+                         const std::vector<float> &w,
+                         const std::vector<float> &y, int64_t m, int64_t n,
+                         int64_t k) {
+  double worst = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t p = 0; p < k; ++p)
+        s += double(x[i * k + p]) * double(w[j * k + p]);
+      double error = std::fabs(s - y[i * n + j]);
+      worst = std::isnan(error) ? INFINITY : std::max(worst, error);
+    }
+  return worst;
 }
 
 } // namespace loom::test

@@ -70,6 +70,15 @@ void retargetToCuda(runtime::Executable &exe);
 /// NaN, which no test writes).
 double elementAsDouble(const void *data, DType dtype, int64_t i);
 
+/// n floats drawn uniformly from [-1, 1) with `seed`.
+std::vector<float> uniformFloats(size_t n, unsigned seed);
+/// The largest |y - x . w^T| (x [m, k], w [n, k], y [m, n], row-major),
+/// the product in double; infinite where y holds a NaN.
+double worstProductError(const std::vector<float> &x,
+                         const std::vector<float> &w,
+                         const std::vector<float> &y, int64_t m, int64_t n,
+                         int64_t k);
+
 /// A device kind as a test-name suffix ("cpu").
 std::string deviceKindName(const testing::TestParamInfo<std::string> &info);
 

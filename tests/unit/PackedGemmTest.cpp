@@ -13,6 +13,8 @@
 #include "runtime/Device.h"
 #include "runtime/cpu/CpuFeatures.h"
 
+#include "DeviceTestUtil.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,30 +26,6 @@
 using namespace loom;
 
 namespace {
-
-std::vector<float> randomVector(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = dist(rng);
-  return v;
-}
-
-/// The largest difference between y and x . w^T (y is [m, n]).
-double worstError(const std::vector<float> &x, const std::vector<float> &w,
-                  const std::vector<float> &y, int64_t m, int64_t n,
-                  int64_t k) {
-  double worst = 0;
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      double s = 0;
-      for (int64_t p = 0; p < k; ++p)
-        s += double(x[i * k + p]) * double(w[j * k + p]);
-      worst = std::max(worst, std::fabs(s - y[i * n + j]));
-    }
-  return worst;
-}
 
 TEST(PackedWeights, ParsesTheNamesAnExecutableRecords) {
   EXPECT_EQ(*cpu::parseLinearPrecision(""), cpu::LinearPrecision::F32);
@@ -63,11 +41,11 @@ TEST(PackedWeights, ParsesTheNamesAnExecutableRecords) {
 
 TEST(PackedWeights, PacksContentsThatStayOnTheirFirstCall) {
   const int64_t n = 67, k = 131;
-  std::vector<float> w = randomVector(n * k, 1);
+  std::vector<float> w = test::uniformFloats(n * k, 1);
   cpu::PackedWeights packed;
   for (int64_t m : {1, 5, 32}) {
     SCOPED_TRACE("m = " + std::to_string(m));
-    std::vector<float> x = randomVector(m * k, 2 + m), y(m * n, -7.0f);
+    std::vector<float> x = test::uniformFloats(m * k, 2 + m), y(m * n, -7.0f);
     // Unnumbered contents are never packed.
     EXPECT_FALSE(packed.linear(x.data(), w.data(), 0, m, n, k, y.data()));
     EXPECT_EQ(y[0], -7.0f);
@@ -77,9 +55,9 @@ TEST(PackedWeights, PacksContentsThatStayOnTheirFirstCall) {
   // after reuses the copy.
   for (int64_t m : {3, 3, 1, 32, 3}) {
     SCOPED_TRACE("m = " + std::to_string(m));
-    std::vector<float> x = randomVector(m * k, 20 + m), y(m * n, -7.0f);
+    std::vector<float> x = test::uniformFloats(m * k, 20 + m), y(m * n, -7.0f);
     ASSERT_TRUE(packed.linear(x.data(), w.data(), 5, m, n, k, y.data()));
-    EXPECT_LT(worstError(x, w, y, m, n, k), 1e-4);
+    EXPECT_LT(test::worstProductError(x, w, y, m, n, k), 1e-4);
     EXPECT_GE(packed.packedBytes(), n * k * int64_t(sizeof(float)));
   }
 }
@@ -87,8 +65,8 @@ TEST(PackedWeights, PacksContentsThatStayOnTheirFirstCall) {
 TEST(PackedWeights, PacksWhatAStepWroteOnTheSecondCall) {
   const int64_t m = 3, n = 67, k = 131;
   const uint64_t version = 5 | runtime::kWrittenByStep;
-  std::vector<float> w = randomVector(n * k, 1);
-  std::vector<float> x = randomVector(m * k, 9), y(m * n, -7.0f);
+  std::vector<float> w = test::uniformFloats(n * k, 1);
+  std::vector<float> x = test::uniformFloats(m * k, 9), y(m * n, -7.0f);
   cpu::PackedWeights packed;
   // First sight: the caller multiplies.
   EXPECT_FALSE(packed.linear(x.data(), w.data(), version, m, n, k, y.data()));
@@ -96,7 +74,7 @@ TEST(PackedWeights, PacksWhatAStepWroteOnTheSecondCall) {
   EXPECT_EQ(packed.packedBytes(), 0);
   // Second: packed.
   ASSERT_TRUE(packed.linear(x.data(), w.data(), version, m, n, k, y.data()));
-  EXPECT_LT(worstError(x, w, y, m, n, k), 1e-4);
+  EXPECT_LT(test::worstProductError(x, w, y, m, n, k), 1e-4);
   EXPECT_GE(packed.packedBytes(), n * k * int64_t(sizeof(float)));
 }
 
@@ -104,7 +82,7 @@ TEST(PackedWeights, PacksWhatAStepWroteOnTheSecondCall) {
 // calls compute, bit for bit.
 TEST(PackedWeights, TheFirstCallComputesWhatLaterCallsDo) {
   const int64_t m = 7, n = 48, k = 64;
-  std::vector<float> w = randomVector(n * k, 13), x = randomVector(m * k, 14);
+  std::vector<float> w = test::uniformFloats(n * k, 13), x = test::uniformFloats(m * k, 14);
   for (cpu::LinearPrecision precision :
        {cpu::LinearPrecision::F32, cpu::LinearPrecision::Int8}) {
     cpu::PackedWeights packed;
@@ -122,8 +100,8 @@ TEST(PackedWeights, TheFirstCallComputesWhatLaterCallsDo) {
 TEST(PackedWeights, ANewVersionDropsThePackedCopy) {
   const int64_t m = 4, n = 16, k = 24;
   const uint64_t byStep = runtime::kWrittenByStep;
-  std::vector<float> w = randomVector(n * k, 3);
-  std::vector<float> x = randomVector(m * k, 4), y(m * n);
+  std::vector<float> w = test::uniformFloats(n * k, 3);
+  std::vector<float> x = test::uniformFloats(m * k, 4), y(m * n);
   cpu::PackedWeights packed;
   EXPECT_FALSE(
       packed.linear(x.data(), w.data(), 1 | byStep, m, n, k, y.data()));
@@ -131,16 +109,16 @@ TEST(PackedWeights, ANewVersionDropsThePackedCopy) {
   // New contents at the same address under a new number, as after a
   // training step: the old copy goes, and the new one is packed once seen
   // again.
-  std::vector<float> changed = randomVector(n * k, 5);
+  std::vector<float> changed = test::uniformFloats(n * k, 5);
   std::copy(changed.begin(), changed.end(), w.begin());
   EXPECT_FALSE(
       packed.linear(x.data(), w.data(), 2 | byStep, m, n, k, y.data()));
   EXPECT_EQ(packed.packedBytes(), 0);
   ASSERT_TRUE(packed.linear(x.data(), w.data(), 2 | byStep, m, n, k, y.data()));
-  EXPECT_LT(worstError(x, w, y, m, n, k), 1e-4);
+  EXPECT_LT(test::worstProductError(x, w, y, m, n, k), 1e-4);
   // Set by the host instead: packed at once.
   ASSERT_TRUE(packed.linear(x.data(), w.data(), 3, m, n, k, y.data()));
-  EXPECT_LT(worstError(x, w, y, m, n, k), 1e-4);
+  EXPECT_LT(test::worstProductError(x, w, y, m, n, k), 1e-4);
 }
 
 /// Symmetric per-row int8 codes and scale, as the packed path defines them.
@@ -161,7 +139,7 @@ std::vector<int> codesOf(const float *v, int64_t n, double &scale,
 // to float rounding of the scaling), and stay near the f32 product.
 TEST(PackedWeights, Int8IsThePerRowPerChannelQuantizedProduct) {
   const int64_t m = 9, n = 40, k = 96;
-  std::vector<float> w = randomVector(n * k, 11), x = randomVector(m * k, 12);
+  std::vector<float> w = test::uniformFloats(n * k, 11), x = test::uniformFloats(m * k, 12);
   x[3 * k + 5] = 0; // zero rows and values quantize to 0
   std::fill(x.begin() + 7 * k, x.begin() + 8 * k, 0.0f);
   std::vector<float> y(m * n);
@@ -205,7 +183,7 @@ TEST(PackedWeights, Int8IsThePerRowPerChannelQuantizedProduct) {
 TEST(PackedWeights, Int8FewRowsAreTheManyRowsProduct) {
   for (int64_t k : {96, 77, 5}) {
     const int64_t m = 9, n = 43;
-    std::vector<float> w = randomVector(n * k, 15), x = randomVector(m * k, 16);
+    std::vector<float> w = test::uniformFloats(n * k, 15), x = test::uniformFloats(m * k, 16);
     std::vector<float> many(m * n);
     cpu::PackedWeights packed;
     ASSERT_TRUE(packed.linear(x.data(), w.data(), 5, m, n, k, many.data(),
@@ -225,7 +203,7 @@ TEST(PackedWeights, Int8FewRowsAreTheManyRowsProduct) {
 // in f32, so the value propagates as it would there.
 TEST(PackedWeights, Int8LeavesNonFiniteRowsToTheCaller) {
   const int64_t m = 2, n = 8, k = 16;
-  std::vector<float> w = randomVector(n * k, 13), x = randomVector(m * k, 14);
+  std::vector<float> w = test::uniformFloats(n * k, 13), x = test::uniformFloats(m * k, 14);
   std::vector<float> y(m * n, -7.0f);
   cpu::PackedWeights packed;
   x[k + 3] = std::numeric_limits<float>::quiet_NaN();
@@ -241,7 +219,7 @@ TEST(PackedWeights, Int8LeavesNonFiniteRowsToTheCaller) {
 
 TEST(PackedWeights, BF16StaysWithinItsRounding) {
   const int64_t m = 5, n = 24, k = 64;
-  std::vector<float> w = randomVector(n * k, 15), x = randomVector(m * k, 16);
+  std::vector<float> w = test::uniformFloats(n * k, 15), x = test::uniformFloats(m * k, 16);
   std::vector<float> y(m * n);
   cpu::PackedWeights packed;
   std::vector<std::string> features = cpu::hostCpuFeatures();
@@ -267,7 +245,7 @@ TEST(PackedWeights, BF16StaysWithinItsRounding) {
       }
       EXPECT_LE(std::fabs(exact - y[i * n + j]), magnitude / 256 + 1e-6);
     }
-  EXPECT_GT(worstError(x, w, y, m, n, k), 0.0) << "not rounded to bf16";
+  EXPECT_GT(test::worstProductError(x, w, y, m, n, k), 0.0) << "not rounded to bf16";
 }
 
 } // namespace

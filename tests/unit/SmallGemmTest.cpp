@@ -14,6 +14,8 @@
 #include "runtime/cpu/ThreadPool.h"
 #include "runtime/cpu/VecMath.h"
 
+#include "DeviceTestUtil.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -24,15 +26,6 @@ using namespace loom;
 
 namespace {
 
-std::vector<float> randomVector(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = dist(rng);
-  return v;
-}
-
 TEST(SmallGemm, MatchesAProductInDoubleForEveryRowCountAndShape) {
   if (!cpu::avx2Enabled())
     GTEST_SKIP() << "smallGemm runs on CPUs with AVX2";
@@ -42,20 +35,12 @@ TEST(SmallGemm, MatchesAProductInDoubleForEveryRowCountAndShape) {
       for (int64_t k : {1, 7, 8, 13, 128, 515})
         for (cpu::ThreadPool *p : {static_cast<cpu::ThreadPool *>(nullptr),
                                    &pool}) {
-          std::vector<float> x = randomVector(m * k, 1),
-                             w = randomVector(n * k, 2), y(m * n, NAN);
+          std::vector<float> x = test::uniformFloats(m * k, 1),
+                             w = test::uniformFloats(n * k, 2), y(m * n, NAN);
           ASSERT_TRUE(cpu::smallGemm(x.data(), w.data(), m, n, k, y.data(), p));
-          double worst = 0;
-          for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < n; ++j) {
-              double s = 0;
-              for (int64_t q = 0; q < k; ++q)
-                s += double(x[i * k + q]) * double(w[j * k + q]);
-              // NaN (an output never written) fails too.
-              double error = std::fabs(s - y[i * n + j]);
-              worst = std::isnan(error) ? INFINITY : std::max(worst, error);
-            }
-          // |terms| < 1: float rounding over k terms stays well within k ulp.
+          // NaN (an output never written) fails too. |terms| < 1: float
+          // rounding over k terms stays well within k ulp.
+          double worst = test::worstProductError(x, w, y, m, n, k);
           EXPECT_LE(worst, 1e-6 * k) << m << "x" << n << "x" << k
                                      << (p ? " pooled" : "");
         }
@@ -66,8 +51,8 @@ TEST(SmallGemm, ARowsResultDoesNotDependOnTheRowsBesideItOrTheSplit) {
     GTEST_SKIP() << "smallGemm runs on CPUs with AVX2";
   const int64_t n = 8003, k = 131;
   cpu::ThreadPool pool(2);
-  std::vector<float> x = randomVector(cpu::kSmallGemmRows * k, 3),
-                     w = randomVector(n * k, 4);
+  std::vector<float> x = test::uniformFloats(cpu::kSmallGemmRows * k, 3),
+                     w = test::uniformFloats(n * k, 4);
   std::vector<float> all(cpu::kSmallGemmRows * n);
   ASSERT_TRUE(cpu::smallGemm(x.data(), w.data(), cpu::kSmallGemmRows, n, k,
                              all.data(), nullptr));
