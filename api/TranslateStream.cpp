@@ -122,6 +122,7 @@ std::string translationTimesJson(const TranslationTimes &times,
   record["batch"] = options.batch;
   record["max_len_ratio"] = options.maxLenRatio;
   record["threads"] = opening.threads;
+  record["workers"] = opening.workers;
   record["device"] = opening.device.empty() ? "default" : opening.device;
   if (!precision.empty())
     record["precision"] = precision;

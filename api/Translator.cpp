@@ -11,9 +11,11 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <thread>
 
 namespace loom {
 
@@ -101,14 +103,14 @@ Translator::open(const std::string &dir, const TranslatorOptions &options) {
       text::Tokenizer::loadFile(dir + "/" + kVocabulary);
   if (!tokenizer)
     return tokenizer.status();
-  ErrorOr<std::shared_ptr<runtime::Device>> device =
-      openDeviceFor(**program, options);
-  if (!device)
-    return device.status();
+  ErrorOr<std::vector<std::shared_ptr<runtime::Device>>> devices =
+      openDevicesFor(**program, options);
+  if (!devices)
+    return devices.status();
   return create(std::move(*program), std::move(*tokenizer),
                 options.weights.empty() ? dir + "/" + kModelWeights
                                         : options.weights,
-                std::move(*device));
+                std::move(*devices));
 }
 
 ErrorOr<std::shared_ptr<runtime::Device>>
@@ -125,6 +127,36 @@ Translator::openDeviceFor(const runtime::Program &program,
   if (!device && device.code() != ErrorCode::InvalidArgument)
     return device.status().withContext("device '" + kind + "'");
   return device;
+}
+
+ErrorOr<std::vector<std::shared_ptr<runtime::Device>>>
+Translator::openDevicesFor(const runtime::Program &program,
+                           const TranslatorOptions &options) {
+  if (options.workers < 1 || options.workers > 256)
+    return Status::failure("workers must be between 1 and 256, got " +
+                           std::to_string(options.workers));
+  TranslatorOptions each = options;
+  if (options.workers > 1) {
+    bool cpu = options.device.empty()
+                   ? program.executable().target() == runtime::Executable::CPU
+                   : options.device == "cpu";
+    if (!cpu)
+      return Status::failure("several workers translate on the CPU only",
+                             ErrorCode::Unsupported);
+    int threads = options.threads > 0
+                      ? options.threads
+                      : int(std::max(1u, std::thread::hardware_concurrency()));
+    each.threads = std::max(1, threads / options.workers);
+  }
+  std::vector<std::shared_ptr<runtime::Device>> devices;
+  for (int w = 0; w < options.workers; ++w) {
+    ErrorOr<std::shared_ptr<runtime::Device>> device =
+        openDeviceFor(program, each);
+    if (!device)
+      return device.status();
+    devices.push_back(std::move(*device));
+  }
+  return devices;
 }
 
 ErrorOr<std::unique_ptr<Translator>>
@@ -145,18 +177,34 @@ ErrorOr<std::unique_ptr<Translator>>
 Translator::create(std::shared_ptr<const runtime::Program> program,
                    text::Tokenizer tokenizer, const std::string &weights,
                    std::shared_ptr<runtime::Device> device) {
+  std::vector<std::shared_ptr<runtime::Device>> devices;
+  devices.push_back(std::move(device));
+  return create(std::move(program), std::move(tokenizer), weights,
+                std::move(devices));
+}
+
+ErrorOr<std::unique_ptr<Translator>>
+Translator::create(std::shared_ptr<const runtime::Program> program,
+                   text::Tokenizer tokenizer, const std::string &weights,
+                   std::vector<std::shared_ptr<runtime::Device>> devices) {
+  if (devices.empty())
+    return Status::failure("a translator needs a device");
   LOOM_RETURN_IF_ERROR(checkTranslatorFiles(*program, tokenizer, weights));
-  ErrorOr<std::unique_ptr<runtime::Session>> session =
-      runtime::Session::create(std::move(program), std::move(device));
-  if (!session)
-    return session.status();
-  LOOM_RETURN_IF_ERROR(runtime::loadParametersFile(**session, weights));
+  std::vector<std::unique_ptr<runtime::Session>> sessions;
+  for (std::shared_ptr<runtime::Device> &device : devices) {
+    ErrorOr<std::unique_ptr<runtime::Session>> session =
+        runtime::Session::create(program, std::move(device));
+    if (!session)
+      return session.status();
+    LOOM_RETURN_IF_ERROR(runtime::loadParametersFile(**session, weights));
+    sessions.push_back(std::move(*session));
+  }
   return std::unique_ptr<Translator>(
-      new Translator(std::move(*session), std::move(tokenizer)));
+      new Translator(std::move(sessions), std::move(tokenizer)));
 }
 
 int64_t Translator::maxSourceTokens() const {
-  return session->program().executable().max_len();
+  return sessions[0]->program().executable().max_len();
 }
 
 ErrorOr<std::vector<std::vector<Translation>>>
@@ -177,7 +225,7 @@ Translator::translate(const std::vector<std::string> &sentences,
     return Status::failure("alpha must be a finite number, not negative, "
                            "got " +
                            std::to_string(o.alpha));
-  const runtime::Executable &exe = session->program().executable();
+  const runtime::Executable &exe = sessions[0]->program().executable();
   // The executable was planned for at most max_batch rows of max_len; a
   // larger batch is decoded in parts rather than refused.
   int64_t limit = exe.max_len();
@@ -222,15 +270,25 @@ Translator::translate(const std::vector<std::string> &sentences,
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return sources[a].size() < sources[b].size();
   });
-  std::vector<std::vector<Translation>> outputs(sources.size());
-  for (size_t start = 0; start < order.size(); start += batch) {
-    size_t end = std::min(order.size(), start + size_t(batch));
+  // The batches, decoded by the workers side by side: each takes the next
+  // batch not taken, and a batch's result does not depend on which worker
+  // (same executable, same thread count) decoded it.
+  std::vector<size_t> starts;
+  for (size_t start = 0; start < order.size(); start += batch)
+    starts.push_back(start);
+  std::vector<ErrorOr<std::vector<std::vector<runtime::Hypothesis>>>> found(
+      starts.size(), Status::failure("not decoded", ErrorCode::Internal));
+  auto decodeBatch = [&](runtime::Session &session, size_t b) {
+    size_t start = starts[b],
+           end = std::min(order.size(), start + size_t(batch));
     std::vector<std::vector<int64_t>> part;
     for (size_t i = start; i < end; ++i)
       part.emplace_back(sources[order[i]].begin(), sources[order[i]].end());
     ErrorOr<runtime::Tensor> src = runtime::idsTensor(part);
-    if (!src)
-      return src.status();
+    if (!src) {
+      found[b] = src.status();
+      return;
+    }
     runtime::BeamOptions beam;
     beam.beam = o.beam;
     beam.alpha = o.alpha;
@@ -247,11 +305,27 @@ Translator::translate(const std::vector<std::string> &sentences,
       beam.maxLens.push_back(
           std::max<int64_t>(2, int64_t(std::min(wanted, double(limit)))));
     }
-    auto found = runtime::beamSearch(*session, src->ref(), beam);
-    if (!found)
-      return found.status();
-    for (size_t i = start; i < end; ++i)
-      for (const runtime::Hypothesis &h : (*found)[i - start]) {
+    found[b] = runtime::beamSearch(session, src->ref(), beam);
+  };
+  std::atomic<size_t> next{0};
+  auto work = [&](runtime::Session &session) {
+    for (size_t b = next++; b < starts.size(); b = next++)
+      decodeBatch(session, b);
+  };
+  std::vector<std::thread> helpers;
+  for (size_t w = 1; w < sessions.size() && w < starts.size(); ++w)
+    helpers.emplace_back(work, std::ref(*sessions[w]));
+  work(*sessions[0]);
+  for (std::thread &helper : helpers)
+    helper.join();
+
+  std::vector<std::vector<Translation>> outputs(sources.size());
+  for (size_t b = 0; b < starts.size(); ++b) {
+    if (!found[b])
+      return found[b].status();
+    size_t start = starts[b];
+    for (size_t i = start; i < start + found[b]->size(); ++i)
+      for (const runtime::Hypothesis &h : (*found[b])[i - start]) {
         ErrorOr<std::string> text = tokenizer.decode(h.tokens);
         if (!text)
           return text.status();

@@ -60,6 +60,12 @@ Status checkTranslatorFiles(const runtime::Program &program,
 struct TranslatorOptions {
   /// CPU threads; 0 uses one per hardware thread (at most 1024).
   int threads = 0;
+  /// Decoders that translate batches side by side on the CPU, each with its
+  /// own session and threads / workers of the threads (CTranslate2's
+  /// inter_threads): where one batch's kernels are too small to split,
+  /// throughput still grows with the cores. Each holds its own copy of the
+  /// weights. A batch's translation is the same whichever decoder takes it.
+  int workers = 1;
   /// The device ("cpu", "cuda", "cuda:N"); empty: the one the executable
   /// was compiled for (GPU 0 for a CUDA executable).
   std::string device;
@@ -97,10 +103,20 @@ public:
   create(std::shared_ptr<const runtime::Program> program,
          text::Tokenizer tokenizer, const std::string &weights,
          std::shared_ptr<runtime::Device> device);
+  /// The same with one decoder per device (TranslatorOptions::workers).
+  static ErrorOr<std::unique_ptr<Translator>>
+  create(std::shared_ptr<const runtime::Program> program,
+         text::Tokenizer tokenizer, const std::string &weights,
+         std::vector<std::shared_ptr<runtime::Device>> devices);
   /// The device `options` names for `program` (openDevice's errors).
   static ErrorOr<std::shared_ptr<runtime::Device>>
   openDeviceFor(const runtime::Program &program,
                 const TranslatorOptions &options);
+  /// One device per worker, the threads split between them; more than one
+  /// worker is for the CPU only.
+  static ErrorOr<std::vector<std::shared_ptr<runtime::Device>>>
+  openDevicesFor(const runtime::Program &program,
+                 const TranslatorOptions &options);
 
   /// Per sentence, its n-best translations, best first. `warn`, when given,
   /// receives one message per sentence that had to be cut.
@@ -109,17 +125,19 @@ public:
             const TranslationOptions &options,
             const std::function<void(const std::string &)> &warn = {});
 
-  const runtime::Program &program() const { return session->program(); }
+  const runtime::Program &program() const { return sessions[0]->program(); }
+  /// Decoders translating side by side (TranslatorOptions::workers).
+  int workers() const { return int(sessions.size()); }
   const text::Tokenizer &vocabulary() const { return tokenizer; }
   /// The longest source, eos included, the executable takes.
   int64_t maxSourceTokens() const;
 
 private:
-  Translator(std::unique_ptr<runtime::Session> session,
+  Translator(std::vector<std::unique_ptr<runtime::Session>> sessions,
              text::Tokenizer tokenizer)
-      : session(std::move(session)), tokenizer(std::move(tokenizer)) {}
+      : sessions(std::move(sessions)), tokenizer(std::move(tokenizer)) {}
 
-  std::unique_ptr<runtime::Session> session;
+  std::vector<std::unique_ptr<runtime::Session>> sessions;
   text::Tokenizer tokenizer;
   std::mutex calls;
 };

@@ -2,7 +2,8 @@
 """CTranslate2 translating a file as `loom translate` does, timed the same way.
 
     bench/ct2_translate.py --model CT2_DIR --spm spm.model --input FILE
-        [--beam 4] [--batch 32] [--threads 2] [--compute-type float32]
+        [--beam 4] [--batch 32] [--threads 2] [--workers 1]
+        [--compute-type float32]
         [--length-penalty 0] [--max-len-ratio 1.5] [--max-len 256]
         [--time-runs N] > translations
 
@@ -16,6 +17,11 @@ call whose longest output is the longest of its sentences' limits
 sentence; CTranslate2 has one limit per call), each translation then cut to
 its own sentence's limit. The best translations are printed in input order,
 a blank line for a blank one.
+
+With --workers W, W replicas of the model (CTranslate2's inter_threads, each
+with threads / W intra_threads) translate the batches side by side: every
+batch is submitted asynchronously and the results are collected in order,
+as `loom translate --workers W` decodes them.
 
 With --time-runs N, the same translation runs N more times and one JSON
 line goes to stderr with the fields `loom translate --time-runs` prints
@@ -43,6 +49,7 @@ def main():
     p.add_argument("--beam", type=int, default=4)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--workers", type=int, default=1)
     p.add_argument("--compute-type", default="float32")
     p.add_argument("--length-penalty", type=float, default=0.0)
     p.add_argument("--max-len-ratio", type=float, default=1.5)
@@ -70,16 +77,26 @@ def main():
 
     translator = ctranslate2.Translator(
         a.model, device="cpu", compute_type=a.compute_type,
-        inter_threads=1, intra_threads=a.threads)
+        inter_threads=a.workers,
+        intra_threads=max(1, a.threads // a.workers))
 
     def translate():
         out = {}
-        for batch in batches:
-            results = translator.translate_batch(
-                [sources[i] for i in batch], beam_size=a.beam,
-                max_batch_size=0, length_penalty=a.length_penalty,
-                max_decoding_length=max(limit(i) for i in batch),
-                return_scores=False)
+        pending = [translator.translate_batch(
+            [sources[i] for i in batch], beam_size=a.beam,
+            max_batch_size=0, length_penalty=a.length_penalty,
+            max_decoding_length=max(limit(i) for i in batch),
+            return_scores=False, asynchronous=a.workers > 1)
+            for batch in batches] if a.workers > 1 else None
+        for n, batch in enumerate(batches):
+            if pending is None:
+                results = translator.translate_batch(
+                    [sources[i] for i in batch], beam_size=a.beam,
+                    max_batch_size=0, length_penalty=a.length_penalty,
+                    max_decoding_length=max(limit(i) for i in batch),
+                    return_scores=False)
+            else:
+                results = [r.result() for r in pending[n]]
             # Cut to the sentence's own limit, where Loom's search stops
             # it: for greedy decoding exactly Loom's output, since a
             # greedy choice does not depend on the steps after it.
@@ -108,7 +125,7 @@ def main():
         "compute_type": a.compute_type,
         "cpu_isa": os.environ.get("CT2_FORCE_CPU_ISA", "default"),
         "beam": a.beam, "batch": a.batch,
-        "threads": a.threads,
+        "threads": a.threads, "workers": a.workers,
         "length_penalty": a.length_penalty,
         "sentences": sentences,
         "source_tokens": sum(len(s) - 1 for s in sources.values()),

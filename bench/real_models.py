@@ -4,7 +4,7 @@
     bench/real_models.py --data DATA_DIR --models MODELS_DIR
         [--names multi30k small base] [--runs 3] [--latency-sentences 200]
         [--batches 1 8 32] [--beams 1 4] [--precisions fp32 int8]
-        [--threads 1 2] [--loom build/bin/loom] > records.jsonl
+        [--threads 1 2 2w] [--loom build/bin/loom] > records.jsonl
 
 MODELS_DIR/NAME is a Loom model directory (bench/real_models_train.sh trains
 them). For each model:
@@ -24,6 +24,9 @@ them). For each model:
      by length. BLEU (`loom score`, against val.de) is scored on both
      outputs.
 
+A thread count N runs one decoder on N threads; Nw runs N decoders of one
+thread each, translating batches side by side (`loom translate --workers N`,
+CTranslate2's inter_threads through bench/ct2_translate.py --workers N).
 Loom's precisions fp32 and int8 face CTranslate2's float32 and int8. Every
 record is one JSON line on stdout; the table on stderr gives per cell each
 engine's target tokens/s at each thread count and Loom's speed over
@@ -68,18 +71,30 @@ def bleu(loom, hyp, ref):
     return float(out.split()[2])
 
 
-def loom_cmd(a, model, inp, batch, beam, precision, threads, runs):
+def threads_and_workers(config):
+    """'2' is 2 threads in one decoder, '2w' 2 decoders of one thread."""
+    config = str(config)
+    if config.endswith("w"):
+        n = int(config[:-1])
+        return n, n
+    return int(config), 1
+
+
+def loom_cmd(a, model, inp, batch, beam, precision, config, runs):
+    threads, workers = threads_and_workers(config)
     return [a.loom, "translate", "--model", model, "--input", inp,
             "--batch", str(batch), "--beam", str(beam), "--alpha", "0",
             "--precision", precision, "--threads", str(threads),
-            "--time-runs", str(runs)]
+            "--workers", str(workers), "--time-runs", str(runs)]
 
 
-def ct2_cmd(model, spm, inp, batch, beam, precision, threads, runs):
+def ct2_cmd(model, spm, inp, batch, beam, precision, config, runs):
+    threads, workers = threads_and_workers(config)
     return [PY, os.path.join(ROOT, "bench", "ct2_translate.py"),
             "--model", model, "--spm", spm, "--input", inp,
             "--batch", str(batch), "--beam", str(beam),
             "--compute-type", CT2_TYPE[precision], "--threads", str(threads),
+            "--workers", str(workers),
             "--length-penalty", "0", "--time-runs", str(runs)]
 
 
@@ -93,7 +108,7 @@ def main():
     p.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32])
     p.add_argument("--beams", type=int, nargs="+", default=[1, 4])
     p.add_argument("--precisions", nargs="+", default=["fp32", "int8"])
-    p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    p.add_argument("--threads", nargs="+", default=["1", "2", "2w"])
     p.add_argument("--loom", default=os.path.join(ROOT, "build", "bin", "loom"))
     a = p.parse_args()
 
@@ -138,7 +153,7 @@ def main():
                 for precision in a.precisions:
                     for threads in a.threads:
                         for engine in ("loom", "ctranslate2"):
-                            out = os.path.join(work, "%s.%s.b%d.k%d.%s.t%d" % (
+                            out = os.path.join(work, "%s.%s.b%d.k%d.%s.t%s" % (
                                 name, engine, batch, beam, precision, threads))
                             cmd = (loom_cmd(a, model, inp, batch, beam,
                                             precision, threads, a.runs)
@@ -161,14 +176,17 @@ def table(records):
     for r in records:
         key = (r["model"], r["batch_size"], r["beam_size"], r["precision_pair"])
         cells.setdefault(key, {})[(r["engine"], r["thread_count"])] = r
-    print("\n| model | batch | beam | precision | Loom tok/s (1t / 2t) | "
-          "CT2 tok/s (1t / 2t) | Loom best / CT2 best | Loom 2t / 1t | "
-          "BLEU Loom / CT2 | ms/sentence Loom / CT2 |", file=sys.stderr)
+    configs = sorted({str(r["thread_count"]) for r in records})
+    names = " / ".join(configs)
+    print("\n| model | batch | beam | precision | Loom tok/s (%s) | "
+          "CT2 tok/s (%s) | Loom best / CT2 best | Loom best 2 / 1 | "
+          "BLEU Loom / CT2 | ms/sentence Loom / CT2 |" % (names, names),
+          file=sys.stderr)
     print("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
           file=sys.stderr)
     for key, c in sorted(cells.items()):
         def tps(engine):
-            return {t: r["target_tokens_per_s"] for (e, t), r in c.items()
+            return {str(t): r["target_tokens_per_s"] for (e, t), r in c.items()
                     if e == engine}
 
         def best(engine):
@@ -178,8 +196,11 @@ def table(records):
         mine, theirs = tps("loom"), tps("ctranslate2")
         lb, cb = best("loom"), best("ctranslate2")
         speed = cb["seconds_median"] / lb["seconds_median"] if lb and cb else 0
-        scale = mine.get(2, 0) / mine[1] if mine.get(1) else 0
-        fmt = lambda d: " / ".join("%.0f" % d[t] for t in sorted(d))
+        two = max([v for t, v in mine.items()
+                   if threads_and_workers(t)[0] == 2], default=0)
+        scale = two / mine["1"] if mine.get("1") else 0
+        fmt = lambda d: " / ".join("%.0f" % d[t] if t in d else "-"
+                                   for t in configs)
         print("| %s | %d | %d | %s | %s | %s | %.2fx | %.2fx | %.2f / %.2f | "
               "%.1f / %.1f |" % (
                   key[0], key[1], key[2], key[3], fmt(mine), fmt(theirs),

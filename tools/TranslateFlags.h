@@ -17,7 +17,7 @@
 namespace loom {
 
 /// Adds --input, --weights, --beam, --alpha, --max-len-ratio, --nbest,
-/// --batch, --threads and --device to `cmd`.
+/// --batch, --threads, --workers and --device to `cmd`.
 inline void addTranslateFlags(CLI::App *cmd, std::string &input,
                               TranslatorOptions &opening,
                               TranslationOptions &options) {
@@ -39,6 +39,13 @@ inline void addTranslateFlags(CLI::App *cmd, std::string &input,
       ->capture_default_str();
   cmd->add_option("--threads", opening.threads,
                   "CPU threads (0: one per hardware thread)")
+      ->capture_default_str();
+  cmd->add_option("--workers", opening.workers,
+                  "Decoders translating batches side by side on the CPU, "
+                  "the threads split between them (each holds a copy of the "
+                  "weights): for a small model, whose kernels are too small "
+                  "for several threads each")
+      ->check(CLI::Range(1, 256))
       ->capture_default_str();
   cmd->add_option("--device", opening.device,
                   "Where to translate: cpu, or cuda (cuda:N for GPU N); by "

@@ -484,7 +484,7 @@ TEST_F(DecodingTest, RecycledOutputsTakeLaterOutputsThatFit) {
   // Too small for any output: every output gets new memory.
   runtime::Tensor tiny = test::hostTensor(DType::F32, {1});
   ASSERT_TRUE(tiny.reuseAs(DType::I32, {1}));
-  EXPECT_FALSE(tiny.reuseAs(DType::F32, {capacity}));
+  EXPECT_FALSE(tiny.reuseAs(DType::F32, {int64_t(capacity)}));
   EXPECT_EQ(tiny.dtype(), DType::I32);
 }
 

@@ -421,6 +421,31 @@ std::vector<std::string> textsAndScores(const loom_result *result) {
 // the arithmetic shows. (Packed weights were once first used in fp32, before
 // their packed copy existed: at int8, a process's first translation of a
 // file differed from its later ones.)
+// Two decoders translating batches side by side print what one does: the
+// same texts and scores, in input order, at fp32 and int8, greedy and beam.
+TEST_F(TranslateCli, WorkersTranslateAsOneDecoderDoes) {
+  std::string input;
+  for (const char *sentence :
+       {"the dog runs.", "eine Katze läuft über grass.", "a red house.", "",
+        "the green cat runs over the house.", "Hund Haus Katze.", "grass."})
+    input += std::string(sentence) + "\n";
+  for (const char *flags :
+       {"--precision fp32 --beam 4 --nbest 2 --batch 2",
+        "--precision int8 --beam 1 --batch 2"}) {
+    SCOPED_TRACE(flags);
+    std::string one, two, err;
+    ASSERT_EQ(translate(input, flags, one, err), 0) << err;
+    ASSERT_EQ(translate(input, std::string(flags) + " --workers 2", two, err),
+              0)
+        << err;
+    EXPECT_EQ(two, one);
+    EXPECT_FALSE(one.empty());
+  }
+  std::string out, err;
+  EXPECT_NE(translate(input, "--workers 0", out, err), 0);
+  EXPECT_NE(err.find("--workers"), std::string::npos) << err;
+}
+
 TEST_F(TranslateCli, SameOutputWhateverCameBefore) {
   const char *const sentences[] = {
       "the dog runs.", "eine Katze läuft über grass.", "a red house.",

@@ -65,14 +65,18 @@ llvm::Error translate(const TranslateOptions &o) {
   std::string weights = o.opening.weights.empty()
                             ? o.model + "/" + kModelWeights
                             : o.opening.weights;
-  if (!device) {
-    auto opened = toExpected(Translator::openDeviceFor(**program, o.opening));
+  // One device per worker (the one opened above serves a single worker).
+  std::vector<std::shared_ptr<runtime::Device>> devices;
+  if (device && o.opening.workers == 1) {
+    devices.push_back(std::move(device));
+  } else {
+    auto opened = toExpected(Translator::openDevicesFor(**program, o.opening));
     if (!opened)
       return opened.takeError();
-    device = std::move(*opened);
+    devices = std::move(*opened);
   }
   auto translator = toExpected(Translator::create(
-      std::move(*program), std::move(*tokenizer), weights, device));
+      std::move(*program), std::move(*tokenizer), weights, std::move(devices)));
   if (!translator)
     return translator.takeError();
   TranslationTimes times;
