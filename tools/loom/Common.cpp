@@ -42,8 +42,12 @@ llvm::Error toError(const Status &status) {
 }
 
 int fail(llvm::StringRef command, llvm::Error err) {
-  llvm::errs() << "loom " << command
-               << ": error: " << llvm::toString(std::move(err)) << "\n";
+  // One write: llvm::errs() is unbuffered, and the ranks of an MPI job
+  // share one stderr, where pieces of their lines interleaved.
+  std::string line = "loom " + command.str() +
+                     ": error: " + llvm::toString(std::move(err)) + "\n";
+  llvm::errs() << line;
+  llvm::errs().flush();
   return 1;
 }
 
