@@ -196,7 +196,17 @@ Translator::create(std::shared_ptr<const runtime::Program> program,
         runtime::Session::create(program, std::move(device));
     if (!session)
       return session.status();
-    LOOM_RETURN_IF_ERROR(runtime::loadParametersFile(**session, weights));
+    if (sessions.empty()) {
+      LOOM_RETURN_IF_ERROR(runtime::loadParametersFile(**session, weights));
+    } else {
+      // The first worker's parameters, read and checked once.
+      for (const std::string &name : sessions[0]->parameterNames()) {
+        ErrorOr<runtime::Tensor> value = sessions[0]->getState(name);
+        if (!value)
+          return value.status();
+        LOOM_RETURN_IF_ERROR((*session)->setState(name, value->ref()));
+      }
+    }
     sessions.push_back(std::move(*session));
   }
   return std::unique_ptr<Translator>(
