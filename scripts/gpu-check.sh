@@ -164,7 +164,7 @@ run_stage() {
   # What a suite counted besides its tests ("199 cases of 19 kernels on
   # ...", "42 kernels, 1327 steps replayed on ..."), per device.
   local counted
-  counted=$(sed -n 's/^  \([0-9]* \(cases of [0-9]* kernels\|kernels, [0-9]* steps replayed\) on [^,]*\).*/\1/p' "$part" |
+  counted=$(sed -n 's/^  \([0-9]* \(cases of [0-9]* kernels\|kernels, [0-9]* steps replayed\) on .*\)$/\1/p' "$part" |
     paste -sd ';' - | sed 's/;/; /g')
   rm -f "$part"
   case $verdict in PASS | SKIPPED) ;; *) failed_suites="$failed_suites $binary" ;; esac
