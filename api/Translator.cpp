@@ -217,6 +217,34 @@ int64_t Translator::maxSourceTokens() const {
   return sessions[0]->program().executable().max_len();
 }
 
+void Translator::setProfiling(bool on) {
+  for (const std::unique_ptr<runtime::Session> &session : sessions)
+    session->setProfiling(on);
+}
+
+std::vector<runtime::KernelProfile> Translator::profile() const {
+  std::vector<runtime::KernelProfile> merged;
+  for (const std::unique_ptr<runtime::Session> &session : sessions)
+    for (const runtime::KernelProfile &p : session->profile()) {
+      auto same = std::find_if(merged.begin(), merged.end(),
+                               [&](const runtime::KernelProfile &m) {
+                                 return m.kernel == p.kernel;
+                               });
+      if (same == merged.end()) {
+        merged.push_back(p);
+      } else {
+        same->calls += p.calls;
+        same->seconds += p.seconds;
+      }
+    }
+  std::sort(merged.begin(), merged.end(),
+            [](const runtime::KernelProfile &a,
+               const runtime::KernelProfile &b) {
+              return a.seconds > b.seconds;
+            });
+  return merged;
+}
+
 ErrorOr<std::vector<std::vector<Translation>>>
 Translator::translate(const std::vector<std::string> &sentences,
                       const TranslationOptions &o,

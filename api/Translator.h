@@ -132,6 +132,12 @@ public:
   /// The longest source, eos included, the executable takes.
   int64_t maxSourceTokens() const;
 
+  /// Times every kernel every decoder runs from now on (each step then waits
+  /// for its kernel: on an asynchronous device the figures slow decoding).
+  void setProfiling(bool on);
+  /// Kernels by decreasing seconds, summed over the decoders.
+  std::vector<runtime::KernelProfile> profile() const;
+
 private:
   Translator(std::vector<std::unique_ptr<runtime::Session>> sessions,
              text::Tokenizer tokenizer)

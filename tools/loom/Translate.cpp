@@ -17,6 +17,7 @@
 #include "api/TranslateStream.h"
 #include "tools/TranslateFlags.h"
 
+#include <chrono>
 #include <cstdio>
 
 namespace loom::cli {
@@ -30,7 +31,28 @@ struct TranslateOptions {
   TranslationOptions translation;
   std::string precision = "fp32";
   int timeRuns = 0;
+  bool profile = false;
 };
+
+/// Each kernel's share of the wall time; what no kernel took is the host's
+/// work between steps (search, bookkeeping, tokenizing, printing).
+void printProfile(const Translator &translator, double wallSeconds) {
+  std::vector<runtime::KernelProfile> kernels = translator.profile();
+  double inKernels = 0;
+  for (const runtime::KernelProfile &p : kernels)
+    inKernels += p.seconds;
+  std::fprintf(stderr, "%-32s %10s %10s %6s\n", "kernel", "calls", "ms",
+               "wall");
+  for (const runtime::KernelProfile &p : kernels)
+    std::fprintf(stderr, "%-32s %10lld %10.1f %5.1f%%\n", p.kernel.c_str(),
+                 static_cast<long long>(p.calls), p.seconds * 1000,
+                 100 * p.seconds / wallSeconds);
+  // With several workers the kernels' seconds add up across threads.
+  std::fprintf(stderr, "%-32s %10s %10.1f %5.1f%%\n", "(kernels)", "",
+               inKernels * 1000, 100 * inKernels / wallSeconds);
+  std::fprintf(stderr, "%-32s %10s %10.1f\n", "(wall)", "",
+               wallSeconds * 1000);
+}
 
 llvm::Error translate(const TranslateOptions &o) {
   const loom::TranslationOptions &t = o.translation;
@@ -79,6 +101,9 @@ llvm::Error translate(const TranslateOptions &o) {
       std::move(*program), std::move(*tokenizer), weights, std::move(devices)));
   if (!translator)
     return translator.takeError();
+  if (o.profile)
+    (*translator)->setProfiling(true);
+  auto start = std::chrono::steady_clock::now();
   TranslationTimes times;
   Status status = translateStream(
       **translator, t, o.input, stdout,
@@ -86,6 +111,10 @@ llvm::Error translate(const TranslateOptions &o) {
         std::fprintf(stderr, "loom translate: warning: %s\n", warning.c_str());
       },
       o.timeRuns, &times);
+  if (status.ok() && o.profile)
+    printProfile(**translator, std::chrono::duration<double>(
+                                   std::chrono::steady_clock::now() - start)
+                                   .count());
   if (status.ok() && o.timeRuns > 0)
     std::fprintf(
         stderr, "%s\n",
@@ -104,6 +133,10 @@ void addTranslateCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("--model", o->model, "The model directory")->required();
   addTranslateFlags(cmd, o->input, o->opening, o->translation);
   addTimeRunsFlag(cmd, o->timeRuns);
+  cmd->add_flag("--profile", o->profile,
+                "Print each kernel's calls and milliseconds on stderr after "
+                "translating (the --time-runs included), and their share of "
+                "the wall time");
   CLI::Option *precision = addPrecisionOption(cmd, o->precision);
   precision->description(precision->get_description() +
                          "; the decoder compiled for it is kept as "
