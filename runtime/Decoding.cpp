@@ -15,16 +15,21 @@ namespace loom::runtime {
 
 namespace {
 
-/// Rows `rows` of device tensor `t` along its first dim, in that order.
-ErrorOr<Tensor> gatherRows(Device &device, const Tensor &t,
-                           const std::vector<int64_t> &rows) {
+/// t becomes its rows `rows`, gathered into `spare` (allocated on first
+/// use, else reshaped within its room) and swapped with it.
+Status gatherRowsVia(Device &device, Tensor &t, Tensor &spare,
+                     const std::vector<int64_t> &rows) {
   std::vector<int64_t> shape = t.shape();
   shape[0] = static_cast<int64_t>(rows.size());
-  ErrorOr<Tensor> out = Tensor::onDevice(device, t.dtype(), shape);
-  if (!out)
-    return out;
-  LOOM_RETURN_IF_ERROR(device.gatherRows(t.ref(), rows, out->ref()));
-  return out;
+  if (!spare.data() || !spare.reuseAs(t.dtype(), shape)) {
+    ErrorOr<Tensor> fresh = Tensor::onDevice(device, t.dtype(), shape);
+    if (!fresh)
+      return fresh.status();
+    spare = std::move(*fresh);
+  }
+  LOOM_RETURN_IF_ERROR(device.gatherRows(t.ref(), rows, spare.ref()));
+  std::swap(t, spare);
+  return Status::success();
 }
 
 /// Log-probabilities come from a log-softmax, so the best of a row is at
@@ -78,6 +83,12 @@ struct SelfCache {
 struct DecoderState {
   Tensor src;
   std::map<std::string, Tensor> cross; // "cross_k.0", ...
+  // Where keep() gathers the next src and cross caches to, then swaps: the
+  // sentences only get fewer, so each buffer has room for any later set,
+  // and a sentence leaving costs a copy of the rest, with no allocation
+  // (on the CPU, an allocation is zeroed and faulted in page by page).
+  Tensor spareSrc;
+  std::map<std::string, Tensor> spareCross;
   std::vector<SelfCache> self;
   int64_t sentences = 0, beam = 1;  // hypotheses per sentence
   int64_t length = 0, capacity = 0; // positions held, and room for
@@ -212,16 +223,10 @@ Status DecoderState::keep(Device &device,
     }
   }
   if (int64_t(keptSentences.size()) != sentences) {
-    for (auto &[name, tensor] : cross) {
-      ErrorOr<Tensor> gathered = gatherRows(device, tensor, keptSentences);
-      if (!gathered)
-        return gathered.status();
-      tensor = std::move(*gathered);
-    }
-    ErrorOr<Tensor> gathered = gatherRows(device, src, keptSentences);
-    if (!gathered)
-      return gathered.status();
-    src = std::move(*gathered);
+    for (auto &[name, tensor] : cross)
+      LOOM_RETURN_IF_ERROR(
+          gatherRowsVia(device, tensor, spareCross[name], keptSentences));
+    LOOM_RETURN_IF_ERROR(gatherRowsVia(device, src, spareSrc, keptSentences));
     sentences = static_cast<int64_t>(keptSentences.size());
   }
   return Status::success();

@@ -216,6 +216,12 @@ void dequantizeRow(const int32_t *acc, int64_t n, float rowScale,
   dequantizeBase(acc, n, rowScale, channelScales, sums, out);
 }
 
+/// v with room for at least `size` elements; what it held may stay.
+template <typename T> void growTo(std::vector<T> &v, int64_t size) {
+  if (int64_t(v.size()) < size)
+    v.resize(size_t(size));
+}
+
 } // namespace
 
 int loom::cpu::int8WeightLimit() {
@@ -236,7 +242,9 @@ struct PackedWeights::Impl {
       weights;
   std::map<std::tuple<int64_t, int64_t, int64_t, LinearPrecision>, Product>
       products;
-  // Per call at int8 and bf16: the rows converted, the s32 result.
+  // Per call at int8 and bf16: the rows converted, the s32 result. They
+  // only grow (growTo): a product with the 8000-row generator after one with
+  // a 128-row weight would otherwise zero a megabyte of `acc` every step.
   std::vector<int8_t> rows8;
   std::vector<float> rowScales;
   std::vector<uint16_t> rows16;
@@ -303,8 +311,8 @@ struct PackedWeights::Impl {
   /// Quantizes each of m rows of x into rows8 and rowScales; false when
   /// one cannot be (a NaN or infinity).
   bool quantizeRows(const float *x, int64_t m, int64_t k) {
-    rows8.resize(m * k);
-    rowScales.resize(m);
+    growTo(rows8, m * k);
+    growTo(rowScales, m);
     for (int64_t i = 0; i < m; ++i) {
       rowScales[i] = quantizeRow(x + i * k, k, rows8.data() + i * k);
       if (rowScales[i] < 0)
@@ -321,7 +329,7 @@ struct PackedWeights::Impl {
                        int64_t k, float *y, ThreadPool *pool) {
     if (m > kSmallGemmRows || !quantizeRows(x, m, k))
       return false;
-    acc.resize(m * n);
+    growTo(acc, m * n);
     if (!smallGemmInt8(rows8.data(), weight.codes.data(), m, n, k, acc.data(),
                        pool))
       return false;
@@ -340,12 +348,12 @@ struct PackedWeights::Impl {
       if (!quantizeRows(x, m, k))
         return false;
       // Codes to u8: c + 128 is c with its sign bit flipped.
-      for (int8_t &code : rows8)
-        code = int8_t(uint8_t(code) ^ 0x80u);
+      for (int64_t i = 0; i < m * k; ++i)
+        rows8[i] = int8_t(uint8_t(rows8[i]) ^ 0x80u);
       src = rows8.data();
-      acc.resize(m * n);
+      growTo(acc, m * n);
     } else if (precision == LinearPrecision::BF16) {
-      rows16.resize(m * k);
+      growTo(rows16, m * k);
       dnnl::memory from({{m, k}, DataType::f32, Tag::ab}, engine,
                         const_cast<float *>(x));
       dnnl::memory to({{m, k}, DataType::bf16, Tag::ab}, engine, rows16.data());
