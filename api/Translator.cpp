@@ -345,10 +345,13 @@ Translator::translate(const std::vector<std::string> &sentences,
     }
     found[b] = runtime::beamSearch(session, src->ref(), beam);
   };
+  // Longest batches first: a worker that takes the last one then waits for
+  // no long batch, and each session's memory grows to its largest size at
+  // once instead of step by step.
   std::atomic<size_t> next{0};
   auto work = [&](runtime::Session &session) {
-    for (size_t b = next++; b < starts.size(); b = next++)
-      decodeBatch(session, b);
+    for (size_t taken = next++; taken < starts.size(); taken = next++)
+      decodeBatch(session, starts.size() - 1 - taken);
   };
   std::vector<std::thread> helpers;
   for (size_t w = 1; w < sessions.size() && w < starts.size(); ++w)
