@@ -348,8 +348,11 @@ struct PackedWeights::Impl {
       if (!quantizeRows(x, m, k))
         return false;
       // Codes to u8: c + 128 is c with its sign bit flipped.
-      for (int64_t i = 0; i < m * k; ++i)
-        rows8[i] = int8_t(uint8_t(rows8[i]) ^ 0x80u);
+      // Through a local pointer: a store of int8 may alias the vector's
+      // own pointer, which would keep the loop from being vectorized.
+      int8_t *codes = rows8.data();
+      for (int64_t i = 0, e = m * k; i < e; ++i)
+        codes[i] = int8_t(uint8_t(codes[i]) ^ 0x80u);
       src = rows8.data();
       growTo(acc, m * n);
     } else if (precision == LinearPrecision::BF16) {
