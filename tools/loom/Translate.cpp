@@ -34,24 +34,26 @@ struct TranslateOptions {
   bool profile = false;
 };
 
-/// Each kernel's share of the wall time; what no kernel took is the host's
-/// work between steps (search, bookkeeping, tokenizing, printing).
+/// Each kernel's share of the decoders' time (the wall time, once per
+/// decoder: with --workers the kernels of several decoders run at once);
+/// what no kernel took is the host's work between steps (search,
+/// bookkeeping, tokenizing, printing).
 void printProfile(const Translator &translator, double wallSeconds) {
   std::vector<runtime::KernelProfile> kernels = translator.profile();
   double inKernels = 0;
   for (const runtime::KernelProfile &p : kernels)
     inKernels += p.seconds;
+  double decoderSeconds = wallSeconds * translator.workers();
   std::fprintf(stderr, "%-32s %10s %10s %6s\n", "kernel", "calls", "ms",
-               "wall");
+               "share");
   for (const runtime::KernelProfile &p : kernels)
     std::fprintf(stderr, "%-32s %10lld %10.1f %5.1f%%\n", p.kernel.c_str(),
                  static_cast<long long>(p.calls), p.seconds * 1000,
-                 100 * p.seconds / wallSeconds);
-  // With several workers the kernels' seconds add up across threads.
+                 100 * p.seconds / decoderSeconds);
   std::fprintf(stderr, "%-32s %10s %10.1f %5.1f%%\n", "(kernels)", "",
-               inKernels * 1000, 100 * inKernels / wallSeconds);
-  std::fprintf(stderr, "%-32s %10s %10.1f\n", "(wall)", "",
-               wallSeconds * 1000);
+               inKernels * 1000, 100 * inKernels / decoderSeconds);
+  std::fprintf(stderr, "%-32s %10d %10.1f\n", "(wall, decoders)",
+               translator.workers(), wallSeconds * 1000);
 }
 
 llvm::Error translate(const TranslateOptions &o) {
@@ -136,7 +138,7 @@ void addTranslateCommand(CLI::App &app, int &exitCode) {
   cmd->add_flag("--profile", o->profile,
                 "Print each kernel's calls and milliseconds on stderr after "
                 "translating (the --time-runs included), and their share of "
-                "the wall time");
+                "the decoders' time (wall time x --workers)");
   CLI::Option *precision = addPrecisionOption(cmd, o->precision);
   precision->description(precision->get_description() +
                          "; the decoder compiled for it is kept as "
