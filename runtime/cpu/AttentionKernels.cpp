@@ -180,15 +180,13 @@ void forwardTile(const Problem &p, int64_t b, int64_t i0, int64_t rows,
     if (p.hasBias() &&
         !fillBias(p, maskBase, i0, rows, j0, cols, shift, bias, bk))
       continue;
-    if (!transposed) {
-      prefetchRows(kb + j0 * ks, cols, ks, d);
-      prefetchRows(vb + j0 * vs, cols, vs, dv);
-    }
     if (transposed) {
       int64_t padded = roundUp(cols, kLanes);
       transpose(kb + j0 * ks, cols, d, ks, kt, padded);
       gemm<false>(rows, padded, d, qt, d, 1, kt, padded, s, bk);
     } else {
+      prefetchRows(kb + j0 * ks, cols, ks, d);
+      prefetchRows(vb + j0 * vs, cols, vs, dv);
       dotRows(rows, cols, d, qt, d, kb + j0 * ks, ks, s, bk);
     }
     const int64_t cols8 = roundUp(cols, 8);
