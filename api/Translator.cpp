@@ -237,11 +237,11 @@ std::vector<runtime::KernelProfile> Translator::profile() const {
         same->seconds += p.seconds;
       }
     }
-  std::sort(merged.begin(), merged.end(),
-            [](const runtime::KernelProfile &a,
-               const runtime::KernelProfile &b) {
-              return a.seconds > b.seconds;
-            });
+  std::sort(
+      merged.begin(), merged.end(),
+      [](const runtime::KernelProfile &a, const runtime::KernelProfile &b) {
+        return a.seconds > b.seconds;
+      });
   return merged;
 }
 

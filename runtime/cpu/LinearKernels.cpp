@@ -39,7 +39,8 @@ LOOM_TARGET_AVX2 void geluRowAvx2(float *y, int64_t n) {
 /// one per term, cost a decoder step's small products a few percent). A NaN
 /// stays NaN, as the interpreter's (and torch's) relu keeps it.
 template <bool Bias, bool Relu, bool Residual>
-LOOM_VEC_INLINE void fusedRow(float *y, const float *bias, const float *residual, int64_t n) {
+LOOM_VEC_INLINE void fusedRow(float *y, const float *bias,
+                              const float *residual, int64_t n) {
   for (int64_t j = 0; j < n; ++j) {
     float v = y[j];
     if constexpr (Bias)
@@ -85,7 +86,7 @@ LOOM_VEC_INLINE void epilogueRow(float *y, const float *bias,
 }
 
 using EpilogueRow = void (*)(float *, const float *, const float *, int64_t,
-                            Activation, void (*)(float *, int64_t));
+                             Activation, void (*)(float *, int64_t));
 
 void epilogueRowBase(float *y, const float *bias, const float *residual,
                      int64_t n, Activation activation,

@@ -82,7 +82,8 @@ TEST(PackedWeights, PacksWhatAStepWroteOnTheSecondCall) {
 // calls compute, bit for bit.
 TEST(PackedWeights, TheFirstCallComputesWhatLaterCallsDo) {
   const int64_t m = 7, n = 48, k = 64;
-  std::vector<float> w = test::uniformFloats(n * k, 13), x = test::uniformFloats(m * k, 14);
+  std::vector<float> w = test::uniformFloats(n * k, 13),
+                     x = test::uniformFloats(m * k, 14);
   for (cpu::LinearPrecision precision :
        {cpu::LinearPrecision::F32, cpu::LinearPrecision::Int8}) {
     cpu::PackedWeights packed;
@@ -139,7 +140,8 @@ std::vector<int> codesOf(const float *v, int64_t n, double &scale,
 // to float rounding of the scaling), and stay near the f32 product.
 TEST(PackedWeights, Int8IsThePerRowPerChannelQuantizedProduct) {
   const int64_t m = 9, n = 40, k = 96;
-  std::vector<float> w = test::uniformFloats(n * k, 11), x = test::uniformFloats(m * k, 12);
+  std::vector<float> w = test::uniformFloats(n * k, 11),
+                     x = test::uniformFloats(m * k, 12);
   x[3 * k + 5] = 0; // zero rows and values quantize to 0
   std::fill(x.begin() + 7 * k, x.begin() + 8 * k, 0.0f);
   std::vector<float> y(m * n);
@@ -183,7 +185,8 @@ TEST(PackedWeights, Int8IsThePerRowPerChannelQuantizedProduct) {
 TEST(PackedWeights, Int8FewRowsAreTheManyRowsProduct) {
   for (int64_t k : {96, 77, 5}) {
     const int64_t m = 9, n = 43;
-    std::vector<float> w = test::uniformFloats(n * k, 15), x = test::uniformFloats(m * k, 16);
+    std::vector<float> w = test::uniformFloats(n * k, 15),
+                       x = test::uniformFloats(m * k, 16);
     std::vector<float> many(m * n);
     cpu::PackedWeights packed;
     ASSERT_TRUE(packed.linear(x.data(), w.data(), 5, m, n, k, many.data(),
@@ -203,7 +206,8 @@ TEST(PackedWeights, Int8FewRowsAreTheManyRowsProduct) {
 // in f32, so the value propagates as it would there.
 TEST(PackedWeights, Int8LeavesNonFiniteRowsToTheCaller) {
   const int64_t m = 2, n = 8, k = 16;
-  std::vector<float> w = test::uniformFloats(n * k, 13), x = test::uniformFloats(m * k, 14);
+  std::vector<float> w = test::uniformFloats(n * k, 13),
+                     x = test::uniformFloats(m * k, 14);
   std::vector<float> y(m * n, -7.0f);
   cpu::PackedWeights packed;
   x[k + 3] = std::numeric_limits<float>::quiet_NaN();
@@ -219,7 +223,8 @@ TEST(PackedWeights, Int8LeavesNonFiniteRowsToTheCaller) {
 
 TEST(PackedWeights, BF16StaysWithinItsRounding) {
   const int64_t m = 5, n = 24, k = 64;
-  std::vector<float> w = test::uniformFloats(n * k, 15), x = test::uniformFloats(m * k, 16);
+  std::vector<float> w = test::uniformFloats(n * k, 15),
+                     x = test::uniformFloats(m * k, 16);
   std::vector<float> y(m * n);
   cpu::PackedWeights packed;
   std::vector<std::string> features = cpu::hostCpuFeatures();
@@ -245,7 +250,8 @@ TEST(PackedWeights, BF16StaysWithinItsRounding) {
       }
       EXPECT_LE(std::fabs(exact - y[i * n + j]), magnitude / 256 + 1e-6);
     }
-  EXPECT_GT(test::worstProductError(x, w, y, m, n, k), 0.0) << "not rounded to bf16";
+  EXPECT_GT(test::worstProductError(x, w, y, m, n, k), 0.0)
+      << "not rounded to bf16";
 }
 
 } // namespace

@@ -429,9 +429,8 @@ TEST_F(TranslateCli, WorkersTranslateAsOneDecoderDoes) {
        {"the dog runs.", "eine Katze läuft über grass.", "a red house.", "",
         "the green cat runs over the house.", "Hund Haus Katze.", "grass."})
     input += std::string(sentence) + "\n";
-  for (const char *flags :
-       {"--precision fp32 --beam 4 --nbest 2 --batch 2",
-        "--precision int8 --beam 1 --batch 2"}) {
+  for (const char *flags : {"--precision fp32 --beam 4 --nbest 2 --batch 2",
+                            "--precision int8 --beam 1 --batch 2"}) {
     SCOPED_TRACE(flags);
     std::string one, two, err;
     ASSERT_EQ(translate(input, flags, one, err), 0) << err;
