@@ -117,15 +117,17 @@ Status loom::cpu::linearKernel(const KernelCall &call) {
   const TensorRef *bias = hasBias ? &call.args[2] : nullptr;
   const TensorRef *residual = hasResidual ? &call.args[2 + hasBias] : nullptr;
   int64_t m = dims.m, n = dims.n, k = dims.k;
-  // A few rows in f32 (decoding one sentence, or a beam of one) read the
-  // weight as it lies (SmallGemm.h); at int8 and bf16 the packed copy is
-  // what the product reads.
+  // A weight of known contents is packed once (PackedGemm.h), for a few
+  // rows too (decoding one sentence, a beam, a small batch: in panels,
+  // SmallGemm.h). One the cache does not keep (a training step's, or
+  // without a number) is read as it lies: a few rows in f32 by smallGemm,
+  // more by sgemm.
   bool f32 = !call.packed || call.precision == LinearPrecision::F32;
-  if (!(f32 && m <= kSmallGemmRows &&
-        smallGemm(x.f32(), w.f32(), m, n, k, out.f32(), call.pool)) &&
-      !(call.packed && call.packed->linear(x.f32(), w.f32(), call.versionOf(1),
-                                           m, n, k, out.f32(), call.precision,
-                                           call.pool)))
+  if (!(call.packed &&
+        call.packed->linear(x.f32(), w.f32(), call.versionOf(1), m, n, k,
+                            out.f32(), call.precision, call.pool)) &&
+      !(f32 && m <= kSmallGemmRows &&
+        smallGemm(x.f32(), w.f32(), m, n, k, out.f32(), call.pool)))
     sgemm(false, true, m, n, k, 1.0f, x.f32(), k, w.f32(), k, 0.0f, out.f32(),
           n);
   if (!bias && !residual && activation == Activation::None)

@@ -14,6 +14,7 @@
 #include <immintrin.h>
 #endif
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <string>
@@ -27,6 +28,20 @@ namespace {
 using DataType = dnnl::memory::data_type;
 using Tag = dnnl::memory::format_tag;
 
+struct FreeMemory {
+  void operator()(void *p) const { std::free(p); }
+};
+/// An array on a cache line's boundary: the few-rows products stream their
+/// panels with whole-line loads.
+template <typename T> using AlignedArray = std::unique_ptr<T[], FreeMemory>;
+template <typename T> AlignedArray<T> alignedArray(int64_t count) {
+  size_t bytes = (size_t(count) * sizeof(T) + 63) & ~size_t(63);
+  T *p = static_cast<T *>(std::aligned_alloc(64, std::max<size_t>(bytes, 64)));
+  if (!p)
+    throw std::bad_alloc();
+  return AlignedArray<T>(p);
+}
+
 /// One weight's state: the version last seen and, from its second call on,
 /// the packed copy in the layout `layout` (with its channel scales at int8).
 struct Weight {
@@ -36,9 +51,14 @@ struct Weight {
   dnnl::memory::desc layout;
   dnnl::memory memory;
   bool quantized = false;      // int8: codes, scales and sums are set
-  std::vector<int8_t> codes;   // int8: row-major [n, k], for a few rows
+  std::vector<int8_t> codes;   // int8: row-major [n, k], to pack from
   std::vector<float> scales;   // int8: per output channel
   std::vector<int32_t> sums;   // int8: per output channel, its codes' sum
+  /// For up to kSmallGemmRows rows (SmallGemm.h): f32 panels, or the int8
+  /// codes in panels; empty until such a call.
+  AlignedArray<float> panels;
+  AlignedArray<int8_t> codePanels;
+  int64_t panelBytes = 0;
 };
 
 /// A matmul for one (m, n, k, precision), the weight layout it reads, and
@@ -321,22 +341,42 @@ struct PackedWeights::Impl {
     return true;
   }
 
-  /// y = x . w^T at int8 for a few rows, straight from the row-major codes
-  /// (SmallGemm.h): the same integers as the packed product's, and so the
-  /// same result. False where smallGemmInt8 declines or a row cannot be
-  /// quantized.
+  /// y = x . w^T at int8 for a few rows, from the codes in panels (packed
+  /// here on the first such call; SmallGemm.h): the same integers as the
+  /// packed product's, and so the same result. False where
+  /// smallGemmInt8Panels declines or a row cannot be quantized.
   bool multiplyFewRows(Weight &weight, const float *x, int64_t m, int64_t n,
                        int64_t k, float *y, ThreadPool *pool) {
-    if (m > kSmallGemmRows || !quantizeRows(x, m, k))
+    if (m > kSmallGemmRows || !avx2Enabled() || !quantizeRows(x, m, k))
       return false;
+    if (!weight.codePanels) {
+      weight.panelBytes = codePanelBytes(n, k);
+      weight.codePanels = alignedArray<int8_t>(weight.panelBytes);
+      packCodePanels(weight.codes.data(), n, k, weight.codePanels.get());
+    }
     growTo(acc, m * n);
-    if (!smallGemmInt8(rows8.data(), weight.codes.data(), m, n, k, acc.data(),
-                       pool))
+    if (!smallGemmInt8Panels(rows8.data(), weight.codePanels.get(), m, n, k,
+                             acc.data(), pool))
       return false;
     for (int64_t i = 0; i < m; ++i)
       dequantizeRow(acc.data() + i * n, n, rowScales[i], weight.scales.data(),
                     nullptr, y + i * n);
     return true;
+  }
+
+  /// y = x . w^T in f32 for a few rows, from the weight in panels (packed
+  /// here on the first such call). False where smallGemmPanels declines.
+  bool multiplyFewRowsF32(Weight &weight, const float *w, const float *x,
+                          int64_t m, int64_t n, int64_t k, float *y,
+                          ThreadPool *pool) {
+    if (m > kSmallGemmRows || !avx2Enabled())
+      return false;
+    if (!weight.panels) {
+      weight.panelBytes = panelFloats(n, k) * int64_t(sizeof(float));
+      weight.panels = alignedArray<float>(panelFloats(n, k));
+      packPanels(w, n, k, weight.panels.get());
+    }
+    return smallGemmPanels(x, weight.panels.get(), m, n, k, y, pool);
   }
 
   /// y = x . w^T through `product` at `precision`; false when the rows
@@ -401,6 +441,9 @@ bool PackedWeights::linear(const float *x, const float *w, uint64_t version,
       return false;
   }
   try {
+    if (precision == LinearPrecision::F32 &&
+        impl->multiplyFewRowsF32(weight, w, x, m, n, k, y, pool))
+      return true;
     applyOneDnnThreads();
     if (precision == LinearPrecision::Int8) {
       impl->quantize(weight, w, n, k);
@@ -424,8 +467,10 @@ bool PackedWeights::linear(const float *x, const float *w, uint64_t version,
 
 int64_t PackedWeights::packedBytes() const {
   int64_t bytes = 0;
-  for (const auto &entry : impl->weights)
+  for (const auto &entry : impl->weights) {
     if (entry.second.packed)
       bytes += static_cast<int64_t>(entry.second.layout.get_size());
+    bytes += entry.second.panelBytes;
+  }
   return bytes;
 }

@@ -30,9 +30,11 @@
 //         keep every pair sum exact (2 * 255 * 63 < 32768), where 8-bit
 //         ones saturated and gave wrong results;
 //   bf16  weights and rows rounded to bfloat16, accumulated in f32.
-// At int8 the codes are kept row-major too: up to kSmallGemmRows rows (one
-// sentence, a beam of four) multiply them directly (SmallGemm.h), the same
-// integers as the packed product's without oneDNN's per-call work.
+// Up to kSmallGemmRows rows (one sentence, a beam of four, a small batch)
+// multiply a second copy instead, in panels that the product reads as one
+// stream (SmallGemm.h), packed on the first such call: the f32 weight, or
+// at int8 the same codes (the same integers as the packed product's),
+// without oneDNN's per-call work.
 // Only numbered (constant) weights are ever quantized: training, and any
 // call without a number, stays in f32.
 //
@@ -72,8 +74,8 @@ public:
   /// y[m, n] = x[m, k] . w[n, k]^T, all row-major, with `w` packed, when `w`
   /// (of content `version`, nonzero) has been packed or is packed now.
   /// Returns false, leaving `y` untouched, when the caller must compute it.
-  /// At int8, up to kSmallGemmRows rows multiply the weight's row-major
-  /// codes directly (SmallGemm.h), split over `pool`.
+  /// Up to kSmallGemmRows rows multiply the weight's panels (SmallGemm.h),
+  /// split over `pool`.
   bool linear(const float *x, const float *w, uint64_t version, int64_t m,
               int64_t n, int64_t k, float *y,
               LinearPrecision precision = LinearPrecision::F32,

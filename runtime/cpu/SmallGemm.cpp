@@ -101,75 +101,6 @@ LOOM_TARGET_AVX2 void rowsOfY(const float *x, const float *w, int64_t m,
   }
 }
 
-/// dot[r, j..j+3] for R rows of int8 codes x against four rows of w from
-/// w0: _mm256_maddubs_epi16 multiplies |x| (u8) by w with x's sign (s8) and
-/// adds pairs in int16 (at most 2 * 127 * 127, no saturation), and
-/// _mm256_madd_epi16 widens pairs of those to int32.
-template <int R>
-LOOM_TARGET_AVX2 inline void fourDots(const int8_t *x, const int8_t *w0,
-                                      int64_t n, int64_t k, int32_t *dot) {
-  const int64_t whole = k & ~int64_t(31);
-  const int8_t *w[4] = {w0, w0 + k, w0 + 2 * k, w0 + 3 * k};
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256i acc[R][4];
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < 4; ++c)
-      acc[r][c] = _mm256_setzero_si256();
-  for (int64_t i = 0; i < whole; i += 32) {
-    __m256i v[4];
-    for (int c = 0; c < 4; ++c)
-      v[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(w[c] + i));
-    for (int r = 0; r < R; ++r) {
-      __m256i xr =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x + r * k + i));
-      __m256i magnitude = _mm256_sign_epi8(xr, xr);
-      for (int c = 0; c < 4; ++c) {
-        __m256i pairs =
-            _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(v[c], xr));
-        acc[r][c] =
-            _mm256_add_epi32(acc[r][c], _mm256_madd_epi16(pairs, ones));
-      }
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    __m256i ab = _mm256_hadd_epi32(acc[r][0], acc[r][1]),
-            cd = _mm256_hadd_epi32(acc[r][2], acc[r][3]);
-    __m256i abcd = _mm256_hadd_epi32(ab, cd);
-    __m128i sums = _mm_add_epi32(_mm256_castsi256_si128(abcd),
-                                 _mm256_extracti128_si256(abcd, 1));
-    alignas(16) int32_t lanes[4];
-    _mm_store_si128(reinterpret_cast<__m128i *>(lanes), sums);
-    const int8_t *xr = x + r * k;
-    for (int c = 0; c < 4; ++c) {
-      int32_t tail = 0;
-      for (int64_t i = whole; i < k; ++i)
-        tail += int32_t(xr[i]) * int32_t(w[c][i]);
-      dot[r * n + c] = lanes[c] + tail;
-    }
-  }
-}
-
-LOOM_TARGET_AVX2 void dotsOfRows(const int8_t *x, const int8_t *w, int64_t m,
-                                 int64_t n, int64_t k, int32_t *dot,
-                                 int64_t begin, int64_t end) {
-  int64_t j = begin;
-  for (; j + 4 <= end; j += 4) {
-    int64_t r = 0;
-    for (; r + 2 <= m; r += 2)
-      fourDots<2>(x + r * k, w + j * k, n, k, dot + r * n + j);
-    if (r < m)
-      fourDots<1>(x + r * k, w + j * k, n, k, dot + r * n + j);
-  }
-  // Integer sums are exact: any order gives the same value.
-  for (; j < end; ++j)
-    for (int64_t r = 0; r < m; ++r) {
-      int32_t sum = 0;
-      for (int64_t i = 0; i < k; ++i)
-        sum += int32_t(x[r * k + i]) * int32_t(w[j * k + i]);
-      dot[r * n + j] = sum;
-    }
-}
-
 #endif
 
 /// Rows of w per parallel chunk: about 64K multiply-adds, so that a 128 x
@@ -209,24 +140,6 @@ bool loom::cpu::smallGemm(const float *x, const float *w, int64_t m, int64_t n,
   return true;
 #else
   (void)x, (void)w, (void)m, (void)n, (void)k, (void)y, (void)pool;
-  return false;
-#endif
-}
-
-bool loom::cpu::smallGemmInt8(const int8_t *x, const int8_t *w, int64_t m,
-                              int64_t n, int64_t k, int32_t *dot,
-                              ThreadPool *pool) {
-#if LOOM_HAVE_AVX2_PATH
-  if (!takes(m, n, k))
-    return false;
-  // A quarter of the f32 bytes per multiply-add: four times the rows per
-  // chunk.
-  overRowChunks(pool, n, 4 * rowGrain(k), [&](int64_t begin, int64_t end) {
-    dotsOfRows(x, w, m, n, k, dot, begin, end);
-  });
-  return true;
-#else
-  (void)x, (void)w, (void)m, (void)n, (void)k, (void)dot, (void)pool;
   return false;
 #endif
 }

@@ -1,19 +1,25 @@
 //===- SmallGemm.h - A linear layer's product for a few rows ----*- C++ -*-===//
 //
-// y[m, n] = x[m, k] . w[n, k]^T for m of at most kSmallGemmRows, in f32,
-// read straight from the row-major weight: each output is one dot product
-// of a row of x with a row of w. Decoding one sentence greedily, a beam of
-// four, or a batch of up to eight sentences greedily multiplies one to
-// eight rows by every weight of the decoder at every step; that product is
-// bound by reading the weight
-// (streaming 8 MB per step for the multi30k model, at what the caches
+// y[m, n] = x[m, k] . w[n, k]^T for m of at most kSmallGemmRows, in f32 or
+// int8. Decoding one sentence greedily, a beam of four, or a batch of up to
+// eight sentences greedily multiplies one to eight rows by every weight of
+// the decoder at every step; that product is bound by reading the weight
+// (7.8 MB per step for the multi30k model in f32, at what the caches
 // deliver), and a oneDNN matmul adds its per-call work on top (an argument
 // map and an execution context built per call, scratchpad, tracing) that at
 // one row costs as much as a 128 x 128 product itself. Here the weight is
-// read once per call, a few of its rows at a time against every row of x,
-// and the pool splits large weights by output rows.
+// read once per call against every row of x, and the pool splits large
+// weights by output rows. Two layouts of the weight:
+//   - as it lies, row-major: each output one dot product of a row of x with
+//     a row of w, four rows of w side by side. For weights nothing keeps a
+//     copy of (a training step's);
+//   - in panels, copied once (SmallGemmPanels.cpp), read as one stream:
+//     decoding multi30k on one core, 1.45x faster one sentence at a time
+//     greedily and 1.6x with a beam of four in f32, 1.48x at int8 by eight
+//     sentences greedily (interleaved A/B, same translations). For constant
+//     weights (PackedGemm.h keeps the copy), and at int8.
 //
-// Every output is summed in the same order whatever m (up to
+// Every output is summed in one order (per layout) whatever m (up to
 // kSmallGemmRows) is and wherever its row falls, so while a batch has at most
 // that many rows a sentence's scores do not depend on the sentences decoded
 // beside it.
@@ -41,13 +47,33 @@ constexpr int64_t kSmallGemmRows = 8;
 bool smallGemm(const float *x, const float *w, int64_t m, int64_t n, int64_t k,
                float *y, ThreadPool *pool);
 
-/// The same product of int8 codes, exact in int32: dot[m, n] = x[m, k] .
-/// w[n, k]^T, for codes of x in [-127, 127] and of w in [-127, 127] (two
-/// products of |x| and w carrying x's sign add up within int16 before they
-/// widen, so no sum saturates). What the packed int8 product computes (its
-/// u8 rows less 128 times each channel's sum), and so the same value.
-bool smallGemmInt8(const int8_t *x, const int8_t *w, int64_t m, int64_t n,
-                   int64_t k, int32_t *dot, ThreadPool *pool);
+/// The same products over a weight copied once into panels
+/// (SmallGemmPanels.cpp), which they read as one stream: what decoding reads
+/// at every step, where the weights are constant. An f32 panel holds
+/// kPanelRows output rows of w.
+constexpr int64_t kPanelRows = 16;
+
+/// The floats, and int8 bytes, of w [n, k] in panels.
+int64_t panelFloats(int64_t n, int64_t k);
+int64_t codePanelBytes(int64_t n, int64_t k);
+
+/// Copies row-major w [n, k] into `panels` (panelFloats(n, k) floats).
+void packPanels(const float *w, int64_t n, int64_t k, float *panels);
+/// Copies row-major int8 codes [n, k] into `panels` (codePanelBytes(n, k)).
+void packCodePanels(const int8_t *codes, int64_t n, int64_t k, int8_t *panels);
+
+/// smallGemm over `panels` (packPanels of w). Each output is summed in one
+/// order whatever m is and wherever its row falls (not smallGemm's order).
+bool smallGemmPanels(const float *x, const float *panels, int64_t m, int64_t n,
+                     int64_t k, float *y, ThreadPool *pool);
+/// The same product of int8 codes over `panels` (packCodePanels of w),
+/// exact in int32: dot[m, n] = x[m, k] . w[n, k]^T, for codes of x in
+/// [-127, 127] and of w in [-127, 127] (two products of |x| and w carrying
+/// x's sign add up within int16 before they widen, so no sum saturates).
+/// What the packed int8 product computes (its u8 rows less 128 times each
+/// channel's sum), and so the same value.
+bool smallGemmInt8Panels(const int8_t *x, const int8_t *panels, int64_t m,
+                         int64_t n, int64_t k, int32_t *dot, ThreadPool *pool);
 
 } // namespace loom::cpu
 
