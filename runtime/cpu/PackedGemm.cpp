@@ -341,6 +341,16 @@ struct PackedWeights::Impl {
     return true;
   }
 
+  /// The first `count` codes of rows8 to u8: c + 128 is c with its sign
+  /// bit flipped.
+  void shiftToUnsigned(int64_t count) {
+    // Through a local pointer: a store of int8 may alias the vector's own
+    // pointer, which would keep the loop from being vectorized.
+    int8_t *codes = rows8.data();
+    for (int64_t i = 0; i < count; ++i)
+      codes[i] = int8_t(uint8_t(codes[i]) ^ 0x80u);
+  }
+
   /// y = x . w^T at int8 for a few rows, from the codes in panels (packed
   /// here on the first such call; SmallGemm.h): the same integers as the
   /// packed product's, and so the same result. False where
@@ -354,13 +364,18 @@ struct PackedWeights::Impl {
       weight.codePanels = alignedArray<int8_t>(weight.panelBytes);
       packCodePanels(weight.codes.data(), n, k, weight.codePanels.get());
     }
+    // Weights within +-63 (no VNNI) take the rows as u8, as the packed
+    // product does, and the same correction by the channels' sums.
+    bool unsignedRows = int8WeightLimit() <= 63;
+    if (unsignedRows)
+      shiftToUnsigned(m * k);
     growTo(acc, m * n);
     if (!smallGemmInt8Panels(rows8.data(), weight.codePanels.get(), m, n, k,
-                             acc.data(), pool))
+                             acc.data(), pool, unsignedRows))
       return false;
     for (int64_t i = 0; i < m; ++i)
       dequantizeRow(acc.data() + i * n, n, rowScales[i], weight.scales.data(),
-                    nullptr, y + i * n);
+                    unsignedRows ? weight.sums.data() : nullptr, y + i * n);
     return true;
   }
 
@@ -387,12 +402,7 @@ struct PackedWeights::Impl {
     if (precision == LinearPrecision::Int8) {
       if (!quantizeRows(x, m, k))
         return false;
-      // Codes to u8: c + 128 is c with its sign bit flipped.
-      // Through a local pointer: a store of int8 may alias the vector's
-      // own pointer, which would keep the loop from being vectorized.
-      int8_t *codes = rows8.data();
-      for (int64_t i = 0, e = m * k; i < e; ++i)
-        codes[i] = int8_t(uint8_t(codes[i]) ^ 0x80u);
+      shiftToUnsigned(m * k);
       src = rows8.data();
       growTo(acc, m * n);
     } else if (precision == LinearPrecision::BF16) {

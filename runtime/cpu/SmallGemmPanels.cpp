@@ -149,14 +149,18 @@ inline int32_t quadAt(const int8_t *x, int64_t codes) {
   return quad;
 }
 
-/// Adds the products of one quad of codes of a row of x with the panel's
-/// eight outputs' quads w into acc: |x| (u8) times w carrying x's sign
-/// (s8), pairs added in int16 (at most 2 * 127 * 127) and widened to
-/// int32. Integer sums are exact.
+/// Adds the products of one quad of a row of x with the panel's eight
+/// outputs' quads w into acc, pairs added in int16 and widened to int32.
+/// Signed rows: |x| (u8) times w carrying x's sign (s8), each pair at most
+/// 2 * 127 * 127. Unsigned rows (codes + 128): x times w as they are, at
+/// most 2 * 255 * 63 for weights within +-63, and two fewer instructions.
+/// Integer sums are exact.
+template <bool Unsigned>
 LOOM_TARGET_AVX2 inline void addQuad(__m256i &acc, int32_t quad, __m256i w) {
   __m256i xq = _mm256_set1_epi32(quad);
-  __m256i pairs =
-      _mm256_maddubs_epi16(_mm256_sign_epi8(xq, xq), _mm256_sign_epi8(w, xq));
+  __m256i pairs = Unsigned ? _mm256_maddubs_epi16(xq, w)
+                           : _mm256_maddubs_epi16(_mm256_sign_epi8(xq, xq),
+                                                  _mm256_sign_epi8(w, xq));
   acc = _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
 }
 
@@ -171,10 +175,10 @@ LOOM_TARGET_AVX2 inline void storeDots(__m256i acc, int32_t *dot,
   std::memcpy(dot, lanes, size_t(valid) * sizeof(int32_t));
 }
 
-/// dot[r][0..7] for R (one to four) rows of codes x against one int8
-/// panel; named sums rather than an array indexed by row, which went
-/// through the stack.
-template <int R>
+/// dot[r][0..7] for R (one to four) rows of x against one int8 panel;
+/// named sums rather than an array indexed by row, which went through the
+/// stack.
+template <int R, bool Unsigned>
 LOOM_TARGET_AVX2 inline void panelDots(const int8_t *x, const int8_t *panel,
                                        int64_t k, int32_t *dot, int64_t n,
                                        int64_t valid) {
@@ -186,13 +190,13 @@ LOOM_TARGET_AVX2 inline void panelDots(const int8_t *x, const int8_t *panel,
         reinterpret_cast<const __m256i *>(panel + g * 4 * kCodeLanes));
     // 4 but in the last quad: a load of four bytes.
     const int64_t codes = std::min<int64_t>(4, k - 4 * g), at = 4 * g;
-    addQuad(a0, quadAt(x + at, codes), w);
+    addQuad<Unsigned>(a0, quadAt(x + at, codes), w);
     if constexpr (R > 1)
-      addQuad(a1, quadAt(x + k + at, codes), w);
+      addQuad<Unsigned>(a1, quadAt(x + k + at, codes), w);
     if constexpr (R > 2)
-      addQuad(a2, quadAt(x + 2 * k + at, codes), w);
+      addQuad<Unsigned>(a2, quadAt(x + 2 * k + at, codes), w);
     if constexpr (R > 3)
-      addQuad(a3, quadAt(x + 3 * k + at, codes), w);
+      addQuad<Unsigned>(a3, quadAt(x + 3 * k + at, codes), w);
   }
   storeDots(a0, dot, valid);
   if constexpr (R > 1)
@@ -203,23 +207,23 @@ LOOM_TARGET_AVX2 inline void panelDots(const int8_t *x, const int8_t *panel,
     storeDots(a3, dot + 3 * n, valid);
 }
 
-LOOM_TARGET_AVX2 void codePanelRange(const int8_t *x, const int8_t *panels,
-                                     int64_t m, int64_t n, int64_t k,
-                                     int32_t *dot, int64_t first,
-                                     int64_t last) {
+template <bool Unsigned>
+LOOM_TARGET_AVX2 void
+codePanelRange(const int8_t *x, const int8_t *panels, int64_t m, int64_t n,
+               int64_t k, int32_t *dot, int64_t first, int64_t last) {
   const int64_t panelBytes = (k + 3) / 4 * 4 * kCodeLanes;
   for (int64_t p = first; p < last; ++p) {
     const int8_t *panel = panels + p * panelBytes;
     int64_t j = p * kCodeLanes, valid = std::min(kCodeLanes, n - j);
     int64_t r = 0;
     for (; r + 4 <= m; r += 4)
-      panelDots<4>(x + r * k, panel, k, dot + r * n + j, n, valid);
+      panelDots<4, Unsigned>(x + r * k, panel, k, dot + r * n + j, n, valid);
     if (m - r == 3)
-      panelDots<3>(x + r * k, panel, k, dot + r * n + j, n, valid);
+      panelDots<3, Unsigned>(x + r * k, panel, k, dot + r * n + j, n, valid);
     else if (m - r == 2)
-      panelDots<2>(x + r * k, panel, k, dot + r * n + j, n, valid);
+      panelDots<2, Unsigned>(x + r * k, panel, k, dot + r * n + j, n, valid);
     else if (m - r == 1)
-      panelDots<1>(x + r * k, panel, k, dot + r * n + j, n, valid);
+      panelDots<1, Unsigned>(x + r * k, panel, k, dot + r * n + j, n, valid);
   }
 }
 
@@ -297,17 +301,21 @@ void loom::cpu::packCodePanels(const int8_t *codes, int64_t n, int64_t k,
 
 bool loom::cpu::smallGemmInt8Panels(const int8_t *x, const int8_t *panels,
                                     int64_t m, int64_t n, int64_t k,
-                                    int32_t *dot, ThreadPool *pool) {
+                                    int32_t *dot, ThreadPool *pool,
+                                    bool unsignedRows) {
   if (!takes(m, n, k))
     return false;
 #if LOOM_HAVE_AVX2_PATH
   parallelRange(pool, panelsOf(n, kCodeLanes), panelGrain(k, kCodeLanes, 4),
                 [&](int64_t first, int64_t last) {
-                  codePanelRange(x, panels, m, n, k, dot, first, last);
+                  if (unsignedRows)
+                    codePanelRange<true>(x, panels, m, n, k, dot, first, last);
+                  else
+                    codePanelRange<false>(x, panels, m, n, k, dot, first, last);
                 });
   return true;
 #else
-  (void)x, (void)panels, (void)dot, (void)pool;
+  (void)x, (void)panels, (void)dot, (void)pool, (void)unsignedRows;
   return false;
 #endif
 }

@@ -6,7 +6,8 @@
 // past the last vector, with and without a pool. Each output is summed in
 // one order: a row's result is bit for bit the same alone or among others,
 // and however the pool splits the weight. The int8 product over panels is
-// exact, codes at +-127 included. All decline what they do not take.
+// exact, codes at +-127 included, and so is that of rows shifted to u8
+// against weights within +-63. All decline what they do not take.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,10 +42,12 @@ bool product(bool panels, const std::vector<float> &x,
 
 /// The int8 codes' products over panels.
 bool dots(const std::vector<int8_t> &x, const std::vector<int8_t> &w, int64_t m,
-          int64_t n, int64_t k, int32_t *dot, cpu::ThreadPool *pool) {
+          int64_t n, int64_t k, int32_t *dot, cpu::ThreadPool *pool,
+          bool unsignedRows = false) {
   std::vector<int8_t> packed(cpu::codePanelBytes(n, k), 99);
   cpu::packCodePanels(w.data(), n, k, packed.data());
-  return cpu::smallGemmInt8Panels(x.data(), packed.data(), m, n, k, dot, pool);
+  return cpu::smallGemmInt8Panels(x.data(), packed.data(), m, n, k, dot, pool,
+                                  unsignedRows);
 }
 
 TEST(SmallGemm, MatchesAProductInDoubleForEveryRowCountAndShape) {
@@ -95,32 +98,45 @@ TEST(SmallGemm, Int8DotsAreExactAtTheCodesExtremes) {
   if (!cpu::avx2Enabled())
     GTEST_SKIP() << "smallGemmInt8 runs on CPUs with AVX2";
   std::mt19937 rng(6);
-  std::uniform_int_distribution<int> code(-127, 127), edge(0, 3);
+  std::uniform_int_distribution<int> edge(0, 3);
   cpu::ThreadPool pool(2);
-  for (int64_t m = 1; m <= cpu::kSmallGemmRows; ++m)
-    for (int64_t n : {1, 6, 8, 9, 4099})
-      for (int64_t k : {1, 3, 4, 31, 32, 128, 515}) {
-        // Many codes at +-127, where a pair of products is largest.
-        auto draw = [&] {
-          int e = edge(rng);
-          return int8_t(e == 0 ? 127 : e == 1 ? -127 : code(rng));
-        };
-        std::vector<int8_t> x(m * k), w(n * k);
-        for (int8_t &v : x)
-          v = draw();
-        for (int8_t &v : w)
-          v = draw();
-        std::vector<int32_t> dot(m * n, -1);
-        ASSERT_TRUE(dots(x, w, m, n, k, dot.data(), &pool));
-        for (int64_t i = 0; i < m; ++i)
-          for (int64_t j = 0; j < n; ++j) {
-            int64_t want = 0;
-            for (int64_t q = 0; q < k; ++q)
-              want += int64_t(x[i * k + q]) * w[j * k + q];
-            ASSERT_EQ(dot[i * n + j], want)
-                << m << "x" << n << "x" << k << " at " << i << ", " << j;
-          }
-      }
+  // Signed rows against weights up to +-127; unsigned rows (codes + 128)
+  // against weights up to +-63, their limit.
+  for (bool unsignedRows : {false, true})
+    for (int64_t m = 1; m <= cpu::kSmallGemmRows; ++m)
+      for (int64_t n : {1, 6, 8, 9, 4099})
+        for (int64_t k : {1, 3, 4, 31, 32, 128, 515}) {
+          // Many codes at their extremes, where a pair of products is
+          // largest.
+          auto draw = [&](int limit) {
+            int e = edge(rng);
+            return int8_t(e == 0   ? limit
+                          : e == 1 ? -limit
+                                   : std::uniform_int_distribution<int>(
+                                         -limit, limit)(rng));
+          };
+          std::vector<int8_t> x(m * k), w(n * k);
+          for (int8_t &v : x)
+            v = draw(127);
+          for (int8_t &v : w)
+            v = draw(unsignedRows ? 63 : 127);
+          std::vector<int8_t> rows = x;
+          if (unsignedRows)
+            for (int8_t &v : rows)
+              v = int8_t(uint8_t(v) ^ 0x80u); // v + 128 as u8
+          std::vector<int32_t> dot(m * n, -1);
+          ASSERT_TRUE(dots(rows, w, m, n, k, dot.data(), &pool, unsignedRows));
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+              int64_t want = 0;
+              for (int64_t q = 0; q < k; ++q)
+                want += (int64_t(x[i * k + q]) + (unsignedRows ? 128 : 0)) *
+                        w[j * k + q];
+              ASSERT_EQ(dot[i * n + j], want)
+                  << m << "x" << n << "x" << k << " at " << i << ", " << j
+                  << (unsignedRows ? " unsigned" : "");
+            }
+        }
 }
 
 TEST(SmallGemm, DeclinesWhatItDoesNotTake) {
