@@ -437,6 +437,12 @@ bool PackedWeights::linear(const float *x, const float *w, uint64_t version,
                            LinearPrecision precision, ThreadPool *pool) {
   if (version == 0 || m <= 0 || n <= 0 || k <= 0)
     return false;
+  // A training step's weight at a few rows in f32 stays with the caller's
+  // row-major product: panels made on its second sight would sum in
+  // another order than its first call did.
+  if (precision == LinearPrecision::F32 && m <= kSmallGemmRows &&
+      (version & runtime::kWrittenByStep))
+    return false;
   Weight &weight = impl->weights[std::make_tuple(w, n, k, precision)];
   if (weight.version == version && weight.refused)
     return false;

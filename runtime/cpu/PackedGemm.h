@@ -34,7 +34,9 @@
 // multiply a second copy instead, in panels that the product reads as one
 // stream (SmallGemm.h), packed on the first such call: the f32 weight, or
 // at int8 the same codes (the same integers as the packed product's),
-// without oneDNN's per-call work.
+// without oneDNN's per-call work. A weight a training step wrote is never
+// put in panels: it would be multiplied row-major on first sight and from
+// panels after, in two orders of summation.
 // Only numbered (constant) weights are ever quantized: training, and any
 // call without a number, stays in f32.
 //

@@ -63,7 +63,7 @@ TEST(PackedWeights, PacksContentsThatStayOnTheirFirstCall) {
 }
 
 TEST(PackedWeights, PacksWhatAStepWroteOnTheSecondCall) {
-  const int64_t m = 3, n = 67, k = 131;
+  const int64_t m = cpu::kSmallGemmRows + 4, n = 67, k = 131;
   const uint64_t version = 5 | runtime::kWrittenByStep;
   std::vector<float> w = test::uniformFloats(n * k, 1);
   std::vector<float> x = test::uniformFloats(m * k, 9), y(m * n, -7.0f);
@@ -76,6 +76,24 @@ TEST(PackedWeights, PacksWhatAStepWroteOnTheSecondCall) {
   ASSERT_TRUE(packed.linear(x.data(), w.data(), version, m, n, k, y.data()));
   EXPECT_LT(test::worstProductError(x, w, y, m, n, k), 1e-4);
   EXPECT_GE(packed.packedBytes(), n * k * int64_t(sizeof(float)));
+}
+
+// A few rows of such a weight stay with the caller on every call: panels
+// made on the second call would sum in another order than the first.
+TEST(PackedWeights, LeavesAFewRowsOfWhatAStepWroteToTheCaller) {
+  const int64_t n = 67, k = 131;
+  const uint64_t version = 5 | runtime::kWrittenByStep;
+  std::vector<float> w = test::uniformFloats(n * k, 1);
+  cpu::PackedWeights packed;
+  for (int64_t m = 1; m <= cpu::kSmallGemmRows; ++m) {
+    std::vector<float> x = test::uniformFloats(m * k, 9), y(m * n, -7.0f);
+    for (int call = 0; call < 3; ++call)
+      EXPECT_FALSE(
+          packed.linear(x.data(), w.data(), version, m, n, k, y.data()))
+          << m << " rows, call " << call;
+    EXPECT_EQ(y[0], -7.0f);
+  }
+  EXPECT_EQ(packed.packedBytes(), 0);
 }
 
 // At every precision the first call with a weight computes what the later
@@ -99,7 +117,7 @@ TEST(PackedWeights, TheFirstCallComputesWhatLaterCallsDo) {
 }
 
 TEST(PackedWeights, ANewVersionDropsThePackedCopy) {
-  const int64_t m = 4, n = 16, k = 24;
+  const int64_t m = cpu::kSmallGemmRows + 4, n = 16, k = 24;
   const uint64_t byStep = runtime::kWrittenByStep;
   std::vector<float> w = test::uniformFloats(n * k, 3);
   std::vector<float> x = test::uniformFloats(m * k, 4), y(m * n);
