@@ -58,7 +58,6 @@ struct Weight {
   /// codes in panels; empty until such a call.
   AlignedArray<float> panels;
   AlignedArray<int8_t> codePanels;
-  int64_t panelBytes = 0;
 };
 
 /// A matmul for one (m, n, k, precision), the weight layout it reads, and
@@ -357,11 +356,10 @@ struct PackedWeights::Impl {
   /// smallGemmInt8Panels declines or a row cannot be quantized.
   bool multiplyFewRows(Weight &weight, const float *x, int64_t m, int64_t n,
                        int64_t k, float *y, ThreadPool *pool) {
-    if (m > kSmallGemmRows || !avx2Enabled() || !quantizeRows(x, m, k))
+    if (!smallGemmTakes(m, n, k) || !quantizeRows(x, m, k))
       return false;
     if (!weight.codePanels) {
-      weight.panelBytes = codePanelBytes(n, k);
-      weight.codePanels = alignedArray<int8_t>(weight.panelBytes);
+      weight.codePanels = alignedArray<int8_t>(codePanelBytes(n, k));
       packCodePanels(weight.codes.data(), n, k, weight.codePanels.get());
     }
     // Weights within +-63 (no VNNI) take the rows as u8, as the packed
@@ -384,10 +382,9 @@ struct PackedWeights::Impl {
   bool multiplyFewRowsF32(Weight &weight, const float *w, const float *x,
                           int64_t m, int64_t n, int64_t k, float *y,
                           ThreadPool *pool) {
-    if (m > kSmallGemmRows || !avx2Enabled())
+    if (!smallGemmTakes(m, n, k))
       return false;
     if (!weight.panels) {
-      weight.panelBytes = panelFloats(n, k) * int64_t(sizeof(float));
       weight.panels = alignedArray<float>(panelFloats(n, k));
       packPanels(w, n, k, weight.panels.get());
     }
@@ -483,10 +480,14 @@ bool PackedWeights::linear(const float *x, const float *w, uint64_t version,
 
 int64_t PackedWeights::packedBytes() const {
   int64_t bytes = 0;
-  for (const auto &entry : impl->weights) {
-    if (entry.second.packed)
-      bytes += static_cast<int64_t>(entry.second.layout.get_size());
-    bytes += entry.second.panelBytes;
+  for (const auto &[key, weight] : impl->weights) {
+    int64_t n = std::get<1>(key), k = std::get<2>(key);
+    if (weight.packed)
+      bytes += static_cast<int64_t>(weight.layout.get_size());
+    if (weight.panels)
+      bytes += panelFloats(n, k) * int64_t(sizeof(float));
+    if (weight.codePanels)
+      bytes += codePanelBytes(n, k);
   }
   return bytes;
 }

@@ -111,10 +111,6 @@ int64_t rowGrain(int64_t k) {
 }
 
 #if LOOM_HAVE_AVX2_PATH
-bool takes(int64_t m, int64_t n, int64_t k) {
-  return m > 0 && m <= kSmallGemmRows && n > 0 && k > 0 && avx2Enabled();
-}
-
 /// body(begin, end) over rows [0, n) of w in chunks of `grain` (a multiple
 /// of four) split over `pool`: chunks start at multiples of four rows, so an
 /// output's order of summation does not depend on how the pool split them.
@@ -129,10 +125,19 @@ void overRowChunks(ThreadPool *pool, int64_t n, int64_t grain, F &&body) {
 
 } // namespace
 
+bool loom::cpu::smallGemmTakes(int64_t m, int64_t n, int64_t k) {
+#if LOOM_HAVE_AVX2_PATH
+  return m > 0 && m <= kSmallGemmRows && n > 0 && k > 0 && avx2Enabled();
+#else
+  (void)m, (void)n, (void)k;
+  return false;
+#endif
+}
+
 bool loom::cpu::smallGemm(const float *x, const float *w, int64_t m, int64_t n,
                           int64_t k, float *y, ThreadPool *pool) {
 #if LOOM_HAVE_AVX2_PATH
-  if (!takes(m, n, k))
+  if (!smallGemmTakes(m, n, k))
     return false;
   overRowChunks(pool, n, rowGrain(k), [&](int64_t begin, int64_t end) {
     rowsOfY(x, w, m, n, k, y, begin, end);

@@ -42,6 +42,10 @@ class ThreadPool;
 /// loaded row of x across more outputs.
 constexpr int64_t kSmallGemmRows = 8;
 
+/// Whether the few-row products below take m rows against w [n, k]: m in
+/// (0, kSmallGemmRows], n and k positive, and a CPU with AVX2.
+bool smallGemmTakes(int64_t m, int64_t n, int64_t k);
+
 /// y = x . w^T as above; false (y untouched) where this CPU has no AVX2, or m
 /// is out of (0, kSmallGemmRows]: the caller multiplies another way.
 bool smallGemm(const float *x, const float *w, int64_t m, int64_t n, int64_t k,

@@ -36,6 +36,12 @@ constexpr int64_t kCodeLanes = 8; // int8 outputs per panel
 
 int64_t panelsOf(int64_t n, int64_t rows) { return (n + rows - 1) / rows; }
 
+/// Quads of four codes along k, the last padded with zeros.
+int64_t quadsOf(int64_t k) { return (k + 3) / 4; }
+
+/// The bytes of one int8 panel.
+int64_t codePanelStride(int64_t k) { return quadsOf(k) * 4 * kCodeLanes; }
+
 #if LOOM_HAVE_AVX2_PATH
 
 /// Sixteen outputs' sums for one row of x: outputs 0-7 and 8-15, each over
@@ -183,7 +189,7 @@ LOOM_TARGET_AVX2 inline void panelDots(const int8_t *x, const int8_t *panel,
                                        int64_t k, int32_t *dot, int64_t n,
                                        int64_t valid) {
   static_assert(R >= 1 && R <= 4, "up to four rows at a time");
-  const int64_t quads = (k + 3) / 4;
+  const int64_t quads = quadsOf(k);
   __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
   for (int64_t g = 0; g < quads; ++g) {
     __m256i w = _mm256_loadu_si256(
@@ -211,9 +217,8 @@ template <bool Unsigned>
 LOOM_TARGET_AVX2 void
 codePanelRange(const int8_t *x, const int8_t *panels, int64_t m, int64_t n,
                int64_t k, int32_t *dot, int64_t first, int64_t last) {
-  const int64_t panelBytes = (k + 3) / 4 * 4 * kCodeLanes;
   for (int64_t p = first; p < last; ++p) {
-    const int8_t *panel = panels + p * panelBytes;
+    const int8_t *panel = panels + p * codePanelStride(k);
     int64_t j = p * kCodeLanes, valid = std::min(kCodeLanes, n - j);
     int64_t r = 0;
     for (; r + 4 <= m; r += 4)
@@ -234,15 +239,6 @@ codePanelRange(const int8_t *x, const int8_t *panels, int64_t m, int64_t n,
 int64_t panelGrain(int64_t k, int64_t rowsPerPanel, int64_t scale) {
   return std::max<int64_t>(1, scale * (int64_t(1) << 16) /
                                   (std::max<int64_t>(k, 1) * rowsPerPanel));
-}
-
-bool takes(int64_t m, int64_t n, int64_t k) {
-#if LOOM_HAVE_AVX2_PATH
-  return m > 0 && m <= kSmallGemmRows && n > 0 && k > 0 && avx2Enabled();
-#else
-  (void)m, (void)n, (void)k;
-  return false;
-#endif
 }
 
 } // namespace
@@ -266,7 +262,7 @@ void loom::cpu::packPanels(const float *w, int64_t n, int64_t k,
 bool loom::cpu::smallGemmPanels(const float *x, const float *panels, int64_t m,
                                 int64_t n, int64_t k, float *y,
                                 ThreadPool *pool) {
-  if (!takes(m, n, k))
+  if (!smallGemmTakes(m, n, k))
     return false;
 #if LOOM_HAVE_AVX2_PATH
   parallelRange(pool, panelsOf(n, kPanelRows), panelGrain(k, kPanelRows, 1),
@@ -281,15 +277,14 @@ bool loom::cpu::smallGemmPanels(const float *x, const float *panels, int64_t m,
 }
 
 int64_t loom::cpu::codePanelBytes(int64_t n, int64_t k) {
-  return panelsOf(n, kCodeLanes) * (k + 3) / 4 * 4 * kCodeLanes;
+  return panelsOf(n, kCodeLanes) * codePanelStride(k);
 }
 
 void loom::cpu::packCodePanels(const int8_t *codes, int64_t n, int64_t k,
                                int8_t *panels) {
-  const int64_t quads = (k + 3) / 4;
   for (int64_t p = 0, e = panelsOf(n, kCodeLanes); p < e; ++p) {
-    int8_t *panel = panels + p * quads * 4 * kCodeLanes;
-    for (int64_t g = 0; g < quads; ++g)
+    int8_t *panel = panels + p * codePanelStride(k);
+    for (int64_t g = 0; g < quadsOf(k); ++g)
       for (int64_t c = 0; c < kCodeLanes; ++c)
         for (int64_t b = 0; b < 4; ++b) {
           int64_t j = p * kCodeLanes + c, i = 4 * g + b;
@@ -303,7 +298,7 @@ bool loom::cpu::smallGemmInt8Panels(const int8_t *x, const int8_t *panels,
                                     int64_t m, int64_t n, int64_t k,
                                     int32_t *dot, ThreadPool *pool,
                                     bool unsignedRows) {
-  if (!takes(m, n, k))
+  if (!smallGemmTakes(m, n, k))
     return false;
 #if LOOM_HAVE_AVX2_PATH
   parallelRange(pool, panelsOf(n, kCodeLanes), panelGrain(k, kCodeLanes, 4),
