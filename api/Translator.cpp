@@ -192,6 +192,17 @@ Translator::create(std::shared_ptr<const runtime::Program> program,
   LOOM_RETURN_IF_ERROR(checkTranslatorFiles(*program, tokenizer, weights));
   std::vector<std::unique_ptr<runtime::Session>> sessions;
   for (std::shared_ptr<runtime::Device> &device : devices) {
+    if (!sessions.empty() && device->sharesHostMemory() &&
+        sessions[0]->device().sharesHostMemory()) {
+      // The first worker's weights, read, checked and packed once: N
+      // workers hold one copy and stream one through the caches.
+      ErrorOr<std::unique_ptr<runtime::Session>> session =
+          runtime::Session::createSharing(*sessions[0], std::move(device));
+      if (!session)
+        return session.status();
+      sessions.push_back(std::move(*session));
+      continue;
+    }
     ErrorOr<std::unique_ptr<runtime::Session>> session =
         runtime::Session::create(program, std::move(device));
     if (!session)
@@ -199,7 +210,8 @@ Translator::create(std::shared_ptr<const runtime::Program> program,
     if (sessions.empty()) {
       LOOM_RETURN_IF_ERROR(runtime::loadParametersFile(**session, weights));
     } else {
-      // The first worker's parameters, read and checked once.
+      // A device of its own memory: the first worker's parameters, read
+      // and checked once, copied.
       for (const std::string &name : sessions[0]->parameterNames()) {
         ErrorOr<runtime::Tensor> value = sessions[0]->getState(name);
         if (!value)

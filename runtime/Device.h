@@ -38,6 +38,16 @@ namespace loom::runtime {
 class DeviceCode {
 public:
   virtual ~DeviceCode() = default;
+  /// Makes this code keep what it derives from constant contents (a weight
+  /// packed for its GEMMs) in `other`'s caches, so that sessions reading
+  /// the same state (Session::createSharing) derive and hold it once. The
+  /// two may then run on different threads at once. False where they cannot
+  /// share (codes of different kinds of device, or a device that derives
+  /// nothing): each then keeps its own, which changes nothing but memory.
+  virtual bool shareCachesOf(DeviceCode &other) {
+    (void)other;
+    return false;
+  }
 };
 
 /// One library call with its tensors placed in the device's memory.

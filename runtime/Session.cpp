@@ -27,13 +27,43 @@ Session::create(std::shared_ptr<const Program> program,
   session->dev = std::move(device);
   const char *sync = std::getenv("LOOM_SYNC_EVERY_STEP");
   session->syncEveryStep = sync && *sync && std::string(sync) != "0";
+  LOOM_RETURN_IF_ERROR(session->loadCode());
   LOOM_RETURN_IF_ERROR(session->place());
+  return session;
+}
+
+ErrorOr<std::unique_ptr<Session>>
+Session::createSharing(Session &owner, std::shared_ptr<Device> device) {
+  if (!device)
+    return Status::failure("a session needs a device", ErrorCode::Internal);
+  if (device->target() != owner.dev->target() || !device->sharesHostMemory() ||
+      !owner.dev->sharesHostMemory())
+    return Status::failure("sessions share their state only on devices "
+                           "whose memory is the host's, '" +
+                               device->name() + "' and '" + owner.dev->name() +
+                               "' are not",
+                           ErrorCode::Unsupported);
+  std::unique_ptr<Session> session(new Session);
+  session->prog = owner.prog;
+  session->dev = std::move(device);
+  session->syncEveryStep = owner.syncEveryStep;
+  LOOM_RETURN_IF_ERROR(session->loadCode());
+  session->code->shareCachesOf(*owner.code);
+  // From here on the contents never change, whoever wrote them: numbers
+  // without kWrittenByStep let the caches derive from them on first use,
+  // the same for every session.
+  for (const Program::StateTensor &state : owner.prog->state())
+    if (owner.versions[state.buffer] & kWrittenByStep)
+      owner.renumber(state.buffer);
+  owner.placed->shared = true;
+  session->placed = owner.placed;
+  session->versions = owner.versions;
   return session;
 }
 
 Session::~Session() = default;
 
-Status Session::place() {
+Status Session::loadCode() {
   const Executable &exe = prog->executable();
   ErrorOr<std::unique_ptr<DeviceCode>> loaded = dev->loadCode(exe);
   if (!loaded)
@@ -41,8 +71,16 @@ Status Session::place() {
   code = std::move(*loaded);
   for (const Kernel &kernel : exe.kernels())
     kernelTimes.push_back({kernel.name(), 0, 0});
+  return Status::success();
+}
 
-  // State and constants live as long as the session.
+Status Session::place() {
+  const Executable &exe = prog->executable();
+  // State and constants live as long as the session, or the last session
+  // sharing them.
+  placed = std::make_shared<Placed>();
+  placed->device = dev;
+  std::vector<Tensor> &buffers = placed->tensors;
   buffers.resize(exe.buffers_size());
   versions.assign(exe.buffers_size(), 0);
   for (const Program::StateTensor &state : prog->state()) {
@@ -79,10 +117,10 @@ std::vector<std::string> Session::stateNames() const {
 
 Tensor *Session::state(const std::string &name) {
   const Program::StateTensor *state = prog->stateTensor(name);
-  if (!state)
+  if (!state || placed->shared)
     return nullptr;
   renumber(state->buffer);
-  return &buffers[state->buffer];
+  return &placed->tensors[state->buffer];
 }
 
 void Session::renumber(int buffer, bool byStep) {
@@ -96,6 +134,11 @@ void Session::renumber(int buffer, bool byStep) {
 StepHook::~StepHook() = default;
 
 Status Session::setState(const std::string &name, const TensorRef &value) {
+  if (placed->shared && prog->stateTensor(name))
+    return Status::failure("'" + name +
+                               "' is shared with another session's decoder, "
+                               "which reads it: it cannot be written",
+                           ErrorCode::Unsupported);
   Tensor *target = state(name);
   if (!target)
     return Status::failure("the model has no state '" + name + "'",
@@ -114,7 +157,7 @@ ErrorOr<Tensor> Session::getState(const std::string &name) const {
   if (!state)
     return Status::failure("the model has no state '" + name + "'",
                            ErrorCode::NotFound);
-  return toHost(buffers[state->buffer]);
+  return toHost(placed->tensors[state->buffer]);
 }
 
 std::vector<std::string> Session::inputNames(const std::string &name) const {
@@ -172,6 +215,13 @@ Session::run(const std::string &name, const std::vector<TensorRef> &inputs,
   if (!found)
     return found.status();
   const Program::Entry &entry = **found;
+  if (placed->shared)
+    for (const Program::Value &output : entry.outputs)
+      if (output.state >= 0)
+        return Status::failure(
+            "'" + name + "' writes state ('" + output.name +
+                "'), which this session shares with another one's decoder",
+            ErrorCode::Unsupported);
   ErrorOr<std::vector<int64_t>> sizes = prog->bindSizes(entry, inputs);
   if (!sizes)
     return sizes.status();
@@ -232,7 +282,7 @@ Session::run(const std::string &name, const std::vector<TensorRef> &inputs,
     const Program::Value &output = entry.outputs[o];
     TensorRef &ref = refs[output.buffer];
     if (output.state >= 0) {
-      ref.data = buffers[prog->state()[output.state].buffer].data();
+      ref.data = placed->tensors[prog->state()[output.state].buffer].data();
       continue;
     }
     if (appended[o]) {
@@ -260,8 +310,8 @@ Session::run(const std::string &name, const std::vector<TensorRef> &inputs,
     const Buffer &buffer = exe.buffers(b);
     if (buffer.role() == Buffer::TEMPORARY)
       refs[b].data = *base + buffer.arena_offset();
-    else if (!buffer.has_view_of() && buffers[b].data())
-      refs[b].data = buffers[b].data();
+    else if (!buffer.has_view_of() && placed->tensors[b].data())
+      refs[b].data = placed->tensors[b].data();
   }
   for (int b : entry.used) {
     const Buffer &buffer = exe.buffers(b);

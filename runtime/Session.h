@@ -13,7 +13,8 @@
 // as tensors in the device's memory.
 //
 // A session is not thread-safe: one call at a time. Sessions on one Program
-// may run in parallel, each with its own state.
+// may run in parallel, each with its own state, or all with one copy of it
+// (createSharing: a translator's workers), which none of them then writes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,6 +67,15 @@ public:
   static ErrorOr<std::unique_ptr<Session>>
   create(std::shared_ptr<const Program> program,
          std::shared_ptr<Device> device);
+  /// A session of `owner`'s program on `device` over the same state and
+  /// constants, read in place where `owner` placed them, and with its
+  /// device's code sharing `owner`'s caches of what it derives from them
+  /// (DeviceCode::shareCachesOf: packed weights). Both devices must share
+  /// the host's memory. From then on neither session writes its state:
+  /// state() gives nullptr, setState() and any entry that writes state
+  /// fail. The sessions may run at once, each on its own thread.
+  static ErrorOr<std::unique_ptr<Session>>
+  createSharing(Session &owner, std::shared_ptr<Device> device);
   ~Session();
 
   const Program &program() const { return *prog; }
@@ -77,10 +87,11 @@ public:
   std::vector<std::string> parameterNames() const {
     return prog->parameterNames();
   }
-  /// The state tensor `name` in the device's memory, or nullptr. The
-  /// caller may write it until the next run(): what devices derived from
-  /// the old contents (packed weights) is dropped. Writes after a run() need
-  /// another call of state() first.
+  /// The state tensor `name` in the device's memory, or nullptr (also
+  /// where the state is shared: createSharing). The caller may write it
+  /// until the next run(): what devices derived from the old contents
+  /// (packed weights) is dropped. Writes after a run() need another call of
+  /// state() first.
   Tensor *state(const std::string &name);
   /// Copies host `value` into state `name`; dtype and shape must match.
   Status setState(const std::string &name, const TensorRef &value);
@@ -140,6 +151,7 @@ public:
 
 private:
   Session() = default;
+  Status loadCode();
   Status place();
   ErrorOr<char *> arenaFor(int64_t bytes);
   Status runCollective(const Kernel &kernel, const Step &step,
@@ -152,7 +164,15 @@ private:
   std::shared_ptr<const Program> prog;
   std::shared_ptr<Device> dev;
   std::unique_ptr<DeviceCode> code;
-  std::vector<Tensor> buffers; // per buffer: state and constants
+  /// State and constants, per buffer (empty for the others), in the memory
+  /// of `device`, which they keep alive. Sessions createSharing made hold
+  /// the same, `shared` then, and none writes it.
+  struct Placed {
+    std::shared_ptr<Device> device;
+    std::vector<Tensor> tensors;
+    bool shared = false;
+  };
+  std::shared_ptr<Placed> placed;
   /// Per buffer: the number LibraryCallArgs::versions gives the contents of
   /// state and constants, a new one after every possible write (0 for
   /// every other buffer, and for state while a run() writes it).

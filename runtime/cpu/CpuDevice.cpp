@@ -39,6 +39,13 @@ struct CpuCode final : runtime::DeviceCode {
   /// multiply in (CpuTarget.linear_precision).
   PackedWeights packed;
   LinearPrecision precision = LinearPrecision::F32;
+  bool shareCachesOf(runtime::DeviceCode &other) override {
+    auto *cpu = dynamic_cast<CpuCode *>(&other);
+    if (!cpu)
+      return false;
+    packed.shareWeightsOf(cpu->packed);
+    return true;
+  }
   ~CpuCode() override {
     if (library)
       dlclose(library);

@@ -17,6 +17,8 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -42,14 +44,22 @@ template <typename T> AlignedArray<T> alignedArray(int64_t count) {
   return AlignedArray<T>(p);
 }
 
-/// One weight's state: the version last seen and, from its second call on,
-/// the packed copy in the layout `layout` (with its channel scales at int8).
+/// A weight reordered into the blocked layout a oneDNN matmul reads.
+struct PackedCopy {
+  dnnl::memory::desc layout;
+  dnnl::memory memory; // a handle: a call holding it keeps it alive
+};
+
+/// One weight's copies for one content version. Each part is made once,
+/// under the store's lock, and never changed after: calls read them without
+/// the lock, and new contents get a new Weight (the calls still reading the
+/// old one keep it alive), so that decoders on other threads can share it.
 struct Weight {
   uint64_t version = 0;
-  bool packed = false;
   bool refused = false; // oneDNN had no primitive for it
-  dnnl::memory::desc layout;
-  dnnl::memory memory;
+  /// Packed copies by layout, the latest last (a matmul's layout can depend
+  /// on its row count); at most kMaxPackedCopies.
+  std::vector<PackedCopy> packed;
   bool quantized = false;      // int8: codes, scales and sums are set
   std::vector<int8_t> codes;   // int8: row-major [n, k], to pack from
   std::vector<float> scales;   // int8: per output channel
@@ -59,6 +69,42 @@ struct Weight {
   AlignedArray<float> panels;
   AlignedArray<int8_t> codePanels;
 };
+
+/// Layouts a weight keeps packed copies in before the oldest goes. Decoding
+/// sees one or two (its row counts fall on either side of what a matmul
+/// blocks by); more would be copies of the weight kept for nothing.
+constexpr size_t kMaxPackedCopies = 3;
+
+/// A weight as the caches know it: its address, shape and precision.
+using WeightKey = std::tuple<const float *, int64_t, int64_t, LinearPrecision>;
+
+/// What one cache took from the shared store for a weight: the Weight (kept
+/// alive) and the parts its calls have read, so that later calls read them
+/// without the store's lock and without touching anything another thread
+/// writes (a lock or a reference count taken at every product by two
+/// decoders on two cores cost them 3-7% of their speed).
+struct Seen {
+  std::shared_ptr<const Weight> weight;
+  uint64_t version = 0;
+  bool refused = false;
+  const float *panels = nullptr;
+  const int8_t *codePanels = nullptr;
+  std::vector<PackedCopy> packed;
+
+  const dnnl::memory *packedIn(const dnnl::memory::desc &layout) const {
+    for (const PackedCopy &copy : packed)
+      if (copy.layout == layout)
+        return &copy.memory;
+    return nullptr;
+  }
+};
+
+/// The one CPU engine every cache's products and packed copies belong to,
+/// so that a copy one decoder packed runs in another's matmul.
+const dnnl::engine &cpuEngine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
 
 /// A matmul for one (m, n, k, precision), the weight layout it reads, and
 /// its arguments: memory objects made once, pointed at each call's rows and
@@ -254,20 +300,87 @@ int loom::cpu::int8WeightLimit() {
   return limit;
 }
 
+/// The weights' copies, one per (weight, shape, precision): shared by every
+/// cache that shareWeightsOf joined, each on its own thread.
+struct PackedWeights::Store {
+  std::mutex mutex;
+  std::map<WeightKey, std::shared_ptr<Weight>> weights;
+};
+
 struct PackedWeights::Impl {
-  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream{engine};
-  std::map<std::tuple<const float *, int64_t, int64_t, LinearPrecision>, Weight>
-      weights;
+  std::shared_ptr<Store> store = std::make_shared<Store>();
+  dnnl::stream stream{cpuEngine()};
+  // Each cache's own: its products' primitives and argument memories (set
+  // to each call's rows), and per call at int8 and bf16 the rows converted
+  // and the s32 result. The buffers only grow (growTo): a product with the
+  // 8000-row generator after one with a 128-row weight would otherwise zero
+  // a megabyte of `acc` every step.
   std::map<std::tuple<int64_t, int64_t, int64_t, LinearPrecision>, Product>
       products;
-  // Per call at int8 and bf16: the rows converted, the s32 result. They
-  // only grow (growTo): a product with the 8000-row generator after one with
-  // a 128-row weight would otherwise zero a megabyte of `acc` every step.
   std::vector<int8_t> rows8;
   std::vector<float> rowScales;
   std::vector<uint16_t> rows16;
   std::vector<int32_t> acc;
+  std::map<WeightKey, Seen> seen;
+
+  /// Brings `seen` up to the store's Weight for `key` at `version`, with
+  /// the part this call reads (f32 panels, code panels, or the copy in
+  /// `product`'s layout), made now if the store has none. False where the
+  /// caller multiplies: contents a training step wrote, on first sight, or
+  /// a weight oneDNN refused.
+  bool take(Seen &seen, const WeightKey &key, const float *w, uint64_t version,
+            bool f32Panels, bool codePanels, const Product *product) {
+    const auto &[address, n, k, precision] = key;
+    std::lock_guard<std::mutex> lock(store->mutex);
+    std::shared_ptr<Weight> &slot = store->weights[key];
+    if (!slot || slot->version != version) {
+      // New contents: the older copies go (with the last call reading
+      // them). Contents a training step wrote are multiplied by the caller
+      // on first sight (most are used once); any other are packed now, so
+      // that their first product is the one every later call computes.
+      slot = std::make_shared<Weight>();
+      slot->version = version;
+      if (version & runtime::kWrittenByStep)
+        return false;
+    }
+    if (seen.weight != slot) {
+      seen = Seen();
+      seen.weight = slot;
+      seen.version = version;
+    }
+    if (slot->refused) {
+      seen.refused = true;
+      return false;
+    }
+    Weight &weight = *slot;
+    if (precision == LinearPrecision::Int8)
+      quantize(weight, w, n, k);
+    if (f32Panels) {
+      makePanels(weight, w, n, k);
+      seen.panels = weight.panels.get();
+    } else if (codePanels) {
+      makeCodePanels(weight, n, k);
+      seen.codePanels = weight.codePanels.get();
+    } else {
+      seen.packed.push_back(
+          {product->weights,
+           packedCopy(weight, w, n, k, precision, product->weights)});
+    }
+    return true;
+  }
+
+  /// Marks the weight under `key` refused at `version`, for every cache.
+  void refuse(Seen &seen, const WeightKey &key, uint64_t version) {
+    std::lock_guard<std::mutex> lock(store->mutex);
+    auto refused = std::make_shared<Weight>();
+    refused->version = version;
+    refused->refused = true;
+    store->weights[key] = refused;
+    seen = Seen();
+    seen.weight = std::move(refused);
+    seen.version = version;
+    seen.refused = true;
+  }
 
   Product &productFor(int64_t m, int64_t n, int64_t k,
                       LinearPrecision precision) {
@@ -280,15 +393,17 @@ struct PackedWeights::Impl {
     dnnl::memory::desc x({m, k}, t.x, Tag::ab);
     dnnl::memory::desc w({k, n}, t.w, Tag::any);
     dnnl::memory::desc y({m, n}, t.y, Tag::ab);
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(x, w, y), engine);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(x, w, y), cpuEngine());
     Product product{dnnl::matmul(pd), pd.weights_desc(),
-                    dnnl::memory(x, engine, DNNL_MEMORY_NONE),
-                    dnnl::memory(y, engine, DNNL_MEMORY_NONE)};
+                    dnnl::memory(x, cpuEngine(), DNNL_MEMORY_NONE),
+                    dnnl::memory(y, cpuEngine(), DNNL_MEMORY_NONE)};
     return products[key] = std::move(product);
   }
 
+  // The parts of a Weight, made on first need; the store's lock is held.
+
   /// Quantizes row-major w [n, k] per output channel, once.
-  void quantize(Weight &weight, const float *w, int64_t n, int64_t k) {
+  static void quantize(Weight &weight, const float *w, int64_t n, int64_t k) {
     if (weight.quantized)
       return;
     weight.codes.resize(n * k);
@@ -306,26 +421,48 @@ struct PackedWeights::Impl {
     weight.quantized = true;
   }
 
-  /// Reorders row-major w [n, k], which is [k, n] in oneDNN's column-major
-  /// "ba", into `layout`, quantized first at int8 (a reorder to bf16 rounds).
-  void pack(Weight &weight, const float *w, int64_t n, int64_t k,
-            LinearPrecision precision, const dnnl::memory::desc &layout) {
-    dnnl::memory plain;
-    if (precision == LinearPrecision::Int8) {
-      quantize(weight, w, n, k);
-      plain = dnnl::memory({{k, n}, DataType::s8, Tag::ba}, engine,
-                           weight.codes.data());
-    } else {
-      plain = dnnl::memory({{k, n}, DataType::f32, Tag::ba}, engine,
+  /// The copy of row-major w [n, k] (which is [k, n] in oneDNN's
+  /// column-major "ba") in `layout`, reordered now if there is none: from
+  /// the codes at int8 (quantize first), rounded at bf16.
+  dnnl::memory packedCopy(Weight &weight, const float *w, int64_t n, int64_t k,
+                          LinearPrecision precision,
+                          const dnnl::memory::desc &layout) {
+    for (const PackedCopy &copy : weight.packed)
+      if (copy.layout == layout)
+        return copy.memory;
+    dnnl::memory plain =
+        precision == LinearPrecision::Int8
+            ? dnnl::memory({{k, n}, DataType::s8, Tag::ba}, cpuEngine(),
+                           weight.codes.data())
+            : dnnl::memory({{k, n}, DataType::f32, Tag::ba}, cpuEngine(),
                            const_cast<float *>(w));
-    }
-    dnnl::memory packed(layout, engine);
+    dnnl::memory packed(layout, cpuEngine());
     dnnl::reorder(plain, packed).execute(stream, plain, packed);
     stream.wait();
-    weight.layout = layout;
-    weight.memory = std::move(packed);
-    weight.packed = true;
+    if (weight.packed.size() >= kMaxPackedCopies)
+      weight.packed.erase(weight.packed.begin());
+    weight.packed.push_back({layout, packed});
+    return packed;
   }
+
+  static void makePanels(Weight &weight, const float *w, int64_t n, int64_t k) {
+    if (weight.panels)
+      return;
+    AlignedArray<float> panels = alignedArray<float>(panelFloats(n, k));
+    packPanels(w, n, k, panels.get());
+    weight.panels = std::move(panels);
+  }
+
+  static void makeCodePanels(Weight &weight, int64_t n, int64_t k) {
+    if (weight.codePanels)
+      return;
+    AlignedArray<int8_t> panels = alignedArray<int8_t>(codePanelBytes(n, k));
+    packCodePanels(weight.codes.data(), n, k, panels.get());
+    weight.codePanels = std::move(panels);
+  }
+
+  // The products; no lock is held, and the Weight's parts they read are
+  // made.
 
   /// Quantizes each of m rows of x into rows8 and rowScales; false when
   /// one cannot be (a NaN or infinity).
@@ -350,26 +487,22 @@ struct PackedWeights::Impl {
       codes[i] = int8_t(uint8_t(codes[i]) ^ 0x80u);
   }
 
-  /// y = x . w^T at int8 for a few rows, from the codes in panels (packed
-  /// here on the first such call; SmallGemm.h): the same integers as the
-  /// packed product's, and so the same result. False where
-  /// smallGemmInt8Panels declines or a row cannot be quantized.
-  bool multiplyFewRows(Weight &weight, const float *x, int64_t m, int64_t n,
-                       int64_t k, float *y, ThreadPool *pool) {
-    if (!smallGemmTakes(m, n, k) || !quantizeRows(x, m, k))
+  /// y = x . w^T at int8 for a few rows, from the codes in panels
+  /// (SmallGemm.h): the same integers as the packed product's, and so the
+  /// same result. False where a row cannot be quantized.
+  bool multiplyFewRows(const Weight &weight, const int8_t *codePanels,
+                       const float *x, int64_t m, int64_t n, int64_t k,
+                       float *y, ThreadPool *pool) {
+    if (!quantizeRows(x, m, k))
       return false;
-    if (!weight.codePanels) {
-      weight.codePanels = alignedArray<int8_t>(codePanelBytes(n, k));
-      packCodePanels(weight.codes.data(), n, k, weight.codePanels.get());
-    }
     // Weights within +-63 (no VNNI) take the rows as u8, as the packed
     // product does, and the same correction by the channels' sums.
     bool unsignedRows = int8WeightLimit() <= 63;
     if (unsignedRows)
       shiftToUnsigned(m * k);
     growTo(acc, m * n);
-    if (!smallGemmInt8Panels(rows8.data(), weight.codePanels.get(), m, n, k,
-                             acc.data(), pool, unsignedRows))
+    if (!smallGemmInt8Panels(rows8.data(), codePanels, m, n, k, acc.data(),
+                             pool, unsignedRows))
       return false;
     for (int64_t i = 0; i < m; ++i)
       dequantizeRow(acc.data() + i * n, n, rowScales[i], weight.scales.data(),
@@ -377,23 +510,11 @@ struct PackedWeights::Impl {
     return true;
   }
 
-  /// y = x . w^T in f32 for a few rows, from the weight in panels (packed
-  /// here on the first such call). False where smallGemmPanels declines.
-  bool multiplyFewRowsF32(Weight &weight, const float *w, const float *x,
-                          int64_t m, int64_t n, int64_t k, float *y,
-                          ThreadPool *pool) {
-    if (!smallGemmTakes(m, n, k))
-      return false;
-    if (!weight.panels) {
-      weight.panels = alignedArray<float>(panelFloats(n, k));
-      packPanels(w, n, k, weight.panels.get());
-    }
-    return smallGemmPanels(x, weight.panels.get(), m, n, k, y, pool);
-  }
-
-  /// y = x . w^T through `product` at `precision`; false when the rows
-  /// cannot be quantized (a NaN or infinity among them).
-  bool multiply(Product &product, Weight &weight, const float *x, int64_t m,
+  /// y = x . w^T through `product` over `packed` (the weight in the
+  /// product's layout) at `precision`; false when the rows cannot be
+  /// quantized (a NaN or infinity among them).
+  bool multiply(Product &product, const Weight &weight,
+                const dnnl::memory &packed, const float *x, int64_t m,
                 int64_t n, int64_t k, float *y, LinearPrecision precision) {
     void *src = const_cast<float *>(x);
     if (precision == LinearPrecision::Int8) {
@@ -404,9 +525,10 @@ struct PackedWeights::Impl {
       growTo(acc, m * n);
     } else if (precision == LinearPrecision::BF16) {
       growTo(rows16, m * k);
-      dnnl::memory from({{m, k}, DataType::f32, Tag::ab}, engine,
+      dnnl::memory from({{m, k}, DataType::f32, Tag::ab}, cpuEngine(),
                         const_cast<float *>(x));
-      dnnl::memory to({{m, k}, DataType::bf16, Tag::ab}, engine, rows16.data());
+      dnnl::memory to({{m, k}, DataType::bf16, Tag::ab}, cpuEngine(),
+                      rows16.data());
       dnnl::reorder(from, to).execute(stream, from, to);
       src = rows16.data();
     }
@@ -415,19 +537,22 @@ struct PackedWeights::Impl {
                         : static_cast<void *>(y);
     product.src.set_data_handle(src);
     product.dst.set_data_handle(dstData);
-    product.execute(stream, weight.memory);
+    product.execute(stream, packed);
     stream.wait();
     if (precision == LinearPrecision::Int8)
       for (int64_t i = 0; i < m; ++i)
         dequantizeRow(acc.data() + i * n, n, rowScales[i], weight.scales.data(),
-                      weight.sums.data(),
-                      y + i * n);
+                      weight.sums.data(), y + i * n);
     return true;
   }
 };
 
 PackedWeights::PackedWeights() : impl(std::make_unique<Impl>()) {}
 PackedWeights::~PackedWeights() = default;
+
+void PackedWeights::shareWeightsOf(const PackedWeights &other) {
+  impl->store = other.impl->store;
+}
 
 bool PackedWeights::linear(const float *x, const float *w, uint64_t version,
                            int64_t m, int64_t n, int64_t k, float *y,
@@ -440,53 +565,60 @@ bool PackedWeights::linear(const float *x, const float *w, uint64_t version,
   if (precision == LinearPrecision::F32 && m <= kSmallGemmRows &&
       (version & runtime::kWrittenByStep))
     return false;
-  Weight &weight = impl->weights[std::make_tuple(w, n, k, precision)];
-  if (weight.version == version && weight.refused)
-    return false;
-  if (weight.version != version) {
-    // New contents: an older packed copy goes. Contents a training step
-    // wrote are multiplied by the caller on first sight (most are used
-    // once); any other are packed now, so that their first product is the
-    // one every later call computes.
-    weight = Weight();
-    weight.version = version;
-    if (version & runtime::kWrittenByStep)
-      return false;
-  }
-  try {
-    if (precision == LinearPrecision::F32 &&
-        impl->multiplyFewRowsF32(weight, w, x, m, n, k, y, pool))
-      return true;
+  // Up to kSmallGemmRows rows multiply panels (f32 ones, or int8 codes);
+  // more, a oneDNN matmul over a packed copy.
+  bool fewRows = smallGemmTakes(m, n, k);
+  bool f32Panels = precision == LinearPrecision::F32 && fewRows;
+  bool codePanels = precision == LinearPrecision::Int8 && fewRows;
+  if (!f32Panels)
     applyOneDnnThreads();
-    if (precision == LinearPrecision::Int8) {
-      impl->quantize(weight, w, n, k);
-      if (m <= kSmallGemmRows &&
-          impl->multiplyFewRows(weight, x, m, n, k, y, pool))
-        return true;
+  auto key = std::make_tuple(w, n, k, precision);
+  Seen &seen = impl->seen[key];
+  if (seen.version == version && seen.refused)
+    return false;
+  try {
+    Product *product = codePanels || f32Panels
+                           ? nullptr
+                           : &impl->productFor(m, n, k, precision);
+    // What this call reads, as this cache saw it before, or else taken
+    // from the store (and made there if missing) under its lock.
+    const dnnl::memory *packed =
+        product ? seen.packedIn(product->weights) : nullptr;
+    bool ready =
+        seen.version == version && (f32Panels    ? seen.panels != nullptr
+                                    : codePanels ? seen.codePanels != nullptr
+                                                 : packed != nullptr);
+    if (!ready) {
+      if (!impl->take(seen, key, w, version, f32Panels, codePanels, product))
+        return false;
+      if (product)
+        packed = seen.packedIn(product->weights);
     }
-    Product &product = impl->productFor(m, n, k, precision);
-    if (!weight.packed || weight.layout != product.weights)
-      impl->pack(weight, w, n, k, precision, product.weights);
-    return impl->multiply(product, weight, x, m, n, k, y, precision);
+    if (f32Panels)
+      return smallGemmPanels(x, seen.panels, m, n, k, y, pool);
+    if (codePanels)
+      return impl->multiplyFewRows(*seen.weight, seen.codePanels, x, m, n, k, y,
+                                   pool);
+    return impl->multiply(*product, *seen.weight, *packed, x, m, n, k, y,
+                          precision);
   } catch (const dnnl::error &) {
     // No primitive for this shape here, or a weight that cannot be
-    // quantized: sgemm computes it in f32.
-    weight = Weight();
-    weight.version = version;
-    weight.refused = true;
+    // quantized: sgemm computes it in f32 from now on.
+    impl->refuse(seen, key, version);
     return false;
   }
 }
 
 int64_t PackedWeights::packedBytes() const {
+  std::lock_guard<std::mutex> lock(impl->store->mutex);
   int64_t bytes = 0;
-  for (const auto &[key, weight] : impl->weights) {
+  for (const auto &[key, weight] : impl->store->weights) {
     int64_t n = std::get<1>(key), k = std::get<2>(key);
-    if (weight.packed)
-      bytes += static_cast<int64_t>(weight.layout.get_size());
-    if (weight.panels)
+    for (const PackedCopy &copy : weight->packed)
+      bytes += static_cast<int64_t>(copy.layout.get_size());
+    if (weight->panels)
       bytes += panelFloats(n, k) * int64_t(sizeof(float));
-    if (weight.codePanels)
+    if (weight->codePanels)
       bytes += codePanelBytes(n, k);
   }
   return bytes;

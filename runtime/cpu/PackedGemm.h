@@ -9,13 +9,17 @@
 //
 // A PackedWeights cache belongs to one loaded executable. It packs a weight
 // under its content version (runtime::LibraryCallArgs::versions) and reuses
-// the copy until the version changes. Contents a training step wrote
-// (runtime::kWrittenByStep: every parameter, at every step) are packed the
-// second time a call passes them, so training never pays for a packed copy
-// it would use once; any other (a translator's weights, constants) are
-// packed on the first call, so that the first product of a process is the
-// one its later calls compute: at int8 an unpacked first call would multiply
-// in f32, and a process's first translation would differ from its later ones.
+// the copy until the version changes. Caches of decoders that read the same
+// weights (runtime::Session::createSharing: one translator's workers) share
+// the copies (shareWeightsOf), each keeping its own products and scratch, so
+// that N workers hold one copy and read one, not N, through the caches.
+// Contents a training step wrote (runtime::kWrittenByStep: every parameter, at
+// every step) are packed the second time a call passes them, so training never
+// pays for a packed copy it would use once; any other (a translator's weights,
+// constants) are packed on the first call, so that the first product of a
+// process is the one its later calls compute: at int8 an unpacked first call
+// would multiply in f32, and a process's first translation would differ from
+// its later ones.
 //
 // At a lower precision the packed copy is what the product reads:
 //   int8  weights quantized once per output channel (symmetric, scale
@@ -83,10 +87,17 @@ public:
               LinearPrecision precision = LinearPrecision::F32,
               ThreadPool *pool = nullptr);
 
-  /// Bytes held in packed copies.
+  /// Takes `other`'s copies of weights, now and from now on, instead of
+  /// its own: the two may then multiply on different threads at once.
+  /// Weights are known by address and version, so the two share what their
+  /// callers share.
+  void shareWeightsOf(const PackedWeights &other);
+
+  /// Bytes held in packed copies (shared ones included).
   int64_t packedBytes() const;
 
 private:
+  struct Store;
   struct Impl;
   std::unique_ptr<Impl> impl;
 };

@@ -17,6 +17,7 @@
 #include "frontend/InterpretedModel.h"
 #include "frontend/Transformer.h"
 #include "passes/Pipeline.h"
+#include "runtime/Decoding.h"
 #include "runtime/Executable.h"
 #include "runtime/Session.h"
 #include "runtime/cpu/CpuDevice.h"
@@ -30,6 +31,7 @@
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <thread>
 
 using namespace loom;
 
@@ -215,6 +217,68 @@ TEST_P(CpuBackendTest, EveryEntryPointMatchesTheInterpreter) {
   step["tokens"] = test::randomIds(rng, vocab, {2, 2, 2}, 2, false);
   step["position"] = HostTensor::scalar(2, DType::I64);
   expectSameResults("decode_step", step);
+}
+
+// A session sharing the model's state (a translator's second worker) reads
+// the parameters in place: it decodes on its own thread, at the same time as
+// the owner, exactly what the owner decodes, and keeps the state after the
+// owner is gone; neither writes the shared state any more.
+TEST_P(CpuBackendTest, ASessionSharingTheStateDecodesAsTheOwnerDoes) {
+  resetState({});
+  auto sharing = runtime::Session::createSharing(
+      *model, std::make_shared<cpu::CpuDevice>(1));
+  ASSERT_TRUE(bool(sharing)) << sharing.error();
+  std::mt19937_64 rng(17);
+  int64_t vocab = std::min(config.src_vocab(), config.tgt_vocab());
+  runtime::Tensor src = toCpu(test::randomIds(rng, vocab, {6, 5}, 6, false));
+  runtime::BeamOptions options;
+  options.beam = 2;
+  options.maxLen = 8;
+  auto expected = runtime::beamSearch(*model, src.ref(), options);
+  ASSERT_TRUE(bool(expected)) << expected.error();
+  auto tokensOf = [](const std::vector<std::vector<runtime::Hypothesis>> &r) {
+    std::vector<std::vector<int32_t>> tokens;
+    for (const auto &sentence : r)
+      for (const runtime::Hypothesis &h : sentence)
+        tokens.push_back(h.tokens);
+    return tokens;
+  };
+  bool ownerAgrees = true;
+  std::thread owner([&] {
+    for (int i = 0; i < 3; ++i) {
+      auto again = runtime::beamSearch(*model, src.ref(), options);
+      ownerAgrees =
+          ownerAgrees && again && tokensOf(*again) == tokensOf(*expected);
+    }
+  });
+  for (int i = 0; i < 3; ++i) {
+    auto shared = runtime::beamSearch(**sharing, src.ref(), options);
+    ASSERT_TRUE(bool(shared)) << shared.error();
+    EXPECT_EQ(tokensOf(*shared), tokensOf(*expected));
+  }
+  owner.join();
+  EXPECT_TRUE(ownerAgrees);
+
+  // Read-only, for both.
+  const std::string name = model->parameterNames().front();
+  for (runtime::Session *session : {model.get(), sharing->get()}) {
+    EXPECT_EQ(session->state(name), nullptr);
+    auto value = session->getState(name);
+    ASSERT_TRUE(bool(value)) << value.error();
+    Status refused = session->setState(name, value->ref());
+    EXPECT_FALSE(refused.ok());
+    EXPECT_NE(refused.message().find("shared"), std::string::npos)
+        << refused.message();
+    auto trained = session->run("train_step", {});
+    ASSERT_FALSE(bool(trained));
+    EXPECT_NE(trained.error().find("writes state"), std::string::npos)
+        << trained.error();
+  }
+
+  model.reset();
+  auto after = runtime::beamSearch(**sharing, src.ref(), options);
+  ASSERT_TRUE(bool(after)) << after.error();
+  EXPECT_EQ(tokensOf(*after), tokensOf(*expected));
 }
 
 TEST_P(CpuBackendTest, RefusesBadInputsWithAMessage) {

@@ -21,6 +21,8 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
+#include <thread>
 #include <vector>
 
 using namespace loom;
@@ -237,6 +239,57 @@ TEST(PackedWeights, Int8LeavesNonFiniteRowsToTheCaller) {
   x[k + 3] = 0.5f;
   EXPECT_TRUE(packed.linear(x.data(), w.data(), 4, m, n, k, y.data(),
                             cpu::LinearPrecision::Int8));
+}
+
+// Two caches sharing their weights' copies (one translator's workers)
+// multiply on two threads at once, as each would alone: bit for bit one
+// cache's products, at a few rows (panels) and at many (a packed copy), at
+// f32 and int8, while the copies are made; and they hold one copy between
+// them.
+TEST(PackedWeights, CachesSharingWeightsMultiplyAtOnceAsOneDoes) {
+  const int64_t n = 67, k = 131;
+  const std::vector<int64_t> rowCounts = {1, 3, cpu::kSmallGemmRows, 12, 32};
+  std::vector<float> w = test::uniformFloats(n * k, 21);
+  for (cpu::LinearPrecision precision :
+       {cpu::LinearPrecision::F32, cpu::LinearPrecision::Int8}) {
+    SCOPED_TRACE(precision == cpu::LinearPrecision::F32 ? "f32" : "int8");
+    cpu::PackedWeights alone;
+    std::vector<std::vector<float>> xs, expected;
+    for (int64_t m : rowCounts) {
+      xs.push_back(test::uniformFloats(m * k, 30 + m));
+      expected.emplace_back(m * n);
+      ASSERT_TRUE(alone.linear(xs.back().data(), w.data(), 9, m, n, k,
+                               expected.back().data(), precision));
+    }
+
+    cpu::PackedWeights first, second;
+    second.shareWeightsOf(first);
+    std::vector<std::string> failures[2];
+    auto work = [&](cpu::PackedWeights &packed, int thread) {
+      for (int round = 0; round < 20; ++round)
+        for (size_t c = 0; c < rowCounts.size(); ++c) {
+          // The two threads take the row counts in opposite orders, so
+          // that each makes some of the copies the other then reads.
+          size_t i = thread == 0 ? c : rowCounts.size() - 1 - c;
+          int64_t m = rowCounts[i];
+          std::vector<float> y(m * n, -7.0f);
+          if (!packed.linear(xs[i].data(), w.data(), 9, m, n, k, y.data(),
+                             precision) ||
+              y != expected[i])
+            failures[thread].push_back(std::to_string(m) + " rows, round " +
+                                       std::to_string(round));
+        }
+    };
+    std::thread other(work, std::ref(second), 1);
+    work(first, 0);
+    other.join();
+    for (int t = 0; t < 2; ++t)
+      EXPECT_TRUE(failures[t].empty())
+          << "thread " << t << ": " << failures[t].size()
+          << " products differ, first " << failures[t].front();
+    EXPECT_EQ(first.packedBytes(), alone.packedBytes());
+    EXPECT_EQ(second.packedBytes(), alone.packedBytes());
+  }
 }
 
 TEST(PackedWeights, BF16StaysWithinItsRounding) {

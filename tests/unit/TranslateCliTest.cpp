@@ -423,14 +423,19 @@ std::vector<std::string> textsAndScores(const loom_result *result) {
 // file differed from its later ones.)
 // Two decoders translating batches side by side print what one does: the
 // same texts and scores, in input order, at fp32 and int8, greedy and beam.
+// They share one copy of the weights, and of what is packed from them.
 TEST_F(TranslateCli, WorkersTranslateAsOneDecoderDoes) {
   std::string input;
   for (const char *sentence :
        {"the dog runs.", "eine Katze läuft über grass.", "a red house.", "",
         "the green cat runs over the house.", "Hund Haus Katze.", "grass."})
     input += std::string(sentence) + "\n";
+  // Batches of 2 x 4 rows multiply the weights from panels, of 3 x 4 from
+  // packed copies: both kinds, shared by the two decoders.
   for (const char *flags : {"--precision fp32 --beam 4 --nbest 2 --batch 2",
-                            "--precision int8 --beam 1 --batch 2"}) {
+                            "--precision int8 --beam 1 --batch 2",
+                            "--precision int8 --beam 4 --batch 3",
+                            "--precision fp32 --beam 4 --batch 3"}) {
     SCOPED_TRACE(flags);
     std::string one, two, err;
     ASSERT_EQ(translate(input, flags, one, err), 0) << err;
