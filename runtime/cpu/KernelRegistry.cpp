@@ -72,6 +72,7 @@ std::vector<std::string> loom::cpu::libraryKernelNames() {
 
 namespace {
 std::atomic<bool> avx2Allowed{true};
+std::atomic<bool> vnniAllowed{true};
 } // namespace
 
 bool loom::cpu::avx2Enabled() {
@@ -86,6 +87,21 @@ bool loom::cpu::avx2Enabled() {
 
 void loom::cpu::setAvx2Enabled(bool enabled) {
   avx2Allowed.store(enabled, std::memory_order_relaxed);
+}
+
+bool loom::cpu::vnniEnabled() {
+#if LOOM_HAVE_AVX2_PATH
+  static const bool cpuHasIt = __builtin_cpu_supports("avx512vnni") &&
+                               __builtin_cpu_supports("avx512vl");
+  return cpuHasIt && avx2Enabled() &&
+         vnniAllowed.load(std::memory_order_relaxed);
+#else
+  return false;
+#endif
+}
+
+void loom::cpu::setVnniEnabled(bool enabled) {
+  vnniAllowed.store(enabled, std::memory_order_relaxed);
 }
 
 //===----------------------------------------------------------------------===//

@@ -495,9 +495,10 @@ struct PackedWeights::Impl {
                        float *y, ThreadPool *pool) {
     if (!quantizeRows(x, m, k))
       return false;
-    // Weights within +-63 (no VNNI) take the rows as u8, as the packed
-    // product does, and the same correction by the channels' sums.
-    bool unsignedRows = int8WeightLimit() <= 63;
+    // The rows as u8, as the packed product takes them, with the same
+    // correction by the channels' sums, where the panels' product is exact
+    // for them: weights within +-63 (no VNNI), or with AVX512-VNNI.
+    bool unsignedRows = int8WeightLimit() <= 63 || vnniEnabled();
     if (unsignedRows)
       shiftToUnsigned(m * k);
     growTo(acc, m * n);

@@ -78,8 +78,9 @@ bool smallGemmPanels(const float *x, const float *panels, int64_t m, int64_t n,
 /// channel's sum), and so the same value. With `unsignedRows`, x holds the
 /// codes plus 128 as u8 and dot gets x . w^T of those, which is the codes'
 /// product plus 128 times each channel's sum: for weights within [-63, 63]
-/// only (two products of u8 and s8 then add up within int16), and two
-/// instructions fewer per four codes.
+/// (two products of u8 and s8 then add up within int16), and two
+/// instructions fewer per four codes; for any weights where vnniEnabled()
+/// (VecMath.h), whose vpdpbusd sums the four products in int32 in one.
 bool smallGemmInt8Panels(const int8_t *x, const int8_t *panels, int64_t m,
                          int64_t n, int64_t k, int32_t *dot, ThreadPool *pool,
                          bool unsignedRows = false);

@@ -12,7 +12,8 @@
 //         eight, each lane its own output summed along k;
 //   int8  [ceil(n / 8)][ceil(k / 4)][8][4]: eight outputs per panel, four
 //         consecutive codes of each in a 32-bit lane, as vpmaddubsw and
-//         vpmaddwd multiply and sum them against four codes of x broadcast.
+//         vpmaddwd (or, with AVX512-VNNI, vpdpbusd) multiply and sum them
+//         against four codes of x broadcast.
 //
 // Rows of w past n, and codes past k, are zero: they add nothing.
 //
@@ -232,6 +233,129 @@ codePanelRange(const int8_t *x, const int8_t *panels, int64_t m, int64_t n,
   }
 }
 
+/// acc plus the products of `quad` (four codes of x) with quad g of the
+/// panel (vpdpbusd: the four products of a u8 and an s8 in each lane summed
+/// into its int32).
+LOOM_TARGET_AVX2_VNNI inline __m256i
+addQuadVnni(__m256i acc, int32_t quad, const int8_t *panel, int64_t g) {
+  __m256i w = _mm256_loadu_si256(
+      reinterpret_cast<const __m256i *>(panel + g * 4 * kCodeLanes));
+  return _mm256_dpbusd_epi32(acc, _mm256_set1_epi32(quad), w);
+}
+
+/// Four codes of x from `x` on.
+inline int32_t fullQuad(const int8_t *x) {
+  int32_t quad;
+  std::memcpy(&quad, x, 4);
+  return quad;
+}
+
+/// dot[r][0..7] as panelDots<R, true> gives them (rows as u8: codes + 128),
+/// through AVX512-VNNI: one instruction per quad and row, where vpmaddubsw,
+/// vpmaddwd and vpaddd take three (five for signed rows), and exact in
+/// int32 for any weights, with no int16 pair sum to saturate. Each row sums
+/// even and odd quads apart, and one or two rows four chains each:
+/// vpdpbusd's latency (five cycles) would bound fewer. Whole quads load four
+/// codes at once; only a last, partial one is copied code by code (a copy of a
+/// variable length in the loop went through the stack at every quad).
+/// Integer sums: the order changes nothing.
+template <int R>
+LOOM_TARGET_AVX2_VNNI inline void vnniDots(const int8_t *x, const int8_t *panel,
+                                           int64_t k, int32_t *dot, int64_t n,
+                                           int64_t valid) {
+  static_assert(R >= 1 && R <= 4, "up to four rows at a time");
+  const int64_t whole = k / 4;
+  const __m256i zero = _mm256_setzero_si256();
+  __m256i e0 = zero, e1 = zero, e2 = zero, e3 = zero;
+  __m256i o0 = zero, o1 = zero, o2 = zero, o3 = zero;
+  int64_t g = 0;
+  if constexpr (R == 1) {
+    __m256i t0 = zero, u0 = zero;
+    for (; g + 4 <= whole; g += 4) {
+      e0 = addQuadVnni(e0, fullQuad(x + 4 * g), panel, g);
+      o0 = addQuadVnni(o0, fullQuad(x + 4 * g + 4), panel, g + 1);
+      t0 = addQuadVnni(t0, fullQuad(x + 4 * g + 8), panel, g + 2);
+      u0 = addQuadVnni(u0, fullQuad(x + 4 * g + 12), panel, g + 3);
+    }
+    e0 = _mm256_add_epi32(e0, t0);
+    o0 = _mm256_add_epi32(o0, u0);
+  }
+  if constexpr (R == 2) {
+    __m256i t0 = zero, u0 = zero, t1 = zero, u1 = zero;
+    for (; g + 4 <= whole; g += 4) {
+      const int8_t *at = x + 4 * g;
+      e0 = addQuadVnni(e0, fullQuad(at), panel, g);
+      o0 = addQuadVnni(o0, fullQuad(at + 4), panel, g + 1);
+      t0 = addQuadVnni(t0, fullQuad(at + 8), panel, g + 2);
+      u0 = addQuadVnni(u0, fullQuad(at + 12), panel, g + 3);
+      e1 = addQuadVnni(e1, fullQuad(at + k), panel, g);
+      o1 = addQuadVnni(o1, fullQuad(at + k + 4), panel, g + 1);
+      t1 = addQuadVnni(t1, fullQuad(at + k + 8), panel, g + 2);
+      u1 = addQuadVnni(u1, fullQuad(at + k + 12), panel, g + 3);
+    }
+    e0 = _mm256_add_epi32(e0, t0);
+    o0 = _mm256_add_epi32(o0, u0);
+    e1 = _mm256_add_epi32(e1, t1);
+    o1 = _mm256_add_epi32(o1, u1);
+  }
+  for (; g + 2 <= whole; g += 2) {
+    const int8_t *at = x + 4 * g;
+    e0 = addQuadVnni(e0, fullQuad(at), panel, g);
+    o0 = addQuadVnni(o0, fullQuad(at + 4), panel, g + 1);
+    if constexpr (R > 1) {
+      e1 = addQuadVnni(e1, fullQuad(at + k), panel, g);
+      o1 = addQuadVnni(o1, fullQuad(at + k + 4), panel, g + 1);
+    }
+    if constexpr (R > 2) {
+      e2 = addQuadVnni(e2, fullQuad(at + 2 * k), panel, g);
+      o2 = addQuadVnni(o2, fullQuad(at + 2 * k + 4), panel, g + 1);
+    }
+    if constexpr (R > 3) {
+      e3 = addQuadVnni(e3, fullQuad(at + 3 * k), panel, g);
+      o3 = addQuadVnni(o3, fullQuad(at + 3 * k + 4), panel, g + 1);
+    }
+  }
+  for (; g < quadsOf(k); ++g) {
+    // A whole quad left over, then a partial one.
+    const int64_t codes = std::min<int64_t>(4, k - 4 * g);
+    const int8_t *at = x + 4 * g;
+    e0 = addQuadVnni(e0, quadAt(at, codes), panel, g);
+    if constexpr (R > 1)
+      e1 = addQuadVnni(e1, quadAt(at + k, codes), panel, g);
+    if constexpr (R > 2)
+      e2 = addQuadVnni(e2, quadAt(at + 2 * k, codes), panel, g);
+    if constexpr (R > 3)
+      e3 = addQuadVnni(e3, quadAt(at + 3 * k, codes), panel, g);
+  }
+  storeDots(_mm256_add_epi32(e0, o0), dot, valid);
+  if constexpr (R > 1)
+    storeDots(_mm256_add_epi32(e1, o1), dot + n, valid);
+  if constexpr (R > 2)
+    storeDots(_mm256_add_epi32(e2, o2), dot + 2 * n, valid);
+  if constexpr (R > 3)
+    storeDots(_mm256_add_epi32(e3, o3), dot + 3 * n, valid);
+}
+
+/// codePanelRange<true> through vnniDots.
+LOOM_TARGET_AVX2_VNNI void vnniPanelRange(const int8_t *x, const int8_t *panels,
+                                          int64_t m, int64_t n, int64_t k,
+                                          int32_t *dot, int64_t first,
+                                          int64_t last) {
+  for (int64_t p = first; p < last; ++p) {
+    const int8_t *panel = panels + p * codePanelStride(k);
+    int64_t j = p * kCodeLanes, valid = std::min(kCodeLanes, n - j);
+    int64_t r = 0;
+    for (; r + 4 <= m; r += 4)
+      vnniDots<4>(x + r * k, panel, k, dot + r * n + j, n, valid);
+    if (m - r == 3)
+      vnniDots<3>(x + r * k, panel, k, dot + r * n + j, n, valid);
+    else if (m - r == 2)
+      vnniDots<2>(x + r * k, panel, k, dot + r * n + j, n, valid);
+    else if (m - r == 1)
+      vnniDots<1>(x + r * k, panel, k, dot + r * n + j, n, valid);
+  }
+}
+
 #endif
 
 /// Panels per parallel chunk: about 64K multiply-adds each (a quarter of
@@ -301,9 +425,12 @@ bool loom::cpu::smallGemmInt8Panels(const int8_t *x, const int8_t *panels,
   if (!smallGemmTakes(m, n, k))
     return false;
 #if LOOM_HAVE_AVX2_PATH
+  bool vnni = unsignedRows && vnniEnabled();
   parallelRange(pool, panelsOf(n, kCodeLanes), panelGrain(k, kCodeLanes, 4),
                 [&](int64_t first, int64_t last) {
-                  if (unsignedRows)
+                  if (vnni)
+                    vnniPanelRange(x, panels, m, n, k, dot, first, last);
+                  else if (unsignedRows)
                     codePanelRange<true>(x, panels, m, n, k, dot, first, last);
                   else
                     codePanelRange<false>(x, panels, m, n, k, dot, first, last);

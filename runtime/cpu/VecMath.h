@@ -36,9 +36,13 @@
 #if defined(__x86_64__) || defined(__i386__)
 #define LOOM_HAVE_AVX2_PATH 1
 #define LOOM_TARGET_AVX2 __attribute__((target("avx2,fma")))
+// AVX2 with AVX512-VNNI's 256-bit forms (vpdpbusd on ymm registers).
+#define LOOM_TARGET_AVX2_VNNI                                                  \
+  __attribute__((target("avx2,fma,avx512f,avx512vl,avx512vnni")))
 #else
 #define LOOM_HAVE_AVX2_PATH 0
 #define LOOM_TARGET_AVX2
+#define LOOM_TARGET_AVX2_VNNI
 #endif
 
 #define LOOM_VEC_INLINE inline __attribute__((always_inline))
@@ -49,6 +53,11 @@ namespace loom::cpu {
 /// setAvx2Enabled(false) was not called (tests cover both paths with it).
 bool avx2Enabled();
 void setAvx2Enabled(bool enabled);
+/// Whether kernels may take AVX512-VNNI paths (LOOM_TARGET_AVX2_VNNI): the
+/// CPU has AVX512-VNNI and AVX512-VL, avx2Enabled(), and setVnniEnabled(false)
+/// was not called.
+bool vnniEnabled();
+void setVnniEnabled(bool enabled);
 
 namespace vec {
 

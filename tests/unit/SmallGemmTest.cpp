@@ -7,7 +7,8 @@
 // one order: a row's result is bit for bit the same alone or among others,
 // and however the pool splits the weight. The int8 product over panels is
 // exact, codes at +-127 included, and so is that of rows shifted to u8
-// against weights within +-63. All decline what they do not take.
+// against weights within +-63, or within +-127 through AVX512-VNNI where the
+// CPU has it. All decline what they do not take.
 //
 //===----------------------------------------------------------------------===//
 
@@ -101,8 +102,20 @@ TEST(SmallGemm, Int8DotsAreExactAtTheCodesExtremes) {
   std::uniform_int_distribution<int> edge(0, 3);
   cpu::ThreadPool pool(2);
   // Signed rows against weights up to +-127; unsigned rows (codes + 128)
-  // against weights up to +-63, their limit.
-  for (bool unsignedRows : {false, true})
+  // against weights up to +-63, their limit with vpmaddubsw; and, where the
+  // CPU has AVX512-VNNI, unsigned rows against weights up to +-127.
+  struct Mode {
+    const char *name;
+    bool unsignedRows, vnni;
+    int weightLimit;
+  };
+  const bool haveVnni = cpu::vnniEnabled();
+  for (Mode mode :
+       {Mode{"signed", false, false, 127}, Mode{"unsigned", true, false, 63},
+        Mode{"unsigned, VNNI", true, true, 127}}) {
+    if (mode.vnni && !haveVnni)
+      continue;
+    cpu::setVnniEnabled(mode.vnni);
     for (int64_t m = 1; m <= cpu::kSmallGemmRows; ++m)
       for (int64_t n : {1, 6, 8, 9, 4099})
         for (int64_t k : {1, 3, 4, 31, 32, 128, 515}) {
@@ -119,24 +132,28 @@ TEST(SmallGemm, Int8DotsAreExactAtTheCodesExtremes) {
           for (int8_t &v : x)
             v = draw(127);
           for (int8_t &v : w)
-            v = draw(unsignedRows ? 63 : 127);
+            v = draw(mode.weightLimit);
           std::vector<int8_t> rows = x;
-          if (unsignedRows)
+          if (mode.unsignedRows)
             for (int8_t &v : rows)
               v = int8_t(uint8_t(v) ^ 0x80u); // v + 128 as u8
           std::vector<int32_t> dot(m * n, -1);
-          ASSERT_TRUE(dots(rows, w, m, n, k, dot.data(), &pool, unsignedRows));
+          ASSERT_TRUE(
+              dots(rows, w, m, n, k, dot.data(), &pool, mode.unsignedRows));
           for (int64_t i = 0; i < m; ++i)
             for (int64_t j = 0; j < n; ++j) {
               int64_t want = 0;
               for (int64_t q = 0; q < k; ++q)
-                want += (int64_t(x[i * k + q]) + (unsignedRows ? 128 : 0)) *
-                        w[j * k + q];
+                want +=
+                    (int64_t(x[i * k + q]) + (mode.unsignedRows ? 128 : 0)) *
+                    w[j * k + q];
               ASSERT_EQ(dot[i * n + j], want)
                   << m << "x" << n << "x" << k << " at " << i << ", " << j
-                  << (unsignedRows ? " unsigned" : "");
+                  << " (" << mode.name << ")";
             }
         }
+  }
+  cpu::setVnniEnabled(true);
 }
 
 TEST(SmallGemm, DeclinesWhatItDoesNotTake) {
