@@ -38,13 +38,18 @@
 // CPU device runs a linear layer whose weight does not change between calls
 // (runtime/cpu/PackedGemm.h): a oneDNN matmul over W reordered once into the
 // primitive's blocked layout. It is what decoding runs; training, whose
-// weights change every step, runs dnnl_sgemm.
+// weights change every step, runs dnnl_sgemm. packed-int8/ does the same at
+// int8 (rows quantized per call, weights once), and for shapes of at most
+// eight rows panels/ and panels-int8/ time the few-row products over a
+// weight in panels (runtime/cpu/SmallGemm.h) that the device chooses for
+// them on an AVX2 CPU (on one with AVX-512, for one row).
 //
 // OpenBLAS's threads follow OPENBLAS_NUM_THREADS, oneDNN's OMP_NUM_THREADS.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/PackedGemm.h"
+#include "runtime/cpu/SmallGemm.h"
 
 #include <benchmark/benchmark.h>
 #include <cblas.h>
@@ -57,6 +62,7 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -136,12 +142,17 @@ void onednn(benchmark::State &state, Shape s) {
   timeCalls(state, s, o, call);
 }
 
-void packed(benchmark::State &state, Shape s) {
+/// A linear layer's product as the CPU device runs it over a constant
+/// weight, at `precision`, with up to `panelRows` rows multiplied from
+/// panels (SmallGemm.h) and more by the oneDNN matmul.
+void packed(benchmark::State &state, Shape s,
+            loom::cpu::LinearPrecision precision, int64_t panelRows) {
   Operands o(s); // b is W [n, k]
   loom::cpu::PackedWeights weights;
+  loom::cpu::setSmallGemmRowsChosen(panelRows);
   auto call = [&] {
     return weights.linear(o.a.data(), o.b.data(), /*version=*/1, s.m, s.n, s.k,
-                          o.c.data());
+                          o.c.data(), precision);
   };
   // Untimed: the first call only notes the weight, the second packs it.
   call();
@@ -310,10 +321,26 @@ void registerAll(const std::vector<Shape> &shapes) {
     benchmark::RegisterBenchmark(("onednn/" + s.name).c_str(), onednn, s)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
-    if (s.transA == 'N' && s.transB == 'T')
-      benchmark::RegisterBenchmark(("packed/" + s.name).c_str(), packed, s)
-          ->Unit(benchmark::kMillisecond)
+    if (s.transA != 'N' || s.transB != 'T')
+      continue;
+    // The oneDNN matmul over a packed weight, and for a few rows the
+    // panels, at f32 and int8.
+    using loom::cpu::LinearPrecision;
+    for (auto [suffix, precision] :
+         {std::pair{"", LinearPrecision::F32},
+          std::pair{"-int8", LinearPrecision::Int8}}) {
+      benchmark::RegisterBenchmark(
+          ("packed" + std::string(suffix) + "/" + s.name).c_str(), packed, s,
+          precision, int64_t(0))
+          ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
+      if (s.m <= loom::cpu::kSmallGemmRows)
+        benchmark::RegisterBenchmark(
+            ("panels" + std::string(suffix) + "/" + s.name).c_str(), packed, s,
+            precision, loom::cpu::kSmallGemmRows)
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
+    }
   }
 }
 

@@ -126,7 +126,7 @@ Status loom::cpu::linearKernel(const KernelCall &call) {
   if (!(call.packed &&
         call.packed->linear(x.f32(), w.f32(), call.versionOf(1), m, n, k,
                             out.f32(), call.precision, call.pool)) &&
-      !(f32 && m <= kSmallGemmRows &&
+      !(f32 && m <= smallGemmRowsChosen() &&
         smallGemm(x.f32(), w.f32(), m, n, k, out.f32(), call.pool)))
     sgemm(false, true, m, n, k, 1.0f, x.f32(), k, w.f32(), k, 0.0f, out.f32(),
           n);

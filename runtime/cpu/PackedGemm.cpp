@@ -64,8 +64,8 @@ struct Weight {
   std::vector<int8_t> codes;   // int8: row-major [n, k], to pack from
   std::vector<float> scales;   // int8: per output channel
   std::vector<int32_t> sums;   // int8: per output channel, its codes' sum
-  /// For up to kSmallGemmRows rows (SmallGemm.h): f32 panels, or the int8
-  /// codes in panels; empty until such a call.
+  /// For up to smallGemmRowsChosen() rows (SmallGemm.h): f32 panels, or the
+  /// int8 codes in panels; empty until such a call.
   AlignedArray<float> panels;
   AlignedArray<int8_t> codePanels;
 };
@@ -563,14 +563,15 @@ bool PackedWeights::linear(const float *x, const float *w, uint64_t version,
   // A training step's weight at a few rows in f32 stays with the caller's
   // row-major product: panels made on its second sight would sum in
   // another order than its first call did.
-  if (precision == LinearPrecision::F32 && m <= kSmallGemmRows &&
+  const bool fewRows = m <= smallGemmRowsChosen();
+  if (precision == LinearPrecision::F32 && fewRows &&
       (version & runtime::kWrittenByStep))
     return false;
-  // Up to kSmallGemmRows rows multiply panels (f32 ones, or int8 codes);
-  // more, a oneDNN matmul over a packed copy.
-  bool fewRows = smallGemmTakes(m, n, k);
-  bool f32Panels = precision == LinearPrecision::F32 && fewRows;
-  bool codePanels = precision == LinearPrecision::Int8 && fewRows;
+  // Up to smallGemmRowsChosen() rows multiply panels (f32 ones, or int8
+  // codes); more, a oneDNN matmul over a packed copy.
+  const bool panels = fewRows && smallGemmTakes(m, n, k);
+  bool f32Panels = precision == LinearPrecision::F32 && panels;
+  bool codePanels = precision == LinearPrecision::Int8 && panels;
   if (!f32Panels)
     applyOneDnnThreads();
   auto key = std::make_tuple(w, n, k, precision);

@@ -34,12 +34,12 @@
 //         keep every pair sum exact (2 * 255 * 63 < 32768), where 8-bit
 //         ones saturated and gave wrong results;
 //   bf16  weights and rows rounded to bfloat16, accumulated in f32.
-// Up to kSmallGemmRows rows (one sentence, a beam of four, a small batch)
-// multiply a second copy instead, in panels that the product reads as one
-// stream (SmallGemm.h), packed on the first such call: the f32 weight, or
-// at int8 the same codes (the same integers as the packed product's),
-// without oneDNN's per-call work. A weight a training step wrote is never
-// put in panels: it would be multiplied row-major on first sight and from
+// Up to smallGemmRowsChosen() rows (one sentence; on an AVX2 CPU a beam of
+// four or a small batch too) multiply a second copy instead, in panels that the
+// product reads as one stream (SmallGemm.h), packed on the first such call: the
+// f32 weight, or at int8 the same codes (the same integers as the packed
+// product's), without oneDNN's per-call work. A weight a training step wrote is
+// never put in panels: it would be multiplied row-major on first sight and from
 // panels after, in two orders of summation.
 // Only numbered (constant) weights are ever quantized: training, and any
 // call without a number, stays in f32.
@@ -80,8 +80,8 @@ public:
   /// y[m, n] = x[m, k] . w[n, k]^T, all row-major, with `w` packed, when `w`
   /// (of content `version`, nonzero) has been packed or is packed now.
   /// Returns false, leaving `y` untouched, when the caller must compute it.
-  /// Up to kSmallGemmRows rows multiply the weight's panels (SmallGemm.h),
-  /// split over `pool`.
+  /// Up to smallGemmRowsChosen() rows multiply the weight's panels
+  /// (SmallGemm.h), split over `pool`.
   bool linear(const float *x, const float *w, uint64_t version, int64_t m,
               int64_t n, int64_t k, float *y,
               LinearPrecision precision = LinearPrecision::F32,

@@ -9,6 +9,7 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 
 using namespace loom::cpu;
 
@@ -124,6 +125,25 @@ void overRowChunks(ThreadPool *pool, int64_t n, int64_t grain, F &&body) {
 #endif
 
 } // namespace
+
+namespace {
+std::atomic<int64_t> rowsChosen{-1}; // negative: the CPU's choice
+} // namespace
+
+int64_t loom::cpu::smallGemmRowsChosen() {
+  if (int64_t chosen = rowsChosen.load(std::memory_order_relaxed); chosen >= 0)
+    return chosen;
+#if LOOM_HAVE_AVX2_PATH
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  return avx512 ? 1 : kSmallGemmRows;
+#else
+  return kSmallGemmRows;
+#endif
+}
+
+void loom::cpu::setSmallGemmRowsChosen(int64_t rows) {
+  rowsChosen.store(std::min(rows, kSmallGemmRows), std::memory_order_relaxed);
+}
 
 bool loom::cpu::smallGemmTakes(int64_t m, int64_t n, int64_t k) {
 #if LOOM_HAVE_AVX2_PATH

@@ -39,12 +39,25 @@ class ThreadPool;
 /// of eight sentences (the multi30k model, 1 and 2 threads, fp32 and int8)
 /// 10-16% faster than four, which sent five to eight rows to oneDNN; at 32 the
 /// products of 9 to 32 rows were slower than oneDNN's, which reuses each
-/// loaded row of x across more outputs.
+/// loaded row of x across more outputs. (On an AVX2 CPU; see
+/// smallGemmRowsChosen.)
 constexpr int64_t kSmallGemmRows = 8;
 
 /// Whether the few-row products below take m rows against w [n, k]: m in
 /// (0, kSmallGemmRows], n and k positive, and a CPU with AVX2.
 bool smallGemmTakes(int64_t m, int64_t n, int64_t k);
+
+/// The most rows linear layers give these products rather than oneDNN's:
+/// kSmallGemmRows on an AVX2 CPU, one where the CPU has AVX-512. There
+/// oneDNN's matmul over a packed weight runs 512-bit kernels (with VNNI at
+/// int8), and from two rows on it was 1.5-2.5x faster than these 256-bit
+/// products (the multi30k and small models' shapes, one core, an AVX-512
+/// EPYC); at one row they were as fast or faster, without its per-call
+/// work (`gemm_bench`'s panels/ and packed/ variants time both).
+/// setSmallGemmRowsChosen(n) makes it n in [0, kSmallGemmRows] (tests cover
+/// both choices on one CPU), a negative n the CPU's choice again.
+int64_t smallGemmRowsChosen();
+void setSmallGemmRowsChosen(int64_t rows);
 
 /// y = x . w^T as above; false (y untouched) where this CPU has no AVX2, or m
 /// is out of (0, kSmallGemmRows]: the caller multiplies another way.

@@ -81,21 +81,27 @@ TEST(PackedWeights, PacksWhatAStepWroteOnTheSecondCall) {
 }
 
 // A few rows of such a weight stay with the caller on every call: panels
-// made on the second call would sum in another order than the first.
+// made on the second call would sum in another order than the first. As
+// many rows as the CPU gives the few-row products, and as many as an AVX2
+// CPU does.
 TEST(PackedWeights, LeavesAFewRowsOfWhatAStepWroteToTheCaller) {
   const int64_t n = 67, k = 131;
   const uint64_t version = 5 | runtime::kWrittenByStep;
   std::vector<float> w = test::uniformFloats(n * k, 1);
-  cpu::PackedWeights packed;
-  for (int64_t m = 1; m <= cpu::kSmallGemmRows; ++m) {
-    std::vector<float> x = test::uniformFloats(m * k, 9), y(m * n, -7.0f);
-    for (int call = 0; call < 3; ++call)
-      EXPECT_FALSE(
-          packed.linear(x.data(), w.data(), version, m, n, k, y.data()))
-          << m << " rows, call " << call;
-    EXPECT_EQ(y[0], -7.0f);
+  for (int64_t chosen : {int64_t(-1), cpu::kSmallGemmRows}) {
+    cpu::setSmallGemmRowsChosen(chosen);
+    cpu::PackedWeights packed;
+    for (int64_t m = 1; m <= cpu::smallGemmRowsChosen(); ++m) {
+      std::vector<float> x = test::uniformFloats(m * k, 9), y(m * n, -7.0f);
+      for (int call = 0; call < 3; ++call)
+        EXPECT_FALSE(
+            packed.linear(x.data(), w.data(), version, m, n, k, y.data()))
+            << m << " rows, call " << call;
+      EXPECT_EQ(y[0], -7.0f);
+    }
+    EXPECT_EQ(packed.packedBytes(), 0);
   }
-  EXPECT_EQ(packed.packedBytes(), 0);
+  cpu::setSmallGemmRowsChosen(-1);
 }
 
 // At every precision the first call with a weight computes what the later
@@ -203,6 +209,8 @@ TEST(PackedWeights, Int8IsThePerRowPerChannelQuantizedProduct) {
 // row's result is bit for bit what it is among nine rows, at every k (with
 // and without a tail past 32 codes).
 TEST(PackedWeights, Int8FewRowsAreTheManyRowsProduct) {
+  // Panels for up to eight rows, whatever this CPU chooses.
+  cpu::setSmallGemmRowsChosen(cpu::kSmallGemmRows);
   for (int64_t k : {96, 77, 5}) {
     const int64_t m = 9, n = 43;
     std::vector<float> w = test::uniformFloats(n * k, 15),
@@ -220,6 +228,7 @@ TEST(PackedWeights, Int8FewRowsAreTheManyRowsProduct) {
                                    << " rows, element " << i;
     }
   }
+  cpu::setSmallGemmRowsChosen(-1);
 }
 
 // Rows with a NaN or an infinity cannot be scaled: the caller computes them
@@ -250,46 +259,53 @@ TEST(PackedWeights, CachesSharingWeightsMultiplyAtOnceAsOneDoes) {
   const int64_t n = 67, k = 131;
   const std::vector<int64_t> rowCounts = {1, 3, cpu::kSmallGemmRows, 12, 32};
   std::vector<float> w = test::uniformFloats(n * k, 21);
-  for (cpu::LinearPrecision precision :
-       {cpu::LinearPrecision::F32, cpu::LinearPrecision::Int8}) {
-    SCOPED_TRACE(precision == cpu::LinearPrecision::F32 ? "f32" : "int8");
-    cpu::PackedWeights alone;
-    std::vector<std::vector<float>> xs, expected;
-    for (int64_t m : rowCounts) {
-      xs.push_back(test::uniformFloats(m * k, 30 + m));
-      expected.emplace_back(m * n);
-      ASSERT_TRUE(alone.linear(xs.back().data(), w.data(), 9, m, n, k,
-                               expected.back().data(), precision));
-    }
+  // Panels for up to eight rows, and for one (this CPU's choice with
+  // AVX-512): the row counts between go to panels, and to packed copies.
+  for (int64_t chosen : {int64_t(1), cpu::kSmallGemmRows})
+    for (cpu::LinearPrecision precision :
+         {cpu::LinearPrecision::F32, cpu::LinearPrecision::Int8}) {
+      cpu::setSmallGemmRowsChosen(chosen);
+      SCOPED_TRACE(
+          std::string(precision == cpu::LinearPrecision::F32 ? "f32" : "int8") +
+          ", panels up to " + std::to_string(chosen) + " rows");
+      cpu::PackedWeights alone;
+      std::vector<std::vector<float>> xs, expected;
+      for (int64_t m : rowCounts) {
+        xs.push_back(test::uniformFloats(m * k, 30 + m));
+        expected.emplace_back(m * n);
+        ASSERT_TRUE(alone.linear(xs.back().data(), w.data(), 9, m, n, k,
+                                 expected.back().data(), precision));
+      }
 
-    cpu::PackedWeights first, second;
-    second.shareWeightsOf(first);
-    std::vector<std::string> failures[2];
-    auto work = [&](cpu::PackedWeights &packed, int thread) {
-      for (int round = 0; round < 20; ++round)
-        for (size_t c = 0; c < rowCounts.size(); ++c) {
-          // The two threads take the row counts in opposite orders, so
-          // that each makes some of the copies the other then reads.
-          size_t i = thread == 0 ? c : rowCounts.size() - 1 - c;
-          int64_t m = rowCounts[i];
-          std::vector<float> y(m * n, -7.0f);
-          if (!packed.linear(xs[i].data(), w.data(), 9, m, n, k, y.data(),
-                             precision) ||
-              y != expected[i])
-            failures[thread].push_back(std::to_string(m) + " rows, round " +
-                                       std::to_string(round));
-        }
-    };
-    std::thread other(work, std::ref(second), 1);
-    work(first, 0);
-    other.join();
-    for (int t = 0; t < 2; ++t)
-      EXPECT_TRUE(failures[t].empty())
-          << "thread " << t << ": " << failures[t].size()
-          << " products differ, first " << failures[t].front();
-    EXPECT_EQ(first.packedBytes(), alone.packedBytes());
-    EXPECT_EQ(second.packedBytes(), alone.packedBytes());
-  }
+      cpu::PackedWeights first, second;
+      second.shareWeightsOf(first);
+      std::vector<std::string> failures[2];
+      auto work = [&](cpu::PackedWeights &packed, int thread) {
+        for (int round = 0; round < 20; ++round)
+          for (size_t c = 0; c < rowCounts.size(); ++c) {
+            // The two threads take the row counts in opposite orders, so
+            // that each makes some of the copies the other then reads.
+            size_t i = thread == 0 ? c : rowCounts.size() - 1 - c;
+            int64_t m = rowCounts[i];
+            std::vector<float> y(m * n, -7.0f);
+            if (!packed.linear(xs[i].data(), w.data(), 9, m, n, k, y.data(),
+                               precision) ||
+                y != expected[i])
+              failures[thread].push_back(std::to_string(m) + " rows, round " +
+                                         std::to_string(round));
+          }
+      };
+      std::thread other(work, std::ref(second), 1);
+      work(first, 0);
+      other.join();
+      for (int t = 0; t < 2; ++t)
+        EXPECT_TRUE(failures[t].empty())
+            << "thread " << t << ": " << failures[t].size()
+            << " products differ, first " << failures[t].front();
+      EXPECT_EQ(first.packedBytes(), alone.packedBytes());
+      EXPECT_EQ(second.packedBytes(), alone.packedBytes());
+    }
+  cpu::setSmallGemmRowsChosen(-1);
 }
 
 TEST(PackedWeights, BF16StaysWithinItsRounding) {

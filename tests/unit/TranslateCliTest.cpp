@@ -430,10 +430,12 @@ TEST_F(TranslateCli, WorkersTranslateAsOneDecoderDoes) {
        {"the dog runs.", "eine Katze läuft über grass.", "a red house.", "",
         "the green cat runs over the house.", "Hund Haus Katze.", "grass."})
     input += std::string(sentence) + "\n";
-  // Batches of 2 x 4 rows multiply the weights from panels, of 3 x 4 from
-  // packed copies: both kinds, shared by the two decoders.
+  // One row multiplies the weights from panels, 3 x 4 rows from packed
+  // copies (2 x 4 rows from panels on an AVX2 CPU, from packed copies with
+  // AVX-512): both kinds, shared by the two decoders.
   for (const char *flags : {"--precision fp32 --beam 4 --nbest 2 --batch 2",
                             "--precision int8 --beam 1 --batch 2",
+                            "--precision fp32 --beam 1 --batch 1",
                             "--precision int8 --beam 4 --batch 3",
                             "--precision fp32 --beam 4 --batch 3"}) {
     SCOPED_TRACE(flags);
