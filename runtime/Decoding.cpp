@@ -542,11 +542,12 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
         if (cand.token == options.eos && t + 1 <= options.minLen)
           continue; // too early to end: the next candidate takes its place
         if (cand.token == options.eos) {
-          if (int64_t(grown.finished.size()) < k)
-            grown.finished.push_back(
-                {tokens, cand.logProb,
-                 cand.logProb /
-                     lengthPenalty(int64_t(tokens.size()) + 1, options.alpha)});
+          // Every hypothesis that ends is kept: one ending after `k` others
+          // may still score above them.
+          grown.finished.push_back(
+              {tokens, cand.logProb,
+               cand.logProb /
+                   lengthPenalty(int64_t(tokens.size()) + 1, options.alpha)});
           continue;
         }
         tokens.push_back(cand.token);
@@ -555,8 +556,11 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
         parents.push_back(int64_t(i) * k + cand.parent);
         last.push_back(cand.token);
       }
-      bool done = int64_t(grown.finished.size()) >= k || lastStep ||
-                  grown.tokens.empty() ||
+      // Not when `k` hypotheses have ended (fairseq's early stopping): a
+      // live one may still beat them, and on the multi30k model's val
+      // sentences stopping there returned a worse translation than
+      // CTranslate2's on 14 of 1,014 lines at beam 4.
+      bool done = lastStep || grown.tokens.empty() ||
                   sentenceSettled(grown, options.nbest, options.alpha,
                                   maxLenOf(beam.sentence));
       // Every sentence keeps k rows; a short beam (a vocabulary smaller than

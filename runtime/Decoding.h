@@ -72,10 +72,11 @@ struct Hypothesis {
 /// sentence the `nbest` best hypotheses by score. Every hypothesis of every
 /// sentence is one row of @decode_step; after each step the self-attention
 /// caches are gathered to follow the surviving hypotheses, and a sentence
-/// whose beam has finished (`beam` hypotheses ended in eos, maxLen reached,
-/// or no live hypothesis able to score above its `nbest` finished ones,
-/// which leaves the result as it would be) leaves the batch, its rows
-/// dropped from the caches and its source from the encoder's K/V. With
+/// whose beam has finished (maxLen reached, no live hypothesis left, or none
+/// able to score above its `nbest` finished ones, which leaves the result
+/// as decoding on to maxLen would) leaves the batch, its rows dropped from
+/// the caches and its source from the encoder's K/V. Every hypothesis that
+/// ends in eos competes for the n best, however many ended before it. With
 /// beam 1 this is greedy decoding.
 ErrorOr<std::vector<std::vector<Hypothesis>>>
 beamSearch(Session &session, const TensorRef &src, const BeamOptions &options);
@@ -86,8 +87,8 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options);
 /// log-probability only falls as it grows, and its length penalty
 /// ((5 + len) / 6)^alpha, alpha >= 0, is at most that of `maxLen` tokens, so
 /// a live log-probability over penalty(maxLen) bounds its future scores.
-/// Stopping then returns exactly what decoding on until `beam` hypotheses
-/// end would (a later one could at best tie, and ties keep the earlier).
+/// Stopping then returns exactly what decoding on to maxLen would (a later
+/// hypothesis could at best tie, and ties keep the earlier).
 bool beamSettled(std::vector<double> finishedScores,
                  const std::vector<double> &liveLogProbs, int64_t nbest,
                  double alpha, int64_t maxLen);

@@ -108,7 +108,8 @@ protected:
     return out;
   }
 
-  /// Beam search for one sentence, every prefix recomputed from scratch.
+  /// Beam search for one sentence, every prefix recomputed from scratch,
+  /// decoding on to maxLen and keeping every hypothesis that ends.
   std::vector<runtime::Hypothesis>
   referenceBeam(const std::vector<int32_t> &row,
                 const runtime::BeamOptions &o) {
@@ -140,17 +141,14 @@ protected:
           break;
         std::vector<int32_t> tokens = live[c.parent].first;
         if (c.token == o.eos) {
-          if (int64_t(finished.size()) < o.beam)
-            finished.push_back(
-                {tokens, c.lp, c.lp / penalty(int64_t(tokens.size()) + 1)});
+          finished.push_back(
+              {tokens, c.lp, c.lp / penalty(int64_t(tokens.size()) + 1)});
           continue;
         }
         tokens.push_back(c.token);
         grown.push_back({tokens, c.lp});
       }
       live = grown;
-      if (int64_t(finished.size()) >= o.beam)
-        break;
       if (t + 1 == o.maxLen)
         for (auto &[tokens, lp] : live)
           finished.push_back(
@@ -243,11 +241,12 @@ TEST(BeamSettled, StopsOnlyWhenNoLiveHypothesisCanWin) {
 }
 
 // A sentence leaves the beam as soon as no live hypothesis can score above
-// its n-best finished ones; the reference decodes until `beam` hypotheses
-// end. Both must return the same hypotheses, at every length penalty (0:
-// log-probability alone, where a finished best hypothesis settles it at
-// once) and n-best. Eos is made likely enough (its logit raised) that
-// hypotheses end at different steps, some before better ones do.
+// its n-best finished ones; the reference decodes on to maxLen. Both must
+// return the same hypotheses, at every length penalty (0: log-probability
+// alone, where a finished best hypothesis settles it at once) and n-best.
+// Eos is made likely enough (its logit raised) that hypotheses end at
+// different steps, some before better ones do: stopping once `beam` of them
+// had ended (as beam search once did) returns worse ones here.
 TEST_F(DecodingTest, BeamLeavingEarlyReturnsWhatWaitingWouldHave) {
   // Five sentences of three hypotheses: the 15 rows fit the 16 compiled.
   std::mt19937 rng(11);
@@ -267,38 +266,40 @@ TEST_F(DecodingTest, BeamLeavingEarlyReturnsWhatWaitingWouldHave) {
   runtime::Tensor src = sources(rows);
   auto bias = model->getState("generator.bias");
   ASSERT_TRUE(bool(bias)) << bias.error();
-  for (float raise : {0.0f, 1.5f, 2.5f, 4.0f})
-    for (double alpha : {0.0, 0.6, 2.0})
-      for (int64_t nbest : {1, 2}) {
-        runtime::Tensor raised = test::hostTensor(DType::F32, bias->shape());
-        std::copy(bias->f32(), bias->f32() + bias->numel(), raised.f32());
-        raised.f32()[3] += raise;
-        ASSERT_TRUE(model->setState("generator.bias", raised.ref()).ok());
-        runtime::BeamOptions o;
-        o.beam = 3;
-        o.nbest = nbest;
-        o.alpha = alpha;
-        o.maxLen = 8;
-        auto actual = runtime::beamSearch(*model, src.ref(), o);
-        ASSERT_TRUE(bool(actual)) << actual.error();
-        for (size_t s = 0; s < rows.size(); ++s) {
-          std::vector<int32_t> row = rows[s];
-          while (row.back() == 0)
-            row.pop_back();
-          std::vector<runtime::Hypothesis> expected = referenceBeam(row, o);
-          std::string where = "eos +" + std::to_string(raise) + " alpha " +
-                              std::to_string(alpha) + " nbest " +
-                              std::to_string(nbest) + " sentence " +
-                              std::to_string(s);
-          ASSERT_EQ((*actual)[s].size(), expected.size()) << where;
-          for (size_t h = 0; h < expected.size(); ++h) {
-            EXPECT_EQ((*actual)[s][h].tokens, expected[h].tokens)
-                << where << " hypothesis " << h;
-            EXPECT_NEAR((*actual)[s][h].score, expected[h].score, 1e-4)
-                << where;
+  for (int64_t beam : {2, 3})
+    for (float raise : {0.0f, 1.0f, 1.5f, 2.0f, 2.5f, 4.0f})
+      for (double alpha : {0.0, 0.6, 2.0})
+        for (int64_t nbest : {int64_t(1), beam}) {
+          runtime::Tensor raised = test::hostTensor(DType::F32, bias->shape());
+          std::copy(bias->f32(), bias->f32() + bias->numel(), raised.f32());
+          raised.f32()[3] += raise;
+          ASSERT_TRUE(model->setState("generator.bias", raised.ref()).ok());
+          runtime::BeamOptions o;
+          o.beam = beam;
+          o.nbest = nbest;
+          o.alpha = alpha;
+          o.maxLen = 8;
+          auto actual = runtime::beamSearch(*model, src.ref(), o);
+          ASSERT_TRUE(bool(actual)) << actual.error();
+          for (size_t s = 0; s < rows.size(); ++s) {
+            std::vector<int32_t> row = rows[s];
+            while (row.back() == 0)
+              row.pop_back();
+            std::vector<runtime::Hypothesis> expected = referenceBeam(row, o);
+            std::string where = "beam " + std::to_string(beam) + " eos +" +
+                                std::to_string(raise) + " alpha " +
+                                std::to_string(alpha) + " nbest " +
+                                std::to_string(nbest) + " sentence " +
+                                std::to_string(s);
+            ASSERT_EQ((*actual)[s].size(), expected.size()) << where;
+            for (size_t h = 0; h < expected.size(); ++h) {
+              EXPECT_EQ((*actual)[s][h].tokens, expected[h].tokens)
+                  << where << " hypothesis " << h;
+              EXPECT_NEAR((*actual)[s][h].score, expected[h].score, 1e-4)
+                  << where;
+            }
           }
         }
-      }
 }
 
 // The CPU keeps the weights of decoding packed between steps and batches;
