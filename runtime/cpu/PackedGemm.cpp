@@ -84,20 +84,26 @@ using WeightKey = std::tuple<const float *, int64_t, int64_t, LinearPrecision>;
 /// writes (a lock or a reference count taken at every product by two
 /// decoders on two cores cost them 3-7% of their speed).
 struct Seen {
+  /// Its version and refusal never change once the store holds it.
   std::shared_ptr<const Weight> weight;
-  uint64_t version = 0;
-  bool refused = false;
   const float *panels = nullptr;
   const int8_t *codePanels = nullptr;
   std::vector<PackedCopy> packed;
 
-  const dnnl::memory *packedIn(const dnnl::memory::desc &layout) const {
-    for (const PackedCopy &copy : packed)
-      if (copy.layout == layout)
-        return &copy.memory;
-    return nullptr;
+  /// Whether `weight` is of contents `version`.
+  bool current(uint64_t version) const {
+    return weight && weight->version == version;
   }
 };
+
+/// The copy among `copies` in `layout`, or nullptr.
+const dnnl::memory *copyIn(const std::vector<PackedCopy> &copies,
+                           const dnnl::memory::desc &layout) {
+  for (const PackedCopy &copy : copies)
+    if (copy.layout == layout)
+      return &copy.memory;
+  return nullptr;
+}
 
 /// The one CPU engine every cache's products and packed copies belong to,
 /// so that a copy one decoder packed runs in another's matmul.
@@ -346,12 +352,9 @@ struct PackedWeights::Impl {
     if (seen.weight != slot) {
       seen = Seen();
       seen.weight = slot;
-      seen.version = version;
     }
-    if (slot->refused) {
-      seen.refused = true;
+    if (slot->refused)
       return false;
-    }
     Weight &weight = *slot;
     if (precision == LinearPrecision::Int8)
       quantize(weight, w, n, k);
@@ -378,8 +381,6 @@ struct PackedWeights::Impl {
     store->weights[key] = refused;
     seen = Seen();
     seen.weight = std::move(refused);
-    seen.version = version;
-    seen.refused = true;
   }
 
   Product &productFor(int64_t m, int64_t n, int64_t k,
@@ -427,9 +428,8 @@ struct PackedWeights::Impl {
   dnnl::memory packedCopy(Weight &weight, const float *w, int64_t n, int64_t k,
                           LinearPrecision precision,
                           const dnnl::memory::desc &layout) {
-    for (const PackedCopy &copy : weight.packed)
-      if (copy.layout == layout)
-        return copy.memory;
+    if (const dnnl::memory *copy = copyIn(weight.packed, layout))
+      return *copy;
     dnnl::memory plain =
         precision == LinearPrecision::Int8
             ? dnnl::memory({{k, n}, DataType::s8, Tag::ba}, cpuEngine(),
@@ -576,7 +576,7 @@ bool PackedWeights::linear(const float *x, const float *w, uint64_t version,
     applyOneDnnThreads();
   auto key = std::make_tuple(w, n, k, precision);
   Seen &seen = impl->seen[key];
-  if (seen.version == version && seen.refused)
+  if (seen.current(version) && seen.weight->refused)
     return false;
   try {
     Product *product = codePanels || f32Panels
@@ -585,16 +585,16 @@ bool PackedWeights::linear(const float *x, const float *w, uint64_t version,
     // What this call reads, as this cache saw it before, or else taken
     // from the store (and made there if missing) under its lock.
     const dnnl::memory *packed =
-        product ? seen.packedIn(product->weights) : nullptr;
+        product ? copyIn(seen.packed, product->weights) : nullptr;
     bool ready =
-        seen.version == version && (f32Panels    ? seen.panels != nullptr
+        seen.current(version) && (f32Panels    ? seen.panels != nullptr
                                     : codePanels ? seen.codePanels != nullptr
                                                  : packed != nullptr);
     if (!ready) {
       if (!impl->take(seen, key, w, version, f32Panels, codePanels, product))
         return false;
       if (product)
-        packed = seen.packedIn(product->weights);
+        packed = copyIn(seen.packed, product->weights);
     }
     if (f32Panels)
       return smallGemmPanels(x, seen.panels, m, n, k, y, pool);
