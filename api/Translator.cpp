@@ -192,16 +192,18 @@ Translator::create(std::shared_ptr<const runtime::Program> program,
   LOOM_RETURN_IF_ERROR(checkTranslatorFiles(*program, tokenizer, weights));
   std::vector<std::unique_ptr<runtime::Session>> sessions;
   for (std::shared_ptr<runtime::Device> &device : devices) {
-    if (!sessions.empty() && device->sharesHostMemory() &&
-        sessions[0]->device().sharesHostMemory()) {
+    if (!sessions.empty()) {
       // The first worker's weights, read, checked and packed once: N
-      // workers hold one copy and stream one through the caches.
-      ErrorOr<std::unique_ptr<runtime::Session>> session =
-          runtime::Session::createSharing(*sessions[0], std::move(device));
-      if (!session)
-        return session.status();
-      sessions.push_back(std::move(*session));
-      continue;
+      // workers hold one copy and stream one through the caches, where
+      // the devices share the host's memory (else a copy, below).
+      ErrorOr<std::unique_ptr<runtime::Session>> shared =
+          runtime::Session::createSharing(*sessions[0], device);
+      if (shared) {
+        sessions.push_back(std::move(*shared));
+        continue;
+      }
+      if (shared.code() != ErrorCode::Unsupported)
+        return shared.status();
     }
     ErrorOr<std::unique_ptr<runtime::Session>> session =
         runtime::Session::create(program, std::move(device));
