@@ -588,8 +588,8 @@ bool PackedWeights::linear(const float *x, const float *w, uint64_t version,
         product ? copyIn(seen.packed, product->weights) : nullptr;
     bool ready =
         seen.current(version) && (f32Panels    ? seen.panels != nullptr
-                                    : codePanels ? seen.codePanels != nullptr
-                                                 : packed != nullptr);
+                                  : codePanels ? seen.codePanels != nullptr
+                                               : packed != nullptr);
     if (!ready) {
       if (!impl->take(seen, key, w, version, f32Panels, codePanels, product))
         return false;
