@@ -22,7 +22,8 @@ Status gatherRowsVia(Device &device, Tensor &t, Tensor &spare,
   std::vector<int64_t> shape = t.shape();
   shape[0] = static_cast<int64_t>(rows.size());
   if (!spare.data() || !spare.reuseAs(t.dtype(), shape)) {
-    ErrorOr<Tensor> fresh = Tensor::onDevice(device, t.dtype(), shape);
+    ErrorOr<Tensor> fresh =
+        Tensor::onDevice(device, t.dtype(), shape, Fill::Unspecified);
     if (!fresh)
       return fresh.status();
     spare = std::move(*fresh);
@@ -30,6 +31,15 @@ Status gatherRowsVia(Device &device, Tensor &t, Tensor &spare,
   LOOM_RETURN_IF_ERROR(device.gatherRows(t.ref(), rows, spare.ref()));
   std::swap(t, spare);
   return Status::success();
+}
+
+/// Positions a self-attention cache has room for when decoding may take
+/// `steps`: the next power of two, at least 16.
+int64_t roomPositions(int64_t steps) {
+  int64_t room = 16;
+  while (room < steps)
+    room *= 2;
+  return room;
 }
 
 /// Log-probabilities come from a log-softmax, so the best of a row is at
@@ -147,11 +157,16 @@ ErrorOr<DecoderState> DecoderState::start(Session &session,
     cache.name =
         abi::kSelfPrefix +
         t.name.substr(std::char_traits<char>::length(abi::kCrossPrefix));
-    // Mapped lazily: the pages of positions never reached cost nothing.
-    ErrorOr<Tensor> room =
-        Tensor::onDevice(device, state.dtype,
-                         {std::max<int64_t>(steps, 1), state.sentences * beam,
-                          shape[1], shape[3]});
+    // Read only at positions a step wrote. Unspecified, so that a block
+    // kept from an earlier batch is not zeroed in full, and a new mapping's
+    // pages of positions never reached cost nothing; room for a power of
+    // two of positions, so that batches whose length limits differ a little
+    // ask for the same size and reuse the blocks the last one freed (on the
+    // CPU a new block is faulted in page by page as the cache grows).
+    ErrorOr<Tensor> room = Tensor::onDevice(
+        device, state.dtype,
+        {roomPositions(steps), state.sentences * beam, shape[1], shape[3]},
+        Fill::Unspecified);
     if (!room)
       return room.status();
     cache.room[0] = std::move(*room);
@@ -202,8 +217,8 @@ Status DecoderState::keep(Device &device,
     for (SelfCache &c : self) {
       Tensor &other = c.room[1 - c.current];
       if (!other.data()) {
-        ErrorOr<Tensor> room =
-            Tensor::onDevice(device, dtype, c.room[c.current].shape());
+        ErrorOr<Tensor> room = Tensor::onDevice(
+            device, dtype, c.room[c.current].shape(), Fill::Unspecified);
         if (!room)
           return room.status();
         other = std::move(*room);

@@ -99,6 +99,11 @@ public:
 
   /// Zeroed device memory of `bytes` (at least one byte), 64-byte aligned.
   virtual ErrorOr<void *> allocate(size_t bytes) = 0;
+  /// The same, for memory its user writes before reading: a device that
+  /// reuses freed memory may hand it out as it was, without zeroing it.
+  virtual ErrorOr<void *> allocateUnspecified(size_t bytes) {
+    return allocate(bytes);
+  }
   virtual void deallocate(void *memory, size_t bytes) = 0;
   virtual Status copy(void *dst, const void *src, size_t bytes,
                       CopyDirection direction) = 0;

@@ -34,7 +34,7 @@ static size_t roundedBytes(size_t bytes) {
   return (size + kAlignment - 1) / kAlignment * kAlignment;
 }
 
-ErrorOr<void *> allocateHostMemory(size_t bytes) {
+ErrorOr<void *> allocateHostMemory(size_t bytes, Fill fill) {
   if (bytes > std::numeric_limits<size_t>::max() / 2)
     return Status::failure("cannot allocate " + std::to_string(bytes) +
                                " bytes",
@@ -54,7 +54,8 @@ ErrorOr<void *> allocateHostMemory(size_t bytes) {
     return Status::failure("cannot allocate " + std::to_string(rounded) +
                                " bytes",
                            ErrorCode::OutOfMemory);
-  std::memset(p, 0, rounded);
+  if (fill == Fill::Zeros)
+    std::memset(p, 0, rounded);
   return p;
 }
 
@@ -117,11 +118,13 @@ bool Tensor::reuseAs(DType dtype, const std::vector<int64_t> &shape) {
 }
 
 ErrorOr<Tensor> Tensor::onDevice(Device &device, DType dtype,
-                                 std::vector<int64_t> shape) {
+                                 std::vector<int64_t> shape, Fill fill) {
   ErrorOr<size_t> bytes = checkedBytes(dtype, shape);
   if (!bytes)
     return bytes.status();
-  ErrorOr<void *> memory = device.allocate(*bytes);
+  ErrorOr<void *> memory = fill == Fill::Zeros
+                               ? device.allocate(*bytes)
+                               : device.allocateUnspecified(*bytes);
   if (!memory)
     return memory.status();
   Tensor t;

@@ -55,9 +55,13 @@ std::pair<int64_t, int64_t> kernelDomain(const std::vector<TensorRef> &args);
 /// kernel hands out zeroed pages lazily, so untouched memory costs nothing.
 constexpr size_t kMappedHostBytes = size_t(1) << 20;
 
-/// Zeroed, 64-byte aligned host memory of at least `bytes` (one byte when 0);
-/// freed by freeHostMemory with the same size.
-ErrorOr<void *> allocateHostMemory(size_t bytes);
+/// Whether new memory must read as zeros, or may hold anything because its
+/// user writes every byte before reading it.
+enum class Fill { Zeros, Unspecified };
+
+/// 64-byte aligned host memory of at least `bytes` (one byte when 0), zeroed
+/// unless `fill` is Unspecified; freed by freeHostMemory with the same size.
+ErrorOr<void *> allocateHostMemory(size_t bytes, Fill fill = Fill::Zeros);
 void freeHostMemory(void *memory, size_t bytes);
 
 class Tensor {
@@ -65,9 +69,12 @@ public:
   Tensor() = default;
   /// A zeroed tensor in host memory.
   static ErrorOr<Tensor> host(DType dtype, std::vector<int64_t> shape);
-  /// A zeroed tensor in `device`'s memory.
+  /// A tensor in `device`'s memory, zeroed unless `fill` is Unspecified
+  /// (for a tensor written in full before it is read: a copy's or a
+  /// gather's destination, a cache read only where it was written).
   static ErrorOr<Tensor> onDevice(Device &device, DType dtype,
-                                  std::vector<int64_t> shape);
+                                  std::vector<int64_t> shape,
+                                  Fill fill = Fill::Zeros);
 
   DType dtype() const { return type; }
   const std::vector<int64_t> &shape() const { return dims; }

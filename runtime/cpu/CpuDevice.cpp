@@ -142,6 +142,10 @@ ErrorOr<void *> CpuDevice::allocate(size_t bytes) {
   return blocks.allocate(bytes);
 }
 
+ErrorOr<void *> CpuDevice::allocateUnspecified(size_t bytes) {
+  return blocks.allocate(bytes, runtime::Fill::Unspecified);
+}
+
 void CpuDevice::deallocate(void *memory, size_t bytes) {
   blocks.release(memory, bytes);
 }

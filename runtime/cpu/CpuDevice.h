@@ -38,6 +38,7 @@ public:
   bool sharesHostMemory() const override { return true; }
 
   ErrorOr<void *> allocate(size_t bytes) override;
+  ErrorOr<void *> allocateUnspecified(size_t bytes) override;
   void deallocate(void *memory, size_t bytes) override;
   Status copy(void *dst, const void *src, size_t bytes,
               runtime::CopyDirection direction) override;

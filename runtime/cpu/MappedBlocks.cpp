@@ -32,9 +32,9 @@ size_t MappedBlocks::classBytes(size_t bytes) {
 
 MappedBlocks::~MappedBlocks() { trimLocked(); }
 
-ErrorOr<void *> MappedBlocks::allocate(size_t bytes) {
+ErrorOr<void *> MappedBlocks::allocate(size_t bytes, runtime::Fill fill) {
   if (!classed(bytes))
-    return runtime::allocateHostMemory(bytes);
+    return runtime::allocateHostMemory(bytes, fill);
   size_t size = classBytes(bytes);
   {
     std::lock_guard<std::mutex> lock(mutex);
@@ -44,7 +44,8 @@ ErrorOr<void *> MappedBlocks::allocate(size_t bytes) {
       void *block = it->second;
       free.erase(std::next(it).base());
       keptSize -= size;
-      std::memset(block, 0, bytes);
+      if (fill == runtime::Fill::Zeros)
+        std::memset(block, 0, bytes);
       return block;
     }
   }

@@ -9,7 +9,8 @@
 // `base` model (docs/PERFORMANCE.md). MappedBlocks keeps freed mappings in
 // size classes (four per power of two, so a block fits requests up to 25%
 // apart) and hands them out again zeroed by memset, which on resident pages
-// costs a fraction of the faults.
+// costs a fraction of the faults, or as they are where the caller writes
+// before it reads.
 //
 // It holds at most `limit` bytes of free blocks, the most recently freed
 // (sizes drift as decoding goes on, and the oldest blocks are of classes no
@@ -23,6 +24,7 @@
 #define LOOM_RUNTIME_CPU_MAPPEDBLOCKS_H
 
 #include "abi/Error.h"
+#include "runtime/Tensor.h"
 
 #include <cstddef>
 #include <deque>
@@ -38,9 +40,14 @@ public:
   MappedBlocks(const MappedBlocks &) = delete;
   MappedBlocks &operator=(const MappedBlocks &) = delete;
 
-  /// Zeroed memory of `bytes`, 64-byte aligned: a kept block or a new
-  /// mapping from 1 MiB on, the host allocator below.
-  ErrorOr<void *> allocate(size_t bytes);
+  /// Memory of `bytes`, 64-byte aligned, zeroed unless `fill` is
+  /// Unspecified: a kept block or a new mapping from 1 MiB on, the host
+  /// allocator below. A kept block handed out Unspecified holds what its last
+  /// user left, and its pages are already resident: neither a fault nor a
+  /// memset per page (a decoder's cache, with room for every position it may
+  /// reach, would otherwise be zeroed in full for every batch).
+  ErrorOr<void *> allocate(size_t bytes,
+                           runtime::Fill fill = runtime::Fill::Zeros);
   /// Takes back what allocate(bytes) returned.
   void release(void *memory, size_t bytes);
   /// Returns every kept block to the system.
