@@ -387,8 +387,9 @@ Status Validator::checkStep(int e, int s) {
                      " does not return");
     if (!effects.written[a])
       continue;
-    bool writable = role == Buffer::TEMPORARY ||
-                    (role == Buffer::OUTPUT && !buffer.has_view_of());
+    // An output's view too: a result placed on the bytes of the output
+    // returned as its reshape.
+    bool writable = role == Buffer::TEMPORARY || role == Buffer::OUTPUT;
     if (!writable)
       return corrupt(what() + " is " + roleName(role) +
                      (buffer.has_view_of() ? " view" : "") + ", which " +

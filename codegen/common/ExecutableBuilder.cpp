@@ -49,6 +49,21 @@ bool isViewOp(Operation *op) {
   return op->hasTrait<loom::OpTrait::ViewOfOperand>() || isa<SliceOp>(op);
 }
 
+/// The operand of `returned` when `returned` is a view of the same bytes
+/// (a reshape, not a slice) of an op's result that nothing else uses; null
+/// otherwise.
+Value viewedOnlyHere(Value returned) {
+  Operation *view = returned.getDefiningOp();
+  if (!view || !view->hasTrait<loom::OpTrait::ViewOfOperand>())
+    return {};
+  Value source = view->getOperand(0);
+  Operation *producer = source.getDefiningOp();
+  if (!producer || isViewOp(producer) || isa<ConstantOp>(producer) ||
+      !source.hasOneUse() || !returned.hasOneUse())
+    return {};
+  return source;
+}
+
 /// Writes the entry points of one module into one Executable.
 class Writer {
 public:
@@ -458,6 +473,19 @@ LogicalResult Writer::writeFunction(func::FuncOp function) {
     if (failed(index))
       return failure();
     entry->add_outputs(*index);
+    // A view (decode_step's log_probs: [batch, beam, vocab] reshaped to
+    // [rows, vocab]) of a result nothing else reads: that result is placed on
+    // the output's bytes, so its producer writes straight into the output
+    // and the view costs no copy (its slice of the arena goes unused).
+    if (Value source = viewedOnlyHere(v)) {
+      FailureOr<int> placed =
+          newBuffer(source, bufferName + "/viewed", Buffer::OUTPUT);
+      if (failed(placed))
+        return failure();
+      Buffer &buffer = *exe.mutable_buffers(*placed);
+      buffer.set_view_of(*index);
+      buffer.set_view_offset(0);
+    }
   }
 
   // All-reduces started and not yet waited for, with their ids.
@@ -516,7 +544,10 @@ LogicalResult Writer::writeFunction(func::FuncOp function) {
           source.role() == Buffer::TEMPORARY &&
           result.arena_offset() == source.arena_offset() &&
           (!isa<SliceOp>(op) || staticSliceOffset(cast<SliceOp>(op)) == 0);
-      if (result.has_view_of() || sameArenaBytes)
+      bool placedOnResult = source.has_view_of() &&
+                            source.view_of() == resultBuffers[0] &&
+                            source.view_offset() == 0;
+      if (result.has_view_of() || sameArenaBytes || placedOnResult)
         continue;
     }
 

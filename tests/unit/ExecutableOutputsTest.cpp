@@ -5,7 +5,9 @@
 // a view of an argument. The last four are not written by a step of their
 // own, so the executable writer must copy them into their outputs; an
 // imported model (ONNX's Shape of a static tensor folds to a constant)
-// returns such values where a model Loom builds never does.
+// returns such values where a model Loom builds never does. A view of a
+// result nothing else reads needs no copy: the result is placed on the
+// output's bytes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -75,6 +77,67 @@ TEST(ExecutableOutputs, EveryKindOfResultComesBackWithItsValues) {
   // Each output is its own tensor: writing one leaves the input alone.
   (*out)[1].tensor.f32()[0] = 99;
   EXPECT_EQ(x->f32()[0], 0.25f);
+}
+
+constexpr const char *kReturnsViews = R"mlir(
+func.func @views(%x: tensor<2x3xf32> {loom.input = "x"})
+    -> (tensor<6xf32> {loom.output = "reshaped"},
+        tensor<6xf32> {loom.output = "reshaped_of_returned"},
+        tensor<2x3xf32> {loom.output = "returned"}) {
+  %p = loom.mul %x, %x : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %r = loom.reshape %p [6] : (tensor<2x3xf32>) -> tensor<6xf32>
+  %q = loom.add %x, %x : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %rq = loom.reshape %q [6] : (tensor<2x3xf32>) -> tensor<6xf32>
+  return %r, %rq, %q : tensor<6xf32>, tensor<6xf32>, tensor<2x3xf32>
+}
+)mlir";
+
+/// Steps of `entry` that run kernel `symbol`.
+int stepsOf(const runtime::Executable &exe, const std::string &entry,
+            const std::string &symbol) {
+  int n = 0;
+  for (const runtime::EntryPoint &e : exe.entry_points())
+    if (e.name() == entry)
+      for (const runtime::Step &step : e.steps())
+        n += exe.kernels(step.kernel()).symbol() == symbol;
+  return n;
+}
+
+// A reshape returned of a result nothing else reads (decode_step's
+// log_probs) is written by the result's producer straight into the output;
+// a reshape of a result also returned on its own still needs its copy.
+TEST(ExecutableOutputs, AReturnedReshapeIsWrittenInPlace) {
+  auto ctx = test::makeContext();
+  auto module = test::parse(*ctx, kReturnsViews);
+  ASSERT_TRUE(module);
+  CompilePipelineOptions options;
+  options.differentiate = false;
+  ASSERT_TRUE(mlir::succeeded(runCompilePipeline(*module, options)));
+  CpuExecutableOptions exeOptions;
+  exeOptions.bounds = {options.maxTokens, options.maxLen, options.maxBatch};
+  auto exe = writeCpuExecutable(*module, exeOptions);
+  ASSERT_TRUE(mlir::succeeded(exe));
+  EXPECT_EQ(stepsOf(*exe, "views", "copy"), 1);
+  auto session = test::cpuSession(std::move(*exe), 1);
+  ASSERT_TRUE(session);
+
+  auto x = runtime::Tensor::host(DType::F32, {2, 3});
+  ASSERT_TRUE(bool(x));
+  for (int i = 0; i < 6; ++i)
+    x->f32()[i] = float(i) - 2.5f;
+  // Twice: the second call gets the first one's outputs back as spares.
+  for (int call = 0; call < 2; ++call) {
+    auto out = session->run("views", {x->ref()});
+    ASSERT_TRUE(bool(out)) << out.error();
+    ASSERT_EQ(out->size(), 3u);
+    EXPECT_EQ((*out)[0].tensor.shape(), (std::vector<int64_t>{6}));
+    for (int i = 0; i < 6; ++i) {
+      float xi = float(i) - 2.5f;
+      EXPECT_EQ((*out)[0].tensor.f32()[i], xi * xi) << "reshaped " << i;
+      EXPECT_EQ((*out)[1].tensor.f32()[i], 2 * xi) << "of returned " << i;
+      EXPECT_EQ((*out)[2].tensor.f32()[i], 2 * xi) << "returned " << i;
+    }
+  }
 }
 
 } // namespace
