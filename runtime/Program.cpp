@@ -117,6 +117,14 @@ Status Program::prepare() {
     }
     accesses.push_back(std::move(flat));
   }
+  for (const Buffer &buffer : exe.buffers()) {
+    uint64_t read = 0;
+    for (const Dim &dim : buffer.shape())
+      for (const Monomial &term : dim.poly().terms())
+        for (int32_t s : term.symbols())
+          read |= s >= 0 && s < 63 ? uint64_t(1) << s : uint64_t(1) << 63;
+    sizesReadBy.push_back(read);
+  }
   for (int b = 0; b < exe.buffers_size(); ++b) {
     const Buffer &buffer = exe.buffers(b);
     bool isState = buffer.role() == Buffer::PARAMETER ||

@@ -92,6 +92,10 @@ public:
   /// for every buffer, so it allocates nothing once warm.
   Status shapeInto(int buffer, const std::vector<int64_t> &sizes,
                    std::vector<int64_t> &shape) const;
+  /// The sizes (bit s: symbol s; all bits past 63) `buffer`'s shape reads:
+  /// a shape computed for one call holds for the next where none of them
+  /// changed (a decode step's buffers but the caches keep theirs).
+  uint64_t sizesRead(int buffer) const { return sizesReadBy[buffer]; }
   /// Checks that `args`, the buffers of one launch of generated kernel
   /// `kernel` placed for this call, keep the kernel inside each of them:
   /// along each dim of its domain the sizes that meet are 1 or one common
@@ -119,6 +123,7 @@ private:
 
   Executable exe;
   std::vector<std::vector<KernelAccess>> accesses; // per kernel
+  std::vector<uint64_t> sizesReadBy;               // per buffer
   std::vector<Entry> entryList;
   std::vector<StateTensor> stateList;
   std::map<std::string, int> stateIndex;

@@ -227,15 +227,32 @@ Session::run(const std::string &name, const std::vector<TensorRef> &inputs,
     return sizes.status();
 
   // Every buffer's shape for this call, within its planned slice.
+  // The last call's shapes where this call is of the same entry and binds
+  // the sizes a shape reads as that one did.
   std::vector<TensorRef> &refs = scratch.refs;
-  refs.resize(exe.buffers_size());
-  for (TensorRef &ref : refs) {
-    ref.data = nullptr;
-    ref.shape.clear();
+  bool reshapeAll = true;
+  uint64_t changed = 0;
+  if (scratch.shapedEntry == &entry &&
+      scratch.shapedSizes.size() == sizes->size()) {
+    reshapeAll = false;
+    for (size_t s = 0; s < sizes->size(); ++s)
+      if ((*sizes)[s] != scratch.shapedSizes[s])
+        changed |= s < 63 ? uint64_t(1) << s : uint64_t(1) << 63;
+    for (int b : entry.used)
+      refs[b].data = nullptr;
+  } else {
+    refs.resize(exe.buffers_size());
+    for (TensorRef &ref : refs) {
+      ref.data = nullptr;
+      ref.shape.clear();
+    }
   }
+  scratch.shapedEntry = nullptr;
   for (int b : entry.used) {
     const Buffer &buffer = exe.buffers(b);
     TensorRef &ref = refs[b];
+    if (!reshapeAll && !(prog->sizesRead(b) & changed))
+      continue;
     ref.dtype = *dtypeOfWire(buffer.dtype());
     // Checked arithmetic: after this, no buffer's bytes overflow.
     if (Status shaped = prog->shapeInto(b, *sizes, ref.shape); !shaped.ok())
@@ -248,6 +265,8 @@ Session::run(const std::string &name, const std::vector<TensorRef> &inputs,
           " bytes, its arena slice holds " +
           std::to_string(buffer.max_bytes()));
   }
+  scratch.shapedEntry = &entry;
+  scratch.shapedSizes = *sizes;
 
   // Where each buffer lives.
   ErrorOr<char *> base = arenaFor(entry.proto->arena_bytes());

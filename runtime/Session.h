@@ -201,6 +201,10 @@ private:
     std::vector<TensorRef> args; // per argument of the current step
     std::vector<uint64_t> versions;
     LibraryCallArgs call;
+    /// The entry and sizes `refs` hold the shapes of (null: none, after a
+    /// call that failed before its shapes were all computed).
+    const Program::Entry *shapedEntry = nullptr;
+    std::vector<int64_t> shapedSizes;
   } scratch;
 };
 

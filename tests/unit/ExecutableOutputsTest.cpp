@@ -140,4 +140,57 @@ TEST(ExecutableOutputs, AReturnedReshapeIsWrittenInPlace) {
   }
 }
 
+constexpr const char *kTwoSizes = R"mlir(
+func.func @rows(%x: tensor<?x?xf32> {loom.input = "x", loom.dims = ["batch", "len"]},
+                %y: tensor<?x3xf32> {loom.input = "y", loom.dims = ["batch", ""]})
+    -> (tensor<?x?xf32> {loom.output = "x2"},
+        tensor<?xf32> {loom.output = "y_flat"}) {
+  %x2 = loom.add %x, %x : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  %m = loom.mul %y, %y : (tensor<?x3xf32>, tensor<?x3xf32>) -> tensor<?x3xf32>
+  %f = loom.reshape %m [-1] : (tensor<?x3xf32>) -> tensor<?xf32>
+  return %x2, %f : tensor<?x?xf32>, tensor<?xf32>
+}
+)mlir";
+
+// A session keeps the last call's shapes for the buffers whose sizes did not
+// change (a decode step's, but for the caches, which grow): calls that
+// change one size, the other, both or neither all come back in their own
+// shapes with their own values.
+TEST(ExecutableOutputs, ShapesFollowEverySizeFromCallToCall) {
+  auto ctx = test::makeContext();
+  auto module = test::parse(*ctx, kTwoSizes);
+  ASSERT_TRUE(module);
+  CompilePipelineOptions options;
+  options.differentiate = false;
+  ASSERT_TRUE(mlir::succeeded(runCompilePipeline(*module, options)));
+  CpuExecutableOptions exeOptions;
+  exeOptions.bounds = {options.maxTokens, options.maxLen, options.maxBatch};
+  auto exe = writeCpuExecutable(*module, exeOptions);
+  ASSERT_TRUE(mlir::succeeded(exe));
+  auto session = test::cpuSession(std::move(*exe), 1);
+  ASSERT_TRUE(session);
+
+  const std::vector<std::pair<int64_t, int64_t>> calls = {
+      {2, 5}, {2, 5}, {2, 7}, {4, 7}, {3, 1}, {3, 1}, {2, 5}};
+  for (auto [batch, len] : calls) {
+    auto x = runtime::Tensor::host(DType::F32, {batch, len});
+    auto y = runtime::Tensor::host(DType::F32, {batch, 3});
+    ASSERT_TRUE(bool(x) && bool(y));
+    for (int64_t i = 0; i < batch * len; ++i)
+      x->f32()[i] = float(i + batch);
+    for (int64_t i = 0; i < batch * 3; ++i)
+      y->f32()[i] = float(i - len);
+    auto out = session->run("rows", {x->ref(), y->ref()});
+    ASSERT_TRUE(bool(out)) << out.error();
+    ASSERT_EQ((*out)[0].tensor.shape(), (std::vector<int64_t>{batch, len}));
+    ASSERT_EQ((*out)[1].tensor.shape(), (std::vector<int64_t>{batch * 3}));
+    for (int64_t i = 0; i < batch * len; ++i)
+      EXPECT_EQ((*out)[0].tensor.f32()[i], 2 * float(i + batch))
+          << batch << "x" << len << " at " << i;
+    for (int64_t i = 0; i < batch * 3; ++i)
+      EXPECT_EQ((*out)[1].tensor.f32()[i], float(i - len) * float(i - len))
+          << batch << "x" << len << " at " << i;
+  }
+}
+
 } // namespace
