@@ -20,6 +20,8 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+
 using namespace loom;
 
 namespace {
@@ -42,17 +44,33 @@ func.func @forward(%x: tensor<2x3xf32> {loom.input = "x"})
 }
 )mlir";
 
-TEST(ExecutableOutputs, EveryKindOfResultComesBackWithItsValues) {
+/// `text` compiled for the CPU without differentiation; nullopt (after a
+/// test failure) when it does not compile.
+std::optional<runtime::Executable> compiled(const char *text) {
   auto ctx = test::makeContext();
-  auto module = test::parse(*ctx, kReturns);
-  ASSERT_TRUE(module);
+  auto module = test::parse(*ctx, text);
+  EXPECT_TRUE(module);
+  if (!module)
+    return std::nullopt;
   CompilePipelineOptions options;
   options.differentiate = false;
-  ASSERT_TRUE(mlir::succeeded(runCompilePipeline(*module, options)));
+  if (mlir::failed(runCompilePipeline(*module, options))) {
+    ADD_FAILURE() << "the pipeline failed";
+    return std::nullopt;
+  }
   CpuExecutableOptions exeOptions;
   exeOptions.bounds = {options.maxTokens, options.maxLen, options.maxBatch};
   auto exe = writeCpuExecutable(*module, exeOptions);
-  ASSERT_TRUE(mlir::succeeded(exe));
+  if (mlir::failed(exe)) {
+    ADD_FAILURE() << "no executable was written";
+    return std::nullopt;
+  }
+  return std::move(*exe);
+}
+
+TEST(ExecutableOutputs, EveryKindOfResultComesBackWithItsValues) {
+  std::optional<runtime::Executable> exe = compiled(kReturns);
+  ASSERT_TRUE(exe);
   auto session = test::cpuSession(std::move(*exe), 1);
   ASSERT_TRUE(session);
 
@@ -107,16 +125,8 @@ int stepsOf(const runtime::Executable &exe, const std::string &entry,
 // log_probs) is written by the result's producer straight into the output;
 // a reshape of a result also returned on its own still needs its copy.
 TEST(ExecutableOutputs, AReturnedReshapeIsWrittenInPlace) {
-  auto ctx = test::makeContext();
-  auto module = test::parse(*ctx, kReturnsViews);
-  ASSERT_TRUE(module);
-  CompilePipelineOptions options;
-  options.differentiate = false;
-  ASSERT_TRUE(mlir::succeeded(runCompilePipeline(*module, options)));
-  CpuExecutableOptions exeOptions;
-  exeOptions.bounds = {options.maxTokens, options.maxLen, options.maxBatch};
-  auto exe = writeCpuExecutable(*module, exeOptions);
-  ASSERT_TRUE(mlir::succeeded(exe));
+  std::optional<runtime::Executable> exe = compiled(kReturnsViews);
+  ASSERT_TRUE(exe);
   EXPECT_EQ(stepsOf(*exe, "views", "copy"), 1);
   auto session = test::cpuSession(std::move(*exe), 1);
   ASSERT_TRUE(session);
@@ -157,16 +167,8 @@ func.func @rows(%x: tensor<?x?xf32> {loom.input = "x", loom.dims = ["batch", "le
 // change one size, the other, both or neither all come back in their own
 // shapes with their own values.
 TEST(ExecutableOutputs, ShapesFollowEverySizeFromCallToCall) {
-  auto ctx = test::makeContext();
-  auto module = test::parse(*ctx, kTwoSizes);
-  ASSERT_TRUE(module);
-  CompilePipelineOptions options;
-  options.differentiate = false;
-  ASSERT_TRUE(mlir::succeeded(runCompilePipeline(*module, options)));
-  CpuExecutableOptions exeOptions;
-  exeOptions.bounds = {options.maxTokens, options.maxLen, options.maxBatch};
-  auto exe = writeCpuExecutable(*module, exeOptions);
-  ASSERT_TRUE(mlir::succeeded(exe));
+  std::optional<runtime::Executable> exe = compiled(kTwoSizes);
+  ASSERT_TRUE(exe);
   auto session = test::cpuSession(std::move(*exe), 1);
   ASSERT_TRUE(session);
 
