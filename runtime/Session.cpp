@@ -226,9 +226,9 @@ Session::run(const std::string &name, const std::vector<TensorRef> &inputs,
   if (!sizes)
     return sizes.status();
 
-  // Every buffer's shape for this call, within its planned slice.
-  // The last call's shapes where this call is of the same entry and binds
-  // the sizes a shape reads as that one did.
+  // Every buffer's shape for this call, within its planned slice: the last
+  // call's where this call is of the same entry and binds the sizes a shape
+  // reads as that one did.
   std::vector<TensorRef> &refs = scratch.refs;
   bool reshapeAll = true;
   uint64_t changed = 0;

@@ -2,6 +2,7 @@
 
 #include "codegen/common/ExecutableBuilder.h"
 
+#include "abi/ModelAbi.h"
 #include "abi/Version.h"
 #include "codegen/common/LibraryCalls.h"
 #include "codegen/common/RegionGraph.h"
@@ -476,8 +477,13 @@ LogicalResult Writer::writeFunction(func::FuncOp function) {
     // A view (decode_step's log_probs: [batch, beam, vocab] reshaped to
     // [rows, vocab]) of a result nothing else reads: that result is placed on
     // the output's bytes, so its producer writes straight into the output
-    // and the view costs no copy (its slice of the arena goes unused).
-    if (Value source = viewedOnlyHere(v)) {
+    // and the view costs no copy (its slice of the arena goes unused). Not
+    // for an output the runtime writes over state (@train_step's "param.*"):
+    // its copy stays after every step that may read the state.
+    StringRef outputName = name ? name.getValue() : StringRef();
+    bool overState = outputName.starts_with(abi::kUpdatedParamPrefix) ||
+                     stateBuffers.count(outputName);
+    if (Value source = overState ? Value() : viewedOnlyHere(v)) {
       FailureOr<int> placed =
           newBuffer(source, bufferName + "/viewed", Buffer::OUTPUT);
       if (failed(placed))
