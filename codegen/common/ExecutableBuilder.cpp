@@ -2,7 +2,6 @@
 
 #include "codegen/common/ExecutableBuilder.h"
 
-#include "abi/ModelAbi.h"
 #include "abi/Version.h"
 #include "codegen/common/LibraryCalls.h"
 #include "codegen/common/RegionGraph.h"
@@ -10,6 +9,7 @@
 #include "ir/LoomDialect.h"
 #include "ir/ShapeUtils.h"
 #include "runtime/Executable.h"
+#include "runtime/ExecutableValidation.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -442,6 +442,7 @@ LogicalResult Writer::writeFunction(func::FuncOp function) {
   Operation *terminator = body.getTerminator();
   std::vector<std::pair<int, int>> copies; // (from, to) after the last step
   std::string prefix = fn.getSymName().str() + "/";
+  const std::map<std::string, int> state = runtime::stateBuffersByName(exe);
   for (auto [i, v] : llvm::enumerate(terminator->getOperands())) {
     auto name = fn.getResultAttrOfType<StringAttr>(i, kOutputAttr);
     std::string bufferName =
@@ -480,9 +481,7 @@ LogicalResult Writer::writeFunction(func::FuncOp function) {
     // and the view costs no copy (its slice of the arena goes unused). Not
     // for an output the runtime writes over state (@train_step's "param.*"):
     // its copy stays after every step that may read the state.
-    StringRef outputName = name ? name.getValue() : StringRef();
-    bool overState = outputName.starts_with(abi::kUpdatedParamPrefix) ||
-                     stateBuffers.count(outputName);
+    bool overState = runtime::stateWrittenBy(exe, state, *index) >= 0;
     if (Value source = overState ? Value() : viewedOnlyHere(v)) {
       FailureOr<int> placed =
           newBuffer(source, bufferName + "/viewed", Buffer::OUTPUT);
