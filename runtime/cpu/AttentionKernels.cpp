@@ -23,7 +23,8 @@
 // rows, one task each, and walks the keys in blocks of 64 with an online
 // softmax (a running max and sum per row; the output accumulator is rescaled
 // when the max grows), so a task holds one block of scores per row and never
-// a row of the whole sequence.
+// a row of the whole sequence. A decode step's single query row takes a path
+// of its own (forwardOneQuery): all its scores at once, without blocks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -231,6 +232,122 @@ void forwardTile(const Problem &p, int64_t b, int64_t i0, int64_t rows,
   }
 }
 
+/// Keys a one-query row holds its scores of on the stack; rows with more go
+/// through forwardTile.
+constexpr int64_t kOneQueryMaxKeys = 1024;
+
+/// Lane i of the result is the sum of v[i]'s lanes: eight dot products
+/// reduced together, 14 shuffles and 7 adds where eight sum8 take 48
+/// operations.
+LOOM_ATTENTION_INLINE Vec8 pairSums(Vec8 a, Vec8 b) {
+  return LOOM_SHUFFLE8(a, b, 0, 2, 8, 10, 4, 6, 12, 14) +
+         LOOM_SHUFFLE8(a, b, 1, 3, 9, 11, 5, 7, 13, 15);
+}
+LOOM_ATTENTION_INLINE Vec8 laneSums(const Vec8 (&v)[8]) {
+  Vec8 low = pairSums(pairSums(v[0], v[1]), pairSums(v[2], v[3]));
+  Vec8 high = pairSums(pairSums(v[4], v[5]), pairSums(v[6], v[7]));
+  return LOOM_SHUFFLE8(low, high, 0, 1, 2, 3, 8, 9, 10, 11) +
+         LOOM_SHUFFLE8(low, high, 4, 5, 6, 7, 12, 13, 14, 15);
+}
+
+/// The output row of batch entry b when it has one query (a decode step):
+/// the scores of all its keys at once, eight keys a pass, then their max,
+/// exponentials and sum, and the values' weighted sum in registers; none of
+/// forwardTile's key blocks, bias tiles or accumulator rescaling, which cost
+/// a decode step's rows (a few dozen keys of 32 features) more than the
+/// arithmetic. Needs D and Dv multiples of 8, no dropout, and at most
+/// kOneQueryMaxKeys keys (oneQueryTakes).
+LOOM_ATTENTION_CLONES
+void forwardOneQuery(const Problem &p, int64_t b, float *out, float *lse) {
+  const int64_t sk = p.sk, d = p.d, dv = p.dv;
+  const int64_t ks = p.keyStride, vs = p.valueStride;
+  const float *q = p.q + b * d;
+  const float *kb = p.k + b * p.keyBatchStride;
+  const float *vb = p.v + b * p.valueBatchStride;
+  if (ks != d) {
+    // Position first: see prefetchRows.
+    prefetchRows(kb, sk, ks, d);
+    prefetchRows(vb, sk, vs, dv);
+  }
+  double shift = 0;
+  int64_t maskBase = p.mask ? p.maskBase(b) : 0;
+  if (p.mask)
+    rowShifts(p, maskBase, 0, 1, &shift);
+  const float inf = std::numeric_limits<float>::infinity();
+  const int64_t sk8 = roundUp(sk, 8);
+  alignas(32) float s[kOneQueryMaxKeys];
+  const Vec8 scale = splat8(p.scale);
+  for (int64_t j = 0; j < sk; j += 8) {
+    // Keys past the last read the last again; their lanes become -inf.
+    const float *key[8];
+    for (int g = 0; g < 8; ++g)
+      key[g] = kb + std::min(j + g, sk - 1) * ks;
+    Vec8 acc[8];
+    for (int g = 0; g < 8; ++g)
+      acc[g] = splat8(0.0f);
+    for (int64_t t = 0; t < d; t += 8) {
+      Vec8 x = load8(q + t);
+      for (int g = 0; g < 8; ++g)
+        acc[g] += x * load8(key[g] + t);
+    }
+    store8(s + j, laneSums(acc) * scale);
+  }
+  for (int64_t j = sk; j < sk8; ++j)
+    s[j] = -inf;
+  if (p.hasBias()) {
+    const float *m = p.mask ? p.mask + maskBase : nullptr;
+    int64_t cs = p.mask ? p.maskColStride() : 0;
+    for (int64_t j = 0; j < sk; ++j) {
+      double x = (m ? double(m[j * cs]) : 0.0) - shift;
+      if (p.causal && j > 0)
+        x += kMaskedScore;
+      s[j] += static_cast<float>(x);
+    }
+  }
+  float mx = rowMax(s, sk8, -inf);
+  const Vec8 base = splat8(mx == -inf ? 0.0f : mx);
+  Vec8 sums{};
+  for (int64_t j = 0; j < sk8; j += 8) {
+    Vec8 e = exp8(load8(s + j) - base);
+    store8(s + j, e);
+    sums += e;
+  }
+  float sum = sum8(sums);
+  float inv = sum > 0 ? 1.0f / sum : 0.0f;
+  float *o = out + b * dv;
+  // Four vectors of the output at a time (then one), each summed over the
+  // keys in order.
+  int64_t c = 0;
+  for (; c + 32 <= dv; c += 32) {
+    Vec8 a0{}, a1{}, a2{}, a3{};
+    for (int64_t j = 0; j < sk; ++j) {
+      const float *vr = vb + j * vs + c;
+      Vec8 w = splat8(s[j]);
+      a0 += w * load8(vr);
+      a1 += w * load8(vr + 8);
+      a2 += w * load8(vr + 16);
+      a3 += w * load8(vr + 24);
+    }
+    store8(o + c, a0 * inv);
+    store8(o + c + 8, a1 * inv);
+    store8(o + c + 16, a2 * inv);
+    store8(o + c + 24, a3 * inv);
+  }
+  for (; c < dv; c += 8) {
+    Vec8 a{};
+    for (int64_t j = 0; j < sk; ++j)
+      a += splat8(s[j]) * load8(vb + j * vs + c);
+    store8(o + c, a * inv);
+  }
+  lse[b] = static_cast<float>(shift + double(mx) + std::log(double(sum)));
+}
+
+/// Whether forwardOneQuery computes p.
+bool oneQueryTakes(const Problem &p) {
+  return p.sq == 1 && !p.dropout() && p.sk > 0 && p.sk <= kOneQueryMaxKeys &&
+         p.d % 8 == 0 && p.dv % 8 == 0;
+}
+
 } // namespace
 
 Status loom::cpu::attentionForward(const KernelCall &call) {
@@ -238,6 +355,19 @@ Status loom::cpu::attentionForward(const KernelCall &call) {
   std::vector<const TensorRef *> rest;
   LOOM_RETURN_IF_ERROR(prepareAttention(call, /*backward=*/false, p, rest));
   float *out = rest[0]->f32(), *lse = rest[1]->f32();
+  if (oneQueryTakes(p)) {
+    auto rows = [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b)
+        forwardOneQuery(p, b, out, lse);
+    };
+    int64_t work = p.sk * (p.d + p.dv);
+    if (call.pool && call.pool->size() > 1)
+      call.pool->parallelFor(p.batch, std::max<int64_t>(1, kMinTaskWork / work),
+                             rows);
+    else
+      rows(0, p.batch);
+    return Status::success();
+  }
   int64_t tiles = (p.sq + kQueryTile - 1) / kQueryTile;
   int64_t rowsPerTile = std::min(p.sq, kQueryTile);
   int64_t work = std::max<int64_t>(1, rowsPerTile * p.sk * (p.d + p.dv));

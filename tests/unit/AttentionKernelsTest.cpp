@@ -571,6 +571,30 @@ TEST_P(AttentionKernels, DecodeStepOverPositionFirstCache) {
   checkCase(four, 22);
 }
 
+// One query (a decode step) over one key, over more keys than a block of
+// 64 and not a multiple of 8 with a random mask that leaves one row nothing
+// but masked keys and head dims unlike each other, and over more keys than
+// one query's scores keep on the stack (the tiled path).
+TEST_P(AttentionKernels, DecodeStepOverFewAndManyKeys) {
+  Case first;
+  first.q = {2, 3, 1, 8};
+  first.k = first.v = {2, 3, 1, 8};
+  first.mask = {2, 1, 1, 1};
+  checkCase(first, 24);
+  Case many;
+  many.q = {3, 4, 1, 16};
+  many.k = {3, 4, 70, 16};
+  many.v = {3, 4, 70, 24};
+  many.mask = {3, 4, 1, 70};
+  many.fill = MaskFill::MaskedRow;
+  checkCase(many, 25);
+  Case longest;
+  longest.q = {1, 2, 1, 8};
+  longest.k = longest.v = {1, 2, 1100, 8};
+  longest.mask = {1, 1, 1, 1100};
+  checkCase(longest, 26);
+}
+
 TEST_P(AttentionKernels, RefusesPositionFirstKeysThatDoNotFit) {
   // Keys position first whose leading dims are not q's.
   RawCall a(
