@@ -36,6 +36,20 @@ Status expectShape(const TensorRef &t, const char *name,
                          ", expected " + shapeString(shape));
 }
 
+/// expectShape against [lead..., tail...], which it builds only to say what
+/// was expected: a decode step checks its attention calls at every step.
+Status expectShape(const TensorRef &t, const char *name,
+                   const std::vector<int64_t> &lead,
+                   std::initializer_list<int64_t> tail) {
+  if (t.shape.size() == lead.size() + tail.size() &&
+      std::equal(lead.begin(), lead.end(), t.shape.begin()) &&
+      std::equal(tail.begin(), tail.end(), t.shape.begin() + lead.size()))
+    return Status::success();
+  std::vector<int64_t> shape = lead;
+  shape.insert(shape.end(), tail);
+  return expectShape(t, name, shape);
+}
+
 } // namespace
 
 ErrorOr<loom::kernels::AttentionShape>
@@ -80,25 +94,27 @@ loom::kernels::checkAttentionCall(const std::vector<TensorRef> &args,
                              .withContext(kernel));
 
   // q [lead..., Sq, D], k [lead..., Sk, D], v [lead..., Sk, Dv]; keys held
-  // position first are [Sk, lead..., D] and [Sk, lead..., Dv].
-  std::vector<int64_t> ks = k.shape, vs = v.shape;
-  if (attrs->keysPositionMajor) {
-    if (backward)
-      return fail("keys held position first are for inference only");
-    for (std::vector<int64_t> *shape : {&ks, &vs})
-      if (shape->size() >= 2)
-        std::rotate(shape->begin(), shape->begin() + 1, shape->end() - 1);
-  }
+  // position first are [Sk, lead..., D] and [Sk, lead..., Dv]. Dim i of k or
+  // v as if it were [lead..., Sk, D] (the tensors' rank checked first):
+  auto kvDim = [&](const TensorRef &t, int64_t i) {
+    int64_t rank = t.rank();
+    if (!attrs->keysPositionMajor || rank < 2 || i == rank - 1)
+      return t.shape[i];
+    return i == rank - 2 ? t.shape[0] : t.shape[i + 1];
+  };
+  if (attrs->keysPositionMajor && backward)
+    return fail("keys held position first are for inference only");
   int64_t r = q.rank();
-  if (r < 2 || k.rank() != r || v.rank() != r ||
-      !std::equal(q.shape.begin(), q.shape.end() - 2, ks.begin()) ||
-      !std::equal(q.shape.begin(), q.shape.end() - 2, vs.begin()))
+  bool leadFits = r >= 2 && k.rank() == r && v.rank() == r;
+  for (int64_t i = 0; leadFits && i < r - 2; ++i)
+    leadFits = q.shape[i] == kvDim(k, i) && q.shape[i] == kvDim(v, i);
+  if (!leadFits)
     return fail("needs q, k and v of one rank (2 or more) with equal leading "
                 "dims, got " +
                 shapeString(q.shape) + ", " + shapeString(k.shape) + " and " +
                 shapeString(v.shape) +
                 (attrs->keysPositionMajor ? " (keys position first)" : ""));
-  if (q.shape[r - 1] != ks[r - 1] || ks[r - 2] != vs[r - 2])
+  if (q.shape[r - 1] != kvDim(k, r - 1) || kvDim(k, r - 2) != kvDim(v, r - 2))
     return fail("q " + shapeString(q.shape) + ", k " + shapeString(k.shape) +
                 " and v " + shapeString(v.shape) + " do not fit " +
                 (attrs->keysPositionMajor
@@ -115,26 +131,27 @@ loom::kernels::checkAttentionCall(const std::vector<TensorRef> &args,
   s.batch = runtime::numelOf(s.lead);
   s.sq = q.shape[r - 2];
   s.d = q.shape[r - 1];
-  s.sk = ks[r - 2];
-  s.dv = vs[r - 1];
+  s.sk = kvDim(k, r - 2);
+  s.dv = kvDim(v, r - 1);
 
-  std::vector<int64_t> rows = s.lead, scores = s.lead, out = s.lead;
-  rows.push_back(s.sq);
-  scores.push_back(s.sq);
-  scores.push_back(s.sk);
-  out.push_back(s.sq);
-  out.push_back(s.dv);
   if (mask) {
-    // Right-aligned: each mask dim is 1 or the scores' dim.
+    // Right-aligned against the scores [lead..., Sq, Sk]: each mask dim is
+    // 1 or the scores' dim.
+    auto scoreDim = [&](int64_t i) {
+      return i < r - 2 ? s.lead[i] : i == r - 2 ? s.sq : s.sk;
+    };
     int64_t mr = mask->rank();
     bool fits = mr <= r;
     for (int64_t i = 0; fits && i < mr; ++i) {
-      int64_t md = mask->shape[i], sd = scores[r - mr + i];
+      int64_t md = mask->shape[i], sd = scoreDim(r - mr + i);
       fits = md == 1 || md == sd;
     }
-    if (!fits)
+    if (!fits) {
+      std::vector<int64_t> scores = s.lead;
+      scores.insert(scores.end(), {s.sq, s.sk});
       return fail("mask " + shapeString(mask->shape) +
                   " does not broadcast to the scores " + shapeString(scores));
+    }
     s.maskStrides.assign(r, 0);
     int64_t stride = 1;
     for (int64_t i = mr - 1; i >= 0; --i) {
@@ -150,17 +167,18 @@ loom::kernels::checkAttentionCall(const std::vector<TensorRef> &args,
 
   if (backward) {
     const TensorRef &o = args[3], &lse = args[4], &dout = args[5];
-    for (const Status &e :
-         {expectShape(o, "out", out), expectShape(lse, "lse", rows),
-          expectShape(dout, "dout", out),
-          expectShape(args[next], "dq", q.shape),
-          expectShape(args[next + 1], "dk", k.shape),
-          expectShape(args[next + 2], "dv", v.shape)})
+    for (const Status &e : {expectShape(o, "out", s.lead, {s.sq, s.dv}),
+                            expectShape(lse, "lse", s.lead, {s.sq}),
+                            expectShape(dout, "dout", s.lead, {s.sq, s.dv}),
+                            expectShape(args[next], "dq", q.shape),
+                            expectShape(args[next + 1], "dk", k.shape),
+                            expectShape(args[next + 2], "dv", v.shape)})
       LOOM_RETURN_IF_ERROR(e.withContext(kernel));
     s.rest = {&o, &lse, &dout, &args[next], &args[next + 1], &args[next + 2]};
   } else {
-    for (const Status &e : {expectShape(args[next], "out", out),
-                            expectShape(args[next + 1], "lse", rows)})
+    for (const Status &e :
+         {expectShape(args[next], "out", s.lead, {s.sq, s.dv}),
+          expectShape(args[next + 1], "lse", s.lead, {s.sq})})
       LOOM_RETURN_IF_ERROR(e.withContext(kernel));
     s.rest = {&args[next], &args[next + 1]};
   }

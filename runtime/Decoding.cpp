@@ -119,13 +119,23 @@ struct DecoderState {
   Status keep(Device &device, const std::vector<int64_t> &keptSentences,
               const std::vector<int64_t> &rows);
 
-  /// Cache `c` as @decode_step reads it.
-  TensorRef cacheRef(const SelfCache &c) const {
-    TensorRef ref = c.room[c.current].ref();
-    int64_t heads = headShape[0], headDim = headShape[1];
-    ref.shape = {length, sentences, beam, heads, headDim};
-    return ref;
-  }
+  /// What each input of @decode_step is, found by name on the first step.
+  struct StepInput {
+    enum Kind { Src, Tokens, Position, Cross, Self } kind = Src;
+    const Tensor *cross = nullptr; // a value of `cross`, which keep() swaps
+    int64_t self = -1;             // index into `self`
+  };
+  std::vector<StepInput> stepInputs;
+  // Kept from one step to the next, so that a step allocates nothing on
+  // the host: a decode step of a small model is short enough for a dozen
+  // mallocs, and the names copied and compared, to show.
+  Tensor ids, at;
+  std::vector<TensorRef> inputs;
+  std::map<std::string, TensorRef> appendInto;
+
+  /// Fills stepInputs and appendInto's names from the entry's inputs.
+  Status planStep(Session &session);
+
   std::vector<int64_t> headShape; // [heads, head_dim]
 };
 
@@ -247,46 +257,103 @@ Status DecoderState::keep(Device &device,
   return Status::success();
 }
 
+Status DecoderState::planStep(Session &session) {
+  for (const std::string &name : session.inputNames(abi::kDecodeStep)) {
+    StepInput input;
+    if (name == abi::kSrc) {
+      input.kind = StepInput::Src;
+    } else if (name == abi::kTokens) {
+      input.kind = StepInput::Tokens;
+    } else if (name == abi::kPosition) {
+      input.kind = StepInput::Position;
+    } else if (auto it = cross.find(name); it != cross.end()) {
+      input.kind = StepInput::Cross;
+      input.cross = &it->second;
+    } else if (auto c = std::find_if(
+                   self.begin(), self.end(),
+                   [&](const SelfCache &c) { return c.name == name; });
+               c != self.end()) {
+      input.kind = StepInput::Self;
+      input.self = c - self.begin();
+      appendInto[name] = TensorRef{};
+    } else {
+      return Status::failure("@decode_step takes an input '" + name +
+                                 "' that decoding does not know",
+                             ErrorCode::Unsupported);
+    }
+    stepInputs.push_back(input);
+  }
+  return Status::success();
+}
+
 ErrorOr<Tensor> DecoderState::step(Session &session,
                                    const std::vector<int32_t> &tokens,
                                    int64_t position) {
   if (length >= capacity)
     return Status::failure("decoding ran past the " + std::to_string(capacity) +
                            " positions its caches have room for");
-  ErrorOr<Tensor> ids = Tensor::host(DType::I32, {sentences, beam});
-  ErrorOr<Tensor> at = Tensor::host(DType::I64, {});
-  if (!ids || !at)
-    return !ids ? ids.status() : at.status();
-  std::copy(tokens.begin(), tokens.end(), static_cast<int32_t *>(ids->data()));
-  *static_cast<int64_t *>(at->data()) = position;
-  std::vector<Tensor> staging;
-  std::vector<TensorRef> inputs;
-  std::map<std::string, TensorRef> appendInto;
-  for (const std::string &name : session.inputNames(abi::kDecodeStep)) {
-    if (name == abi::kSrc) {
-      inputs.push_back(src.ref());
-    } else if (name == abi::kTokens || name == abi::kPosition) {
-      ErrorOr<TensorRef> input =
-          deviceInput(session.device(),
-                      name == abi::kTokens ? ids->ref() : at->ref(), staging);
-      if (!input)
-        return input.status();
-      inputs.push_back(*input);
-    } else if (auto it = cross.find(name); it != cross.end()) {
-      inputs.push_back(it->second.ref());
-    } else if (auto c = std::find_if(
-                   self.begin(), self.end(),
-                   [&](const SelfCache &c) { return c.name == name; });
-               c != self.end()) {
-      inputs.push_back(cacheRef(*c));
+  if (stepInputs.empty())
+    LOOM_RETURN_IF_ERROR(planStep(session));
+  // Rows only get fewer: the first step's tensor holds every later one.
+  if (!ids.data() || !ids.reuseAs(DType::I32, {sentences, beam})) {
+    ErrorOr<Tensor> fresh = Tensor::host(DType::I32, {sentences, beam});
+    if (!fresh)
+      return fresh.status();
+    ids = std::move(*fresh);
+  }
+  if (!at.data()) {
+    ErrorOr<Tensor> fresh = Tensor::host(DType::I64, {});
+    if (!fresh)
+      return fresh.status();
+    at = std::move(*fresh);
+  }
+  std::copy(tokens.begin(), tokens.end(), static_cast<int32_t *>(ids.data()));
+  *static_cast<int64_t *>(at.data()) = position;
+  std::vector<Tensor> staging; // host inputs copied to a device's memory
+  // Assigned in place, so that each shape reuses its storage.
+  auto refer = [](TensorRef &to, const Tensor &t) {
+    to.data = const_cast<void *>(t.data());
+    to.dtype = t.dtype();
+    to.shape.assign(t.shape().begin(), t.shape().end());
+  };
+  inputs.resize(stepInputs.size());
+  for (size_t i = 0; i < stepInputs.size(); ++i) {
+    const StepInput &input = stepInputs[i];
+    TensorRef &to = inputs[i];
+    switch (input.kind) {
+    case StepInput::Src:
+      refer(to, src);
+      break;
+    case StepInput::Tokens:
+    case StepInput::Position: {
+      const Tensor &host = input.kind == StepInput::Tokens ? ids : at;
+      if (session.device().sharesHostMemory()) {
+        refer(to, host);
+        break;
+      }
+      ErrorOr<TensorRef> ref =
+          deviceInput(session.device(), host.ref(), staging);
+      if (!ref)
+        return ref.status();
+      to = *ref;
+      break;
+    }
+    case StepInput::Cross:
+      refer(to, *input.cross);
+      break;
+    case StepInput::Self: {
+      const SelfCache &c = self[input.self];
+      const Tensor &room = c.room[c.current];
+      to.data = const_cast<void *>(room.data());
+      to.dtype = dtype;
+      to.shape.assign({length, sentences, beam, headShape[0], headShape[1]});
       // The room from the cache's start: the step appends its position.
-      const Tensor &room = c->room[c->current];
-      appendInto[name] =
-          TensorRef{const_cast<void *>(room.data()), dtype, {room.numel()}};
-    } else {
-      return Status::failure("@decode_step takes an input '" + name +
-                                 "' that decoding does not know",
-                             ErrorCode::Unsupported);
+      TensorRef &into = appendInto.find(c.name)->second;
+      into.data = to.data;
+      into.dtype = dtype;
+      into.shape.assign({room.numel()});
+      break;
+    }
     }
   }
   auto outputs = session.run(abi::kDecodeStep, inputs, appendInto);

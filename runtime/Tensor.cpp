@@ -171,7 +171,17 @@ std::pair<int64_t, int64_t> kernelDomain(const std::vector<TensorRef> &args) {
     rank = std::max(rank, arg.shape.size());
   if (rank == 0)
     return {1, 1};
-  std::vector<int64_t> domain(rank, 1);
+  // On the stack for the ranks models have: every generated kernel's launch
+  // asks.
+  constexpr size_t kInline = 8;
+  int64_t inlineDomain[kInline];
+  std::vector<int64_t> heapDomain;
+  int64_t *domain = inlineDomain;
+  if (rank > kInline) {
+    heapDomain.resize(rank);
+    domain = heapDomain.data();
+  }
+  std::fill(domain, domain + rank, int64_t(1));
   for (const TensorRef &arg : args)
     for (size_t d = 0; d < arg.shape.size(); ++d) {
       int64_t &size = domain[rank - arg.shape.size() + d];
@@ -180,7 +190,7 @@ std::pair<int64_t, int64_t> kernelDomain(const std::vector<TensorRef> &args) {
   int64_t rows = 1;
   for (size_t d = 0; d + 1 < rank; ++d)
     rows *= domain[d];
-  return {rows, domain.back()};
+  return {rows, domain[rank - 1]};
 }
 
 } // namespace loom::runtime

@@ -66,7 +66,7 @@ Status attention::prepareAttention(const KernelCall &call, bool backward,
   p.q = shape->q->f32();
   p.k = shape->k->f32();
   p.v = shape->v->f32();
-  p.lead = shape->lead;
+  p.lead = std::move(shape->lead);
   p.batch = shape->batch;
   p.sq = shape->sq;
   p.d = shape->d;
@@ -85,7 +85,7 @@ Status attention::prepareAttention(const KernelCall &call, bool backward,
   }
   if (shape->mask) {
     p.mask = shape->mask->f32();
-    p.maskStrides = shape->maskStrides;
+    p.maskStrides = std::move(shape->maskStrides);
   }
 
   const loom::abi::AttentionCall &attrs = shape->attrs;
@@ -99,7 +99,7 @@ Status attention::prepareAttention(const KernelCall &call, bool backward,
     p.keepScale = static_cast<float>(1.0 / (1.0 - p.rate));
     p.keepThreshold = static_cast<uint64_t>(std::ceil(std::ldexp(p.rate, 53)));
   }
-  rest = shape->rest;
+  rest = std::move(shape->rest);
   return Status::success();
 }
 
