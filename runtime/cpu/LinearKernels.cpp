@@ -117,21 +117,6 @@ Status loom::cpu::linearKernel(const KernelCall &call) {
   const TensorRef *bias = hasBias ? &call.args[2] : nullptr;
   const TensorRef *residual = hasResidual ? &call.args[2 + hasBias] : nullptr;
   int64_t m = dims.m, n = dims.n, k = dims.k;
-  // A weight of known contents is packed once (PackedGemm.h), for a few
-  // rows too (decoding one sentence, a beam, a small batch: in panels,
-  // SmallGemm.h). One the cache does not keep (a training step's, or
-  // without a number) is read as it lies: a few rows in f32 by smallGemm,
-  // more by sgemm.
-  bool f32 = !call.packed || call.precision == LinearPrecision::F32;
-  if (!(call.packed &&
-        call.packed->linear(x.f32(), w.f32(), call.versionOf(1), m, n, k,
-                            out.f32(), call.precision, call.pool)) &&
-      !(f32 && m <= smallGemmRowsChosen() &&
-        smallGemm(x.f32(), w.f32(), m, n, k, out.f32(), call.pool)))
-    sgemm(false, true, m, n, k, 1.0f, x.f32(), k, w.f32(), k, 0.0f, out.f32(),
-          n);
-  if (!bias && !residual && activation == Activation::None)
-    return Status::success();
   const float *b = bias ? bias->f32() : nullptr;
   const float *r = residual ? residual->f32() : nullptr;
   float *y = out.f32();
@@ -143,10 +128,41 @@ Status loom::cpu::linearKernel(const KernelCall &call) {
     epilogue = epilogueRowAvx2;
   }
 #endif
+  struct Finish {
+    const float *b, *r;
+    int64_t n;
+    Activation activation;
+    void (*gelu)(float *, int64_t);
+    EpilogueRow epilogue;
+    void row(int64_t i, float *yRow) const {
+      epilogue(yRow, b, r ? r + i * n : nullptr, n, activation, gelu);
+    }
+  } finish{b, r, n, activation, gelu, epilogue};
+  RowEpilogue after;
+  if (bias || residual || activation != Activation::None)
+    after = {[](const void *context, int64_t i, float *yRow) {
+               static_cast<const Finish *>(context)->row(i, yRow);
+             },
+             &finish};
+  // A weight of known contents is packed once (PackedGemm.h), for a few
+  // rows too (decoding one sentence, a beam, a small batch: in panels,
+  // SmallGemm.h), and the product applies the epilogue. One the cache does
+  // not keep (a training step's, or without a number) is read as it lies: a
+  // few rows in f32 by smallGemm, more by sgemm.
+  bool f32 = !call.packed || call.precision == LinearPrecision::F32;
+  if (call.packed &&
+      call.packed->linear(x.f32(), w.f32(), call.versionOf(1), m, n, k, y,
+                          call.precision, call.pool, after))
+    return Status::success();
+  if (!(f32 && m <= smallGemmRowsChosen() &&
+        smallGemm(x.f32(), w.f32(), m, n, k, y, call.pool)))
+    sgemm(false, true, m, n, k, 1.0f, x.f32(), k, w.f32(), k, 0.0f, y, n);
+  if (!after)
+    return Status::success();
   int64_t grain = std::max<int64_t>(1, kElementGrain / std::max<int64_t>(n, 1));
   parallelRange(call.pool, m, grain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i)
-      epilogue(y + i * n, b, r ? r + i * n : nullptr, n, activation, gelu);
+      finish.row(i, y + i * n);
   });
   return Status::success();
 }

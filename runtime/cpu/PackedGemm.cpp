@@ -4,6 +4,7 @@
 #include "runtime/Device.h"
 #include "runtime/cpu/CpuFeatures.h"
 #include "runtime/cpu/Gemm.h"
+#include "runtime/cpu/KernelUtil.h"
 #include "runtime/cpu/SmallGemm.h"
 #include "runtime/cpu/VecMath.h"
 
@@ -293,6 +294,18 @@ template <typename T> void growTo(std::vector<T> &v, int64_t size) {
     v.resize(size_t(size));
 }
 
+/// `after` over every row of y [m, n], split over `pool`.
+void finishRows(const RowEpilogue &after, float *y, int64_t m, int64_t n,
+                ThreadPool *pool) {
+  if (!after)
+    return;
+  int64_t grain = std::max<int64_t>(1, kElementGrain / std::max<int64_t>(n, 1));
+  parallelRange(pool, m, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      after(i, y + i * n);
+  });
+}
+
 } // namespace
 
 int loom::cpu::int8WeightLimit() {
@@ -492,7 +505,7 @@ struct PackedWeights::Impl {
   /// same result. False where a row cannot be quantized.
   bool multiplyFewRows(const Weight &weight, const int8_t *codePanels,
                        const float *x, int64_t m, int64_t n, int64_t k,
-                       float *y, ThreadPool *pool) {
+                       float *y, ThreadPool *pool, const RowEpilogue &after) {
     if (!quantizeRows(x, m, k))
       return false;
     // The rows as u8, as the packed product takes them, with the same
@@ -505,9 +518,12 @@ struct PackedWeights::Impl {
     if (!smallGemmInt8Panels(rows8.data(), codePanels, m, n, k, acc.data(),
                              pool, unsignedRows))
       return false;
-    for (int64_t i = 0; i < m; ++i)
+    for (int64_t i = 0; i < m; ++i) {
       dequantizeRow(acc.data() + i * n, n, rowScales[i], weight.scales.data(),
                     unsignedRows ? weight.sums.data() : nullptr, y + i * n);
+      if (after)
+        after(i, y + i * n);
+    }
     return true;
   }
 
@@ -516,7 +532,8 @@ struct PackedWeights::Impl {
   /// quantized (a NaN or infinity among them).
   bool multiply(Product &product, const Weight &weight,
                 const dnnl::memory &packed, const float *x, int64_t m,
-                int64_t n, int64_t k, float *y, LinearPrecision precision) {
+                int64_t n, int64_t k, float *y, LinearPrecision precision,
+                ThreadPool *pool, const RowEpilogue &after) {
     void *src = const_cast<float *>(x);
     if (precision == LinearPrecision::Int8) {
       if (!quantizeRows(x, m, k))
@@ -540,10 +557,16 @@ struct PackedWeights::Impl {
     product.dst.set_data_handle(dstData);
     product.execute(stream, packed);
     stream.wait();
-    if (precision == LinearPrecision::Int8)
-      for (int64_t i = 0; i < m; ++i)
-        dequantizeRow(acc.data() + i * n, n, rowScales[i], weight.scales.data(),
-                      weight.sums.data(), y + i * n);
+    if (precision != LinearPrecision::Int8) {
+      finishRows(after, y, m, n, pool);
+      return true;
+    }
+    for (int64_t i = 0; i < m; ++i) {
+      dequantizeRow(acc.data() + i * n, n, rowScales[i], weight.scales.data(),
+                    weight.sums.data(), y + i * n);
+      if (after)
+        after(i, y + i * n);
+    }
     return true;
   }
 };
@@ -557,7 +580,8 @@ void PackedWeights::shareWeightsOf(const PackedWeights &other) {
 
 bool PackedWeights::linear(const float *x, const float *w, uint64_t version,
                            int64_t m, int64_t n, int64_t k, float *y,
-                           LinearPrecision precision, ThreadPool *pool) {
+                           LinearPrecision precision, ThreadPool *pool,
+                           const RowEpilogue &after) {
   if (version == 0 || m <= 0 || n <= 0 || k <= 0)
     return false;
   // A training step's weight at a few rows in f32 stays with the caller's
@@ -596,13 +620,17 @@ bool PackedWeights::linear(const float *x, const float *w, uint64_t version,
       if (product)
         packed = copyIn(seen.packed, product->weights);
     }
-    if (f32Panels)
-      return smallGemmPanels(x, seen.panels, m, n, k, y, pool);
+    if (f32Panels) {
+      if (!smallGemmPanels(x, seen.panels, m, n, k, y, pool))
+        return false;
+      finishRows(after, y, m, n, pool);
+      return true;
+    }
     if (codePanels)
       return impl->multiplyFewRows(*seen.weight, seen.codePanels, x, m, n, k, y,
-                                   pool);
+                                   pool, after);
     return impl->multiply(*product, *seen.weight, *packed, x, m, n, k, y,
-                          precision);
+                          precision, pool, after);
   } catch (const dnnl::error &) {
     // No primitive for this shape here, or a weight that cannot be
     // quantized: sgemm computes it in f32 from now on.

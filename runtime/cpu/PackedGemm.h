@@ -70,6 +70,16 @@ using abi::parseLinearPrecision;
 /// or AVX-VNNI), 63 without (see above).
 int int8WeightLimit();
 
+/// What a product does to each row of y once the row holds x . w^T (the
+/// linear layer's bias, residual and activation): one call per row.
+struct RowEpilogue {
+  void (*apply)(const void *context, int64_t row, float *y) = nullptr;
+  const void *context = nullptr;
+
+  explicit operator bool() const { return apply != nullptr; }
+  void operator()(int64_t row, float *y) const { apply(context, row, y); }
+};
+
 class PackedWeights {
 public:
   PackedWeights();
@@ -81,11 +91,14 @@ public:
   /// (of content `version`, nonzero) has been packed or is packed now.
   /// Returns false, leaving `y` untouched, when the caller must compute it.
   /// Up to smallGemmRowsChosen() rows multiply the weight's panels
-  /// (SmallGemm.h), split over `pool`.
+  /// (SmallGemm.h), split over `pool`. When it returns true, `after` has
+  /// been applied to every row of y: at int8 to each row as soon as it is
+  /// dequantized, while it is still in the first-level cache, rather than in
+  /// a second pass over y (the 8000-word generator's rows are 32 KB each).
   bool linear(const float *x, const float *w, uint64_t version, int64_t m,
               int64_t n, int64_t k, float *y,
               LinearPrecision precision = LinearPrecision::F32,
-              ThreadPool *pool = nullptr);
+              ThreadPool *pool = nullptr, const RowEpilogue &after = {});
 
   /// Takes `other`'s copies of weights, now and from now on, instead of
   /// its own: the two may then multiply on different threads at once.

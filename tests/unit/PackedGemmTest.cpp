@@ -231,6 +231,61 @@ TEST(PackedWeights, Int8FewRowsAreTheManyRowsProduct) {
   cpu::setSmallGemmRowsChosen(-1);
 }
 
+// The epilogue a product is given is applied to each row once, whichever way
+// the rows are multiplied: f32 and int8 panels (a few rows), oneDNN's f32 and
+// int8 products (more), bf16 where this CPU has it; and not at all where
+// linear() leaves the product to its caller.
+TEST(PackedWeights, AppliesTheEpilogueToEveryRowOnce) {
+  cpu::setSmallGemmRowsChosen(cpu::kSmallGemmRows);
+  struct Marks {
+    int64_t n;
+    std::vector<int> calls;
+    static void apply(const void *context, int64_t row, float *y) {
+      auto &marks = *static_cast<Marks *>(const_cast<void *>(context));
+      ++marks.calls[row];
+      for (int64_t j = 0; j < marks.n; ++j)
+        y[j] += float(row + 1) * 1000.0f;
+    }
+  };
+  std::vector<cpu::LinearPrecision> precisions = {cpu::LinearPrecision::F32,
+                                                  cpu::LinearPrecision::Int8};
+  std::vector<std::string> features = cpu::hostCpuFeatures();
+  if (std::find(features.begin(), features.end(), "avx512bf16") !=
+      features.end())
+    precisions.push_back(cpu::LinearPrecision::BF16);
+  const int64_t n = 40, k = 24;
+  std::vector<float> w = test::uniformFloats(n * k, 21);
+  for (cpu::LinearPrecision precision : precisions)
+    for (int64_t m : {1, 5, 30}) {
+      std::vector<float> x = test::uniformFloats(m * k, 22);
+      std::vector<float> plain(m * n), finished(m * n);
+      cpu::PackedWeights packed;
+      ASSERT_TRUE(packed.linear(x.data(), w.data(), 3, m, n, k, plain.data(),
+                                precision));
+      Marks marks{n, std::vector<int>(m, 0)};
+      ASSERT_TRUE(packed.linear(x.data(), w.data(), 3, m, n, k, finished.data(),
+                                precision, nullptr, {&Marks::apply, &marks}));
+      for (int64_t i = 0; i < m; ++i) {
+        EXPECT_EQ(marks.calls[i], 1) << m << " rows, row " << i;
+        for (int64_t j = 0; j < n; ++j)
+          ASSERT_EQ(finished[i * n + j],
+                    plain[i * n + j] + float(i + 1) * 1000.0f)
+              << m << " rows, precision " << int(precision) << ", [" << i
+              << ", " << j << "]";
+      }
+    }
+  // A weight a step wrote, at a few rows: the caller multiplies, and
+  // finishes the rows itself.
+  std::vector<float> x = test::uniformFloats(2 * k, 23), y(2 * n);
+  cpu::PackedWeights packed;
+  Marks marks{n, std::vector<int>(2, 0)};
+  EXPECT_FALSE(packed.linear(x.data(), w.data(), runtime::kWrittenByStep | 1, 2,
+                             n, k, y.data(), cpu::LinearPrecision::F32, nullptr,
+                             {&Marks::apply, &marks}));
+  EXPECT_EQ(marks.calls, std::vector<int>(2, 0));
+  cpu::setSmallGemmRowsChosen(-1);
+}
+
 // Rows with a NaN or an infinity cannot be scaled: the caller computes them
 // in f32, so the value propagates as it would there.
 TEST(PackedWeights, Int8LeavesNonFiniteRowsToTheCaller) {
