@@ -308,17 +308,23 @@ Session::run(const std::string &name, const std::vector<TensorRef> &inputs,
       ref.data = inputs[output.appendsTo].data;
       continue;
     }
-    // The smallest spare that holds it, else new memory.
+    // The smallest spare that holds it and is at most twice its size (a
+    // larger one waits for the output it came from: @encode's caches took
+    // the decode step's 4 MB log_probs at every batch), else new memory,
+    // unspecified: the step that produces an output writes all of it, as
+    // every arena temporary is written before it is read.
     auto spare = spares.end();
+    size_t bytes = size_t(ref.bytes());
     for (auto s = spares.begin(); s != spares.end(); ++s)
-      if (s->capacity() >= size_t(ref.bytes()) &&
+      if (s->capacity() >= bytes && s->capacity() / 2 <= bytes &&
           (spare == spares.end() || s->capacity() < spare->capacity()))
         spare = s;
     if (spare != spares.end() && spare->reuseAs(ref.dtype, ref.shape)) {
       outputs[o] = std::move(*spare);
       spares.erase(spare);
     } else {
-      ErrorOr<Tensor> t = Tensor::onDevice(*dev, ref.dtype, ref.shape);
+      ErrorOr<Tensor> t =
+          Tensor::onDevice(*dev, ref.dtype, ref.shape, Fill::Unspecified);
       if (!t)
         return t.status().withContext("output '" + output.name + "'");
       outputs[o] = std::move(*t);

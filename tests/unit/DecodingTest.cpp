@@ -455,8 +455,8 @@ TEST_F(DecodingTest, CachesAppendInPlaceOnlyWhereTheStepAppends) {
 }
 
 // A recycled output's memory takes a later run()'s output that fits (not
-// cleared first: every element is written), one that does not fit gets new
-// memory, and the values are a fresh run's.
+// cleared first: every element is written), one that does not fit or is
+// far too large gets new memory, and the values are a fresh run's.
 TEST_F(DecodingTest, RecycledOutputsTakeLaterOutputsThatFit) {
   runtime::Tensor src = sources({kSources[0], kSources[1]});
   auto first = model->run("encode", {src.ref()});
@@ -481,6 +481,21 @@ TEST_F(DecodingTest, RecycledOutputsTakeLaterOutputsThatFit) {
         << (*reused)[i].name;
   }
   EXPECT_TRUE(took) << "no output took the recycled memory";
+
+  // More than twice any output's size: it waits for an output of its own
+  // size (the decoder's log-probabilities), and no output takes it.
+  int64_t largest = 0;
+  for (const runtime::NamedTensor &r : *reused)
+    largest = std::max(largest, r.tensor.bytes());
+  auto big = runtime::Tensor::onDevice(model->device(), DType::F32, {largest});
+  ASSERT_TRUE(bool(big)) << big.error();
+  const void *bigMemory = big->data();
+  model->recycle(std::move(*big));
+  auto passedOver = model->run("encode", {src.ref()});
+  ASSERT_TRUE(bool(passedOver)) << passedOver.error();
+  for (const runtime::NamedTensor &r : *passedOver)
+    EXPECT_NE(r.tensor.data(), bigMemory)
+        << r.name << " took a spare 4x its size";
 
   // Too small for any output: every output gets new memory.
   runtime::Tensor tiny = test::hostTensor(DType::F32, {1});
