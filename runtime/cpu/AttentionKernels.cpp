@@ -23,8 +23,8 @@
 // rows, one task each, and walks the keys in blocks of 64 with an online
 // softmax (a running max and sum per row; the output accumulator is rescaled
 // when the max grows), so a task holds one block of scores per row and never
-// a row of the whole sequence. A decode step's single query row takes a path
-// of its own (forwardOneQuery): all its scores at once, without blocks.
+// a row of the whole sequence. A decode step's few query rows take a path of
+// their own (forwardQueryRow): all of a row's scores at once, without blocks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -232,8 +232,8 @@ void forwardTile(const Problem &p, int64_t b, int64_t i0, int64_t rows,
   }
 }
 
-/// Keys a one-query row holds its scores of on the stack; rows with more go
-/// through forwardTile.
+/// Keys a query row of few holds its scores of on the stack; rows with more
+/// go through forwardTile.
 constexpr int64_t kOneQueryMaxKeys = 1024;
 
 /// Lane i of the result is the sum of v[i]'s lanes: eight dot products
@@ -250,21 +250,24 @@ LOOM_ATTENTION_INLINE Vec8 laneSums(const Vec8 (&v)[8]) {
          LOOM_SHUFFLE8(low, high, 4, 5, 6, 7, 12, 13, 14, 15);
 }
 
-/// The output row of batch entry b when it has one query (a decode step):
-/// the scores of all its keys at once, eight keys a pass, then their max,
-/// exponentials and sum, and the values' weighted sum in registers; none of
-/// forwardTile's key blocks, bias tiles or accumulator rescaling, which cost
-/// a decode step's rows (a few dozen keys of 32 features) more than the
-/// arithmetic. Needs D and Dv multiples of 8, no dropout, and at most
-/// kOneQueryMaxKeys keys (oneQueryTakes).
+/// Output row i of batch entry b when the entry has few queries (a decode
+/// step: one per hypothesis, or a beam's queries against its sentence's
+/// encoder keys): the scores of all its keys at once, eight keys a pass, then
+/// their max, exponentials and sum, and the values' weighted sum in
+/// registers; none of forwardTile's key blocks, transposes, bias tiles or
+/// accumulator rescaling, which cost a decode step's rows (a few dozen keys
+/// of 32 or 64 features) more than the arithmetic. Needs D and Dv multiples
+/// of 8, no dropout, and at most kOneQueryMaxKeys keys (fewQueriesTake).
 LOOM_ATTENTION_CLONES
-void forwardOneQuery(const Problem &p, int64_t b, float *out, float *lse) {
+void forwardQueryRow(const Problem &p, int64_t b, int64_t i, float *out,
+                     float *lse) {
   const int64_t sk = p.sk, d = p.d, dv = p.dv;
   const int64_t ks = p.keyStride, vs = p.valueStride;
-  const float *q = p.q + b * d;
+  const int64_t row = b * p.sq + i;
+  const float *q = p.q + row * d;
   const float *kb = p.k + b * p.keyBatchStride;
   const float *vb = p.v + b * p.valueBatchStride;
-  if (ks != d) {
+  if (ks != d && i == 0) {
     // Position first: see prefetchRows.
     prefetchRows(kb, sk, ks, d);
     prefetchRows(vb, sk, vs, dv);
@@ -272,7 +275,7 @@ void forwardOneQuery(const Problem &p, int64_t b, float *out, float *lse) {
   double shift = 0;
   int64_t maskBase = p.mask ? p.maskBase(b) : 0;
   if (p.mask)
-    rowShifts(p, maskBase, 0, 1, &shift);
+    rowShifts(p, maskBase, i, 1, &shift);
   const float inf = std::numeric_limits<float>::infinity();
   const int64_t sk8 = roundUp(sk, 8);
   alignas(32) float s[kOneQueryMaxKeys];
@@ -295,11 +298,12 @@ void forwardOneQuery(const Problem &p, int64_t b, float *out, float *lse) {
   for (int64_t j = sk; j < sk8; ++j)
     s[j] = -inf;
   if (p.hasBias()) {
-    const float *m = p.mask ? p.mask + maskBase : nullptr;
+    const float *m =
+        p.mask ? p.mask + maskBase + i * p.maskRowStride() : nullptr;
     int64_t cs = p.mask ? p.maskColStride() : 0;
     for (int64_t j = 0; j < sk; ++j) {
       double x = (m ? double(m[j * cs]) : 0.0) - shift;
-      if (p.causal && j > 0)
+      if (p.causal && j > i)
         x += kMaskedScore;
       s[j] += static_cast<float>(x);
     }
@@ -314,7 +318,7 @@ void forwardOneQuery(const Problem &p, int64_t b, float *out, float *lse) {
   }
   float sum = sum8(sums);
   float inv = sum > 0 ? 1.0f / sum : 0.0f;
-  float *o = out + b * dv;
+  float *o = out + row * dv;
   // Four vectors of the output at a time (then one), each summed over the
   // keys in order.
   int64_t c = 0;
@@ -339,13 +343,17 @@ void forwardOneQuery(const Problem &p, int64_t b, float *out, float *lse) {
       a += splat8(s[j]) * load8(vb + j * vs + c);
     store8(o + c, a * inv);
   }
-  lse[b] = static_cast<float>(shift + double(mx) + std::log(double(sum)));
+  lse[row] = static_cast<float>(shift + double(mx) + std::log(double(sum)));
 }
 
-/// Whether forwardOneQuery computes p.
-bool oneQueryTakes(const Problem &p) {
-  return p.sq == 1 && !p.dropout() && p.sk > 0 && p.sk <= kOneQueryMaxKeys &&
-         p.d % 8 == 0 && p.dv % 8 == 0;
+/// Query rows per batch entry up to which forwardQueryRow computes them
+/// (a beam of up to eight); more go through forwardTile's transposed blocks.
+constexpr int64_t kFewQueries = 8;
+
+/// Whether forwardQueryRow computes p.
+bool fewQueriesTake(const Problem &p) {
+  return p.sq >= 1 && p.sq <= kFewQueries && !p.dropout() && p.sk > 0 &&
+         p.sk <= kOneQueryMaxKeys && p.d % 8 == 0 && p.dv % 8 == 0;
 }
 
 } // namespace
@@ -355,17 +363,17 @@ Status loom::cpu::attentionForward(const KernelCall &call) {
   std::vector<const TensorRef *> rest;
   LOOM_RETURN_IF_ERROR(prepareAttention(call, /*backward=*/false, p, rest));
   float *out = rest[0]->f32(), *lse = rest[1]->f32();
-  if (oneQueryTakes(p)) {
+  if (fewQueriesTake(p)) {
     auto rows = [&](int64_t begin, int64_t end) {
-      for (int64_t b = begin; b < end; ++b)
-        forwardOneQuery(p, b, out, lse);
+      for (int64_t row = begin; row < end; ++row)
+        forwardQueryRow(p, row / p.sq, row % p.sq, out, lse);
     };
-    int64_t work = p.sk * (p.d + p.dv);
+    int64_t work = p.sk * (p.d + p.dv), count = p.batch * p.sq;
     if (call.pool && call.pool->size() > 1)
-      call.pool->parallelFor(p.batch, std::max<int64_t>(1, kMinTaskWork / work),
+      call.pool->parallelFor(count, std::max<int64_t>(1, kMinTaskWork / work),
                              rows);
     else
-      rows(0, p.batch);
+      rows(0, count);
     return Status::success();
   }
   int64_t tiles = (p.sq + kQueryTile - 1) / kQueryTile;

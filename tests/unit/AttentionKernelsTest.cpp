@@ -573,8 +573,8 @@ TEST_P(AttentionKernels, DecodeStepOverPositionFirstCache) {
 
 // One query (a decode step) over one key, over more keys than a block of
 // 64 and not a multiple of 8 with a random mask that leaves one row nothing
-// but masked keys and head dims unlike each other, and over more keys than
-// one query's scores keep on the stack (the tiled path).
+// but masked keys and head dims unlike each other, a beam's few queries,
+// and more keys than a query's scores keep on the stack (the tiled path).
 TEST_P(AttentionKernels, DecodeStepOverFewAndManyKeys) {
   Case first;
   first.q = {2, 3, 1, 8};
@@ -588,6 +588,15 @@ TEST_P(AttentionKernels, DecodeStepOverFewAndManyKeys) {
   many.mask = {3, 4, 1, 70};
   many.fill = MaskFill::MaskedRow;
   checkCase(many, 25);
+  // A beam's four queries against its sentence's keys, causal too.
+  Case beam;
+  beam.q = {2, 3, 4, 16};
+  beam.k = {2, 3, 21, 16};
+  beam.v = {2, 3, 21, 8};
+  beam.mask = {2, 3, 4, 21};
+  beam.fill = MaskFill::Random;
+  beam.causal = true;
+  checkCase(beam, 27);
   Case longest;
   longest.q = {1, 2, 1, 8};
   longest.k = longest.v = {1, 2, 1100, 8};
