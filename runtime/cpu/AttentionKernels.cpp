@@ -232,9 +232,9 @@ void forwardTile(const Problem &p, int64_t b, int64_t i0, int64_t rows,
   }
 }
 
-/// Keys a query row of few holds its scores of on the stack; rows with more
+/// Keys whose scores forwardQueryRow holds on the stack; rows over more keys
 /// go through forwardTile.
-constexpr int64_t kOneQueryMaxKeys = 1024;
+constexpr int64_t kQueryRowMaxKeys = 1024;
 
 /// Lane i of the result is the sum of v[i]'s lanes: eight dot products
 /// reduced together, 14 shuffles and 7 adds where eight sum8 take 48
@@ -257,7 +257,7 @@ LOOM_ATTENTION_INLINE Vec8 laneSums(const Vec8 (&v)[8]) {
 /// registers; none of forwardTile's key blocks, transposes, bias tiles or
 /// accumulator rescaling, which cost a decode step's rows (a few dozen keys
 /// of 32 or 64 features) more than the arithmetic. Needs D and Dv multiples
-/// of 8, no dropout, and at most kOneQueryMaxKeys keys (fewQueriesTake).
+/// of 8, no dropout, and at most kQueryRowMaxKeys keys (fewQueriesTake).
 LOOM_ATTENTION_CLONES
 void forwardQueryRow(const Problem &p, int64_t b, int64_t i, float *out,
                      float *lse) {
@@ -278,7 +278,7 @@ void forwardQueryRow(const Problem &p, int64_t b, int64_t i, float *out,
     rowShifts(p, maskBase, i, 1, &shift);
   const float inf = std::numeric_limits<float>::infinity();
   const int64_t sk8 = roundUp(sk, 8);
-  alignas(32) float s[kOneQueryMaxKeys];
+  alignas(32) float s[kQueryRowMaxKeys];
   const Vec8 scale = splat8(p.scale);
   for (int64_t j = 0; j < sk; j += 8) {
     // Keys past the last read the last again; their lanes become -inf.
@@ -353,7 +353,7 @@ constexpr int64_t kFewQueries = 8;
 /// Whether forwardQueryRow computes p.
 bool fewQueriesTake(const Problem &p) {
   return p.sq >= 1 && p.sq <= kFewQueries && !p.dropout() && p.sk > 0 &&
-         p.sk <= kOneQueryMaxKeys && p.d % 8 == 0 && p.dv % 8 == 0;
+         p.sk <= kQueryRowMaxKeys && p.d % 8 == 0 && p.dv % 8 == 0;
 }
 
 } // namespace
