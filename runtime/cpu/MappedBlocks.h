@@ -41,9 +41,9 @@ public:
   MappedBlocks &operator=(const MappedBlocks &) = delete;
 
   /// Memory of `bytes`, 64-byte aligned, zeroed unless `fill` is
-  /// Unspecified: a kept block or a new mapping from 1 MiB on, the host
-  /// allocator below. A kept block handed out Unspecified holds what its last
-  /// user left, and its pages are already resident: neither a fault nor a
+  /// Unspecified: a kept block or a new mapping from kMappedHostBytes on, the
+  /// host allocator below. A kept block handed out Unspecified holds what its
+  /// last user left, and its pages are already resident: neither a fault nor a
   /// memset per page (a decoder's cache, with room for every position it may
   /// reach, would otherwise be zeroed in full for every batch).
   ErrorOr<void *> allocate(size_t bytes,
@@ -55,7 +55,7 @@ public:
 
   /// Bytes in kept free blocks.
   size_t keptBytes() const;
-  /// The mapping size of a request of `bytes` (from 1 MiB on).
+  /// The mapping size of a request of `bytes` (from kMappedHostBytes on).
   static size_t classBytes(size_t bytes);
 
 private:
