@@ -31,6 +31,7 @@
 #include "runtime/cpu/AttentionKernels.h"
 #include "runtime/AttentionChecks.h"
 #include "runtime/cpu/AttentionTiles.h"
+#include "runtime/cpu/KernelUtil.h"
 #include "runtime/cpu/ThreadPool.h"
 
 #include <cmath>
@@ -368,12 +369,9 @@ Status loom::cpu::attentionForward(const KernelCall &call) {
       for (int64_t row = begin; row < end; ++row)
         forwardQueryRow(p, row / p.sq, row % p.sq, out, lse);
     };
-    int64_t work = p.sk * (p.d + p.dv), count = p.batch * p.sq;
-    if (call.pool && call.pool->size() > 1)
-      call.pool->parallelFor(count, std::max<int64_t>(1, kMinTaskWork / work),
-                             rows);
-    else
-      rows(0, count);
+    int64_t work = std::max<int64_t>(1, p.sk * (p.d + p.dv));
+    parallelRange(call.pool, p.batch * p.sq,
+                  std::max<int64_t>(1, kMinTaskWork / work), rows);
     return Status::success();
   }
   int64_t tiles = (p.sq + kQueryTile - 1) / kQueryTile;
@@ -385,11 +383,7 @@ Status loom::cpu::attentionForward(const KernelCall &call) {
       forwardTile(p, b, i0, std::min(kQueryTile, p.sq - i0), out, lse);
     }
   };
-  int64_t items = p.batch * tiles;
-  if (call.pool && call.pool->size() > 1)
-    call.pool->parallelFor(items, std::max<int64_t>(1, kMinTaskWork / work),
-                           body);
-  else
-    body(0, items);
+  parallelRange(call.pool, p.batch * tiles,
+                std::max<int64_t>(1, kMinTaskWork / work), body);
   return Status::success();
 }
