@@ -7,8 +7,9 @@
 // what the reference interpreter gives; int8 and bf16 must give the same
 // tokens for most sentences, and where the tokens agree, the sentence's
 // log-probability within a stated tolerance: 0.05 nats per token for int8
-// (weights per output channel, rows per row, 8 bits each) and 0.02 for bf16
-// (8-bit mantissas, f32 accumulation).
+// (weights per output channel, rows per row, 8 bits each; twice that where
+// the CPU has no VNNI and weights keep 7 bits) and 0.02 for bf16 (8-bit
+// mantissas, f32 accumulation).
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +26,7 @@
 #include "runtime/Decoding.h"
 #include "runtime/TrainStep.h"
 #include "runtime/cpu/CpuFeatures.h"
+#include "runtime/cpu/PackedGemm.h"
 
 #include <gtest/gtest.h>
 
@@ -145,8 +147,12 @@ TEST(DecodePrecision, Int8AndBf16AgreeWithFp32OnATrainedModel) {
 
   std::vector<std::string> features = cpu::hostCpuFeatures();
   bool bf16 = std::count(features.begin(), features.end(), "avx512bf16");
+  // A CPU without VNNI keeps int8 weights within +-63, a quantization step
+  // twice VNNI's, and the log-probabilities part by about twice as much
+  // (0.035 nats per token seen with VNNI, 0.052 without).
+  double int8Tolerance = 0.05 * 127.0 / double(cpu::int8WeightLimit());
   for (auto [precision, tolerance] :
-       {std::pair{"int8", 0.05}, std::pair{"bf16", 0.02}}) {
+       {std::pair{"int8", int8Tolerance}, std::pair{"bf16", 0.02}}) {
     SCOPED_TRACE(precision);
     if (std::string(precision) == "bf16" && !bf16) {
       // Refused where the CPU cannot multiply in bf16.
