@@ -23,6 +23,9 @@ inline constexpr const char kTrainStep[] = "train_step";
 inline constexpr const char kTokenLogProbs[] = "token_log_probs";
 inline constexpr const char kEncode[] = "encode";
 inline constexpr const char kDecodeStep[] = "decode_step";
+// @decode_step without its last log-softmax: what greedy search reads, as
+// the best token's rank in a row is the same among logits.
+inline constexpr const char kDecodeStepLogits[] = "decode_step_logits";
 
 // Inputs.
 inline constexpr const char kSrc[] = "src";       // [batch, src_len] i32
@@ -37,6 +40,7 @@ inline constexpr const char kTargets[] = "targets"; // [..] i64
 // Outputs.
 inline constexpr const char kLossOutput[] = "loss";    // f32 scalar
 inline constexpr const char kLogProbs[] = "log_probs"; // f32
+inline constexpr const char kLogits[] = "logits";      // f32
 inline constexpr const char kGradPrefix[] = "grad.";   // grad.<param>
 
 // Decoder caches, one per decoder layer `i`: the cross-attention keys and

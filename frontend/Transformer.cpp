@@ -184,10 +184,13 @@ RankedTensorType selfCacheType(Graph &g, const TransformerConfig &cfg) {
 /// greedy). The source, its mask and the cross-attention K/V are per
 /// sentence and the self-attention caches per hypothesis; `beam` is a batch
 /// dim, so the rows of a step, batch x beam, are bounded by max-batch.
-void buildDecodeStep(ModuleOp module, const TransformerModel &model) {
+/// With `logProbs` false it is @decode_step_logits, whose first output is
+/// the generator's logits.
+void buildDecodeStep(ModuleOp module, const TransformerModel &model,
+                     bool logProbs) {
   const TransformerConfig &cfg = model.config();
   int64_t layers = cfg.decoder_layers();
-  Graph g(module, abi::kDecodeStep);
+  Graph g(module, logProbs ? abi::kDecodeStep : abi::kDecodeStepLogits);
   Tensor src = g.input(abi::kSrc, idsType(g), {"batch", "src_len"});
   std::vector<Tensor> crossK, crossV, selfK, selfV;
   for (int64_t i = 0; i < layers; ++i) {
@@ -224,9 +227,12 @@ void buildDecodeStep(ModuleOp module, const TransformerModel &model) {
     caches.push_back({abi::kSelfValuePrefix + index, step.selfV});
   }
   Tensor logits = model.generate(g, model.decoderNorm(g, x)); // [N, K, V]
-  Tensor logProbs = reshape(logSoftmax(logits, -1), {-1, cfg.tgt_vocab()});
-  std::vector<std::pair<std::string, Tensor>> outputs = {
-      {abi::kLogProbs, logProbs}};
+  std::vector<std::pair<std::string, Tensor>> outputs;
+  if (logProbs)
+    outputs.push_back({abi::kLogProbs,
+                       reshape(logSoftmax(logits, -1), {-1, cfg.tgt_vocab()})});
+  else
+    outputs.push_back({abi::kLogits, reshape(logits, {-1, cfg.tgt_vocab()})});
   outputs.insert(outputs.end(), caches.begin(), caches.end());
   g.finish(outputs);
 }
@@ -247,7 +253,8 @@ OwningOpRef<ModuleOp> buildModelModule(MLIRContext &ctx,
   buildLoss(*module, model);
   buildTokenLogProbs(*module, model);
   buildEncode(*module, model);
-  buildDecodeStep(*module, model);
+  buildDecodeStep(*module, model, /*logProbs=*/true);
+  buildDecodeStep(*module, model, /*logProbs=*/false);
   return module;
 }
 

@@ -43,17 +43,19 @@ int64_t roomPositions(int64_t steps) {
 }
 
 /// Log-probabilities come from a log-softmax, so the best of a row is at
-/// least -log(vocab) and none is NaN or +Inf; anything else means the model
-/// overflowed (finite parameters too large for f32 arithmetic) or was
-/// miscompiled. Decoding stops rather than rank such rows: NaN ranks below
-/// every number, and a row of NaN would quietly decode as token 0.
-Status nonFiniteLogProb(double value, int64_t sentence, int64_t step) {
-  return Status::failure(std::string("@") + abi::kDecodeStep + " produced " +
-                             valueName(value) + " in '" + abi::kLogProbs +
-                             "' for sentence " + std::to_string(sentence) +
-                             " at step " + std::to_string(step) +
-                             "; the model overflows with these parameters",
-                         ErrorCode::InvalidArgument);
+/// least -log(vocab) and none is NaN or +Inf; the best logit of a row is a
+/// number too. Anything else means the model overflowed (finite parameters
+/// too large for f32 arithmetic) or was miscompiled. Decoding stops rather
+/// than rank such rows: NaN ranks below every number, and a row of NaN
+/// would quietly decode as token 0. `entry` and `output` name where the
+/// value came from.
+Status nonFiniteScore(const char *entry, const char *output, double value,
+                      int64_t sentence, int64_t step) {
+  return Status::failure(
+      std::string("@") + entry + " produced " + valueName(value) + " in '" +
+          output + "' for sentence " + std::to_string(sentence) + " at step " +
+          std::to_string(step) + "; the model overflows with these parameters",
+      ErrorCode::InvalidArgument);
 }
 
 /// GNMT's length penalty, as Marian and OpenNMT apply it.
@@ -108,11 +110,23 @@ struct DecoderState {
   /// self-attention caches start empty, with room for `steps` positions.
   static ErrorOr<DecoderState> start(Session &session, const TensorRef &src,
                                      int64_t beam, int64_t steps);
-  /// One @decode_step on `tokens`, hypothesis j of sentence s at
+  /// Steps through @decode_step_logits instead of @decode_step where the
+  /// executable has it (one from before it was added has not): step() then
+  /// returns logits. Before the first step.
+  void preferLogits(const Session &session) {
+    if (session.hasEntry(abi::kDecodeStepLogits)) {
+      entry = abi::kDecodeStepLogits;
+      scores = abi::kLogits;
+    }
+  }
+  /// One step of `entry` on `tokens`, hypothesis j of sentence s at
   /// s * beam + j: appends the position to the self-attention caches and
-  /// returns the log-probabilities [rows, vocab].
+  /// returns its `scores`, [rows, vocab].
   ErrorOr<Tensor> step(Session &session, const std::vector<int32_t> &tokens,
                        int64_t position);
+  /// The entry step() runs and the output it returns.
+  const char *entry = abi::kDecodeStep;
+  const char *scores = abi::kLogProbs;
   /// Keeps the hypotheses `rows` (each row's self-attention caches, in that
   /// order) of the sentences `keptSentences` (indices into the current ones),
   /// `beam` rows per sentence.
@@ -258,7 +272,7 @@ Status DecoderState::keep(Device &device,
 }
 
 Status DecoderState::planStep(Session &session) {
-  for (const std::string &name : session.inputNames(abi::kDecodeStep)) {
+  for (const std::string &name : session.inputNames(entry)) {
     StepInput input;
     if (name == abi::kSrc) {
       input.kind = StepInput::Src;
@@ -277,8 +291,8 @@ Status DecoderState::planStep(Session &session) {
       input.self = c - self.begin();
       appendInto[name] = TensorRef{};
     } else {
-      return Status::failure("@decode_step takes an input '" + name +
-                                 "' that decoding does not know",
+      return Status::failure("@" + std::string(entry) + " takes an input '" +
+                                 name + "' that decoding does not know",
                              ErrorCode::Unsupported);
     }
     stepInputs.push_back(input);
@@ -356,18 +370,19 @@ ErrorOr<Tensor> DecoderState::step(Session &session,
     }
     }
   }
-  auto outputs = session.run(abi::kDecodeStep, inputs, appendInto);
+  auto outputs = session.run(entry, inputs, appendInto);
   if (!outputs)
     return outputs.status();
   ++length;
-  std::optional<Tensor> logProbs;
+  std::optional<Tensor> rowScores;
   for (NamedTensor &r : *outputs)
-    if (r.name == abi::kLogProbs)
-      logProbs = std::move(r.tensor);
-  if (!logProbs || logProbs->shape().size() != 2)
-    return Status::failure("@decode_step returns no [rows, vocab] log_probs",
+    if (r.name == scores)
+      rowScores = std::move(r.tensor);
+  if (!rowScores || rowScores->shape().size() != 2)
+    return Status::failure("@" + std::string(entry) +
+                               " returns no [rows, vocab] " + scores,
                            ErrorCode::Corrupt);
-  return std::move(*logProbs);
+  return std::move(*rowScores);
 }
 
 /// beamSettled on a sentence's beam.
@@ -447,6 +462,8 @@ greedyDecode(Session &session, const TensorRef &src,
   auto state = DecoderState::start(session, src, 1, options.maxLen);
   if (!state)
     return state.status();
+  // The best token of a row is the best logit's: no log-softmax needed.
+  state->preferLogits(session);
   std::vector<int32_t> last(batch, options.bos);
   std::vector<std::vector<int32_t>> out(batch);
   std::vector<bool> done(batch, false);
@@ -458,36 +475,37 @@ greedyDecode(Session &session, const TensorRef &src,
     rowSentence[b] = b;
   Device &device = session.device();
   for (int64_t t = 0; t < options.maxLen; ++t) {
-    auto logProbs = state->step(session, last, t);
-    if (!logProbs)
-      return logProbs.status();
+    auto scores = state->step(session, last, t);
+    if (!scores)
+      return scores.status();
     int64_t rows = static_cast<int64_t>(rowSentence.size());
-    // The best token of each row and its log-probability, which must be
-    // finite. Where the device's memory is the host's the value is read in
-    // place beside argmax; elsewhere a top-1 brings both.
+    // The best token of each row and its score, which must be finite.
+    // Where the device's memory is the host's the value is read in place
+    // beside argmax; elsewhere a top-1 brings both.
     std::vector<float> bestValues;
     if (device.sharesHostMemory()) {
-      ErrorOr<std::vector<int32_t>> best = device.argmax(logProbs->ref());
+      ErrorOr<std::vector<int32_t>> best = device.argmax(scores->ref());
       if (!best)
         return best.status();
       last = std::move(*best);
-      int64_t vocab = logProbs->shape()[1];
+      int64_t vocab = scores->shape()[1];
       for (int64_t r = 0; r < rows; ++r)
-        bestValues.push_back(logProbs->f32()[r * vocab + last[r]]);
+        bestValues.push_back(scores->f32()[r * vocab + last[r]]);
     } else {
-      ErrorOr<Device::TopK> top = device.topK(logProbs->ref(), 1);
+      ErrorOr<Device::TopK> top = device.topK(scores->ref(), 1);
       if (!top)
         return top.status();
       last = std::move(top->indices);
       bestValues = std::move(top->values);
     }
-    // The next step writes its log-probabilities here.
-    session.recycle(std::move(*logProbs));
+    // The next step writes its scores here.
+    session.recycle(std::move(*scores));
     int64_t finished = 0; // rows of finished sentences
     for (int64_t r = 0; r < rows; ++r) {
       int64_t b = rowSentence[r];
       if (!done[b] && !std::isfinite(bestValues[r]))
-        return nonFiniteLogProb(bestValues[r], b + 1, t + 1);
+        return nonFiniteScore(state->entry, state->scores, bestValues[r], b + 1,
+                              t + 1);
       if (!done[b]) {
         if (last[r] == options.eos)
           done[b] = true;
@@ -602,8 +620,8 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
           // ranks last, so a NaN here means part of the row is NaN).
           float value = top->values[row * perRow + c];
           if (c == 0 ? !std::isfinite(value) : std::isnan(value))
-            return nonFiniteLogProb(value, sentenceNumber(beam.sentence),
-                                    t + 1);
+            return nonFiniteScore(state->entry, state->scores, value,
+                                  sentenceNumber(beam.sentence), t + 1);
           candidates.push_back(
               {beam.logProbs[j] + value, j, top->indices[row * perRow + c]});
         }

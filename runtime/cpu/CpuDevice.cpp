@@ -302,14 +302,8 @@ ErrorOr<std::vector<int32_t>> CpuDevice::argmax(const TensorRef &scores) {
   LOOM_RETURN_IF_ERROR(kernels::checkScores(scores, "argmax"));
   int64_t rows = scores.shape[0], n = scores.shape[1];
   std::vector<int32_t> out(rows);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float *row = scores.f32() + r * n;
-    int64_t best = 0;
-    for (int64_t i = 1; i < n; ++i)
-      if (ranksAbove(row[i], row[best]))
-        best = i;
-    out[r] = static_cast<int32_t>(best);
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    out[r] = static_cast<int32_t>(argmaxOfRow(scores.f32() + r * n, n));
   return out;
 }
 

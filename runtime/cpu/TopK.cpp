@@ -3,6 +3,9 @@
 #include "runtime/cpu/TopK.h"
 #include "runtime/cpu/VecMath.h"
 
+#include <algorithm>
+#include <limits>
+
 #if LOOM_HAVE_AVX2_PATH
 #include <immintrin.h>
 #endif
@@ -61,9 +64,68 @@ LOOM_TARGET_AVX2 void scanAvx2(const float *row, int64_t n, Best &best) {
   }
   scanBase(row, i, n, best);
 }
+
+/// argmaxOfRow on AVX2: the maximum of the numbers in four accumulators
+/// (max_ps returns its second operand where either is NaN, so a NaN score
+/// never replaces a number), then the first position that holds it.
+LOOM_TARGET_AVX2 int64_t argmaxAvx2(const float *row, int64_t n) {
+  const float lowest = -std::numeric_limits<float>::infinity();
+  __m256 m0 = _mm256_set1_ps(lowest), m1 = m0, m2 = m0, m3 = m0;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    m0 = _mm256_max_ps(_mm256_loadu_ps(row + i), m0);
+    m1 = _mm256_max_ps(_mm256_loadu_ps(row + i + 8), m1);
+    m2 = _mm256_max_ps(_mm256_loadu_ps(row + i + 16), m2);
+    m3 = _mm256_max_ps(_mm256_loadu_ps(row + i + 24), m3);
+  }
+  for (; i + 8 <= n; i += 8)
+    m0 = _mm256_max_ps(_mm256_loadu_ps(row + i), m0);
+  __m256 m = _mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m);
+  float best = lowest;
+  for (float v : lanes)
+    best = std::max(best, v);
+  for (; i < n; ++i)
+    if (row[i] > best)
+      best = row[i];
+  // Every score is NaN or -inf: the scalar order decides (index 0 for all
+  // NaN, the first -inf otherwise).
+  if (best == lowest)
+    return -1;
+  __m256 target = _mm256_set1_ps(best);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    int mask = _mm256_movemask_ps(
+        _mm256_cmp_ps(_mm256_loadu_ps(row + j), target, _CMP_EQ_OQ));
+    if (mask)
+      return j + __builtin_ctz(unsigned(mask));
+  }
+  for (; j < n; ++j)
+    if (row[j] == best)
+      return j;
+  return -1;
+}
 #endif
 
+int64_t argmaxBase(const float *row, int64_t n) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; ++i)
+    if (ranksAbove(row[i], row[best]))
+      best = i;
+  return best;
+}
+
 } // namespace
+
+int64_t loom::cpu::argmaxOfRow(const float *row, int64_t n) {
+#if LOOM_HAVE_AVX2_PATH
+  if (avx2Enabled())
+    if (int64_t best = argmaxAvx2(row, n); best >= 0)
+      return best;
+#endif
+  return argmaxBase(row, n);
+}
 
 void loom::cpu::topKOfRow(const float *row, int64_t n, int64_t k,
                           float *values, int32_t *indices) {

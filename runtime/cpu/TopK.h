@@ -35,6 +35,14 @@ inline bool ranksAbove(float a, float b) {
 void topKOfRow(const float *row, int64_t n, int64_t k, float *values,
                int32_t *indices);
 
+/// The index of the best of row[0, n), n >= 1, in the same order: the
+/// first of the largest numbers, or 0 where every score is NaN. Greedy
+/// search takes one per row of 8000 or more scores at every step, so the
+/// AVX2 path finds the maximum eight lanes at a time (a NaN lane keeps
+/// the number it had) and then its first position, rather than compare
+/// score by score.
+int64_t argmaxOfRow(const float *row, int64_t n);
+
 } // namespace loom::cpu
 
 #endif // LOOM_RUNTIME_CPU_TOPK_H

@@ -34,9 +34,19 @@ namespace {
 class DecodingTest : public ::testing::Test {
 protected:
   void SetUp() override {
-    ctx = test::makeContext();
+    model = compile(/*withLogits=*/true);
+    ASSERT_TRUE(model);
+    // Parameters far from uniform predictions, so that hypotheses differ.
+    randomize(*model);
+  }
+
+  /// The tiny preset compiled for the CPU; without @decode_step_logits
+  /// where `withLogits` is false, as an executable from before it was.
+  std::unique_ptr<runtime::Session> compile(bool withLogits) {
+    if (!ctx)
+      ctx = test::makeContext();
     auto parsed = presetConfig("tiny");
-    ASSERT_TRUE(bool(parsed));
+    EXPECT_TRUE(bool(parsed));
     config = *parsed;
     CompilePipelineOptions options;
     // The CPU reads the decoder caches position first where they lie.
@@ -46,18 +56,25 @@ protected:
     options.maxBatch = 16;
     options.maxTokens = 256;
     auto module = buildModelModule(*ctx, config);
-    ASSERT_TRUE(module);
-    ASSERT_TRUE(mlir::succeeded(runCompilePipeline(*module, options)));
+    EXPECT_TRUE(module);
+    if (!module)
+      return nullptr;
+    if (!withLogits)
+      module->lookupSymbol("decode_step_logits")->erase();
+    EXPECT_TRUE(mlir::succeeded(runCompilePipeline(*module, options)));
     CpuExecutableOptions exeOptions;
     exeOptions.bounds = {options.maxTokens, options.maxLen, options.maxBatch};
     auto exe = writeCpuExecutable(*module, exeOptions);
-    ASSERT_TRUE(mlir::succeeded(exe));
-    model = test::cpuSession(std::move(*exe), 1);
-    ASSERT_TRUE(model);
-    // Parameters far from uniform predictions, so that hypotheses differ.
+    EXPECT_TRUE(mlir::succeeded(exe));
+    if (mlir::failed(exe))
+      return nullptr;
+    return test::cpuSession(std::move(*exe), 1);
+  }
+
+  static void randomize(runtime::Session &session) {
     std::mt19937_64 rng(5);
-    for (const std::string &name : model->stateNames()) {
-      runtime::Tensor *t = model->state(name);
+    for (const std::string &name : session.stateNames()) {
+      runtime::Tensor *t = session.state(name);
       std::normal_distribution<float> normal(0.0f, 0.5f);
       for (int64_t i = 0; i < t->numel(); ++i)
         t->f32()[i] = normal(rng);
@@ -68,9 +85,11 @@ protected:
     return test::idsOf(rows);
   }
 
-  /// log p(. | prefix, src) for one sentence, with fresh caches.
+  /// log p(. | prefix, src) for one sentence, with fresh caches; from
+  /// @decode_step_logits, the logits.
   std::vector<float> nextLogProbs(const runtime::Tensor &src,
-                                  const std::vector<int32_t> &prefix) {
+                                  const std::vector<int32_t> &prefix,
+                                  const std::string &entry = "decode_step") {
     auto encoded = model->run("encode", {src.ref()});
     EXPECT_TRUE(bool(encoded));
     std::map<std::string, runtime::Tensor> state;
@@ -91,15 +110,15 @@ protected:
       runtime::Tensor position = test::hostTensor(DType::I64, {});
       *static_cast<int64_t *>(position.data()) = int64_t(t);
       std::vector<runtime::TensorRef> inputs;
-      for (const std::string &name : model->inputNames("decode_step"))
+      for (const std::string &name : model->inputNames(entry))
         inputs.push_back(name == "src"        ? src.ref()
                          : name == "tokens"   ? tokens.ref()
                          : name == "position" ? position.ref()
                                               : state.at(name).ref());
-      auto step = model->run("decode_step", inputs);
+      auto step = model->run(entry, inputs);
       EXPECT_TRUE(bool(step)) << step.error();
       for (runtime::NamedTensor &r : *step) {
-        if (r.name == "log_probs")
+        if (r.name == "log_probs" || r.name == "logits")
           out.assign(r.tensor.f32(), r.tensor.f32() + r.tensor.numel());
         else
           state[r.name] = std::move(r.tensor);
@@ -187,6 +206,49 @@ TEST_F(DecodingTest, BeamOneIsGreedy) {
     ASSERT_EQ((*actual)[s].size(), 1u);
     EXPECT_EQ((*actual)[s][0].tokens, (*expected)[s]) << "sentence " << s;
   }
+}
+
+// @decode_step_logits is @decode_step before its log-softmax: the same
+// inputs, and logits whose log-softmax is @decode_step's log_probs, so
+// that greedy search, which reads them, picks the same tokens.
+TEST_F(DecodingTest, StepLogitsAreTheLogProbsBeforeTheSoftmax) {
+  ASSERT_EQ(model->inputNames("decode_step_logits"),
+            model->inputNames("decode_step"));
+  runtime::Tensor src = sources({kSources[2]});
+  for (const std::vector<int32_t> &prefix :
+       std::vector<std::vector<int32_t>>{{}, {7, 4}, {9, 9, 14, 5}}) {
+    std::vector<float> logProbs = nextLogProbs(src, prefix);
+    std::vector<float> logits = nextLogProbs(src, prefix, "decode_step_logits");
+    ASSERT_EQ(logits.size(), logProbs.size());
+    ASSERT_EQ(int64_t(logits.size()), config.tgt_vocab());
+    double top = *std::max_element(logits.begin(), logits.end()), sum = 0;
+    for (float v : logits)
+      sum += std::exp(double(v) - top);
+    double lse = top + std::log(sum);
+    for (size_t v = 0; v < logits.size(); ++v)
+      ASSERT_NEAR(double(logits[v]) - lse, logProbs[v], 1e-5)
+          << "token " << v << " after " << prefix.size();
+    EXPECT_EQ(std::max_element(logits.begin(), logits.end()) - logits.begin(),
+              std::max_element(logProbs.begin(), logProbs.end()) -
+                  logProbs.begin());
+  }
+}
+
+// An executable without @decode_step_logits (compiled before it was)
+// still decodes greedily, through @decode_step, to the same tokens.
+TEST_F(DecodingTest, GreedyWithoutStepLogitsReadsTheLogProbs) {
+  std::unique_ptr<runtime::Session> older = compile(/*withLogits=*/false);
+  ASSERT_TRUE(older);
+  ASSERT_FALSE(older->hasEntry("decode_step_logits"));
+  ASSERT_TRUE(model->hasEntry("decode_step_logits"));
+  randomize(*older);
+  runtime::Tensor src = sources(kSources);
+  runtime::GreedyOptions greedy;
+  greedy.maxLen = 10;
+  auto expected = runtime::greedyDecode(*model, src.ref(), greedy);
+  auto actual = runtime::greedyDecode(*older, src.ref(), greedy);
+  ASSERT_TRUE(expected && actual);
+  EXPECT_EQ(*actual, *expected);
 }
 
 TEST_F(DecodingTest, BeamWithTheCacheMatchesRecomputingEveryPrefix) {
@@ -528,12 +590,15 @@ TEST_F(DecodingTest, StopsWhenTheModelProducesNaN) {
   const std::string expected =
       "@decode_step produced NaN in 'log_probs' for sentence 3 at step 1";
 
+  // Greedy search reads the logits of @decode_step_logits.
   runtime::GreedyOptions greedy;
   greedy.maxLen = 10;
   auto decoded = runtime::greedyDecode(*model, src.ref(), greedy);
   ASSERT_FALSE(bool(decoded));
   EXPECT_EQ(decoded.code(), ErrorCode::InvalidArgument);
-  EXPECT_NE(decoded.error().find(expected), std::string::npos)
+  EXPECT_NE(decoded.error().find("@decode_step_logits produced NaN in "
+                                 "'logits' for sentence 3 at step 1"),
+            std::string::npos)
       << decoded.error();
 
   for (int64_t beam : {1, 4}) {

@@ -396,10 +396,17 @@ TEST_P(DeviceAgreement, EveryKernelAgreesAlone) {
         inputs.push_back(name == "src" ? &src : name == "tgt" ? &tgt : &*seed);
       EXPECT_FALSE(runOn(*onCpu, entry, inputs).empty()) << entry;
     }
+  // Greedy search steps through @decode_step_logits, beam search through
+  // @decode_step.
   runtime::GreedyOptions options;
   options.maxLen = 12;
   auto decoded = runtime::greedyDecode(*onCpu, src.ref(), options);
   ASSERT_TRUE(bool(decoded)) << decoded.error();
+  runtime::BeamOptions beam;
+  beam.beam = 2;
+  beam.maxLen = 12;
+  auto searched = runtime::beamSearch(*onCpu, src.ref(), beam);
+  ASSERT_TRUE(bool(searched)) << searched.error();
   onCpu->setStepHook(nullptr);
 
   std::map<std::string, double> worst;

@@ -187,8 +187,11 @@ TEST_P(ModelRegions, EveryRegionMatchesTheInterpreter) {
   }
   step["tokens"] = test::randomIds(rng, vocab, {2, 2, 2}, 2, false);
   step["position"] = HostTensor::scalar(2, DType::I64);
-  auto decoded = recorder.run("decode_step", model.parameters(), step);
-  ASSERT_TRUE(bool(decoded)) << llvm::toString(decoded.takeError());
+  for (const char *fn : {"decode_step", "decode_step_logits"}) {
+    auto decoded = recorder.run(fn, model.parameters(), step);
+    ASSERT_TRUE(bool(decoded))
+        << fn << ": " << llvm::toString(decoded.takeError());
+  }
 
   size_t checked = 0;
   for (FusionOp op : ops) {

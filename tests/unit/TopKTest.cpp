@@ -61,10 +61,32 @@ TEST(TopK, AgreesWithAFullSortOnEveryPath) {
                         (std::isnan(values[j]) && std::isnan(want)));
           }
         }
+        ASSERT_EQ(cpu::argmaxOfRow(row.data(), n), order[0])
+            << "argmax, n " << n << (useAvx2 ? " (AVX2)" : " (baseline)");
       }
     }
   }
   cpu::setAvx2Enabled(avx2);
+}
+
+// Rows with no number but -inf (and NaN) fall back to the scalar order; a
+// row of numbers finds its maximum's first position wherever it lies.
+TEST(TopK, ArgmaxOfRowsWithoutAFiniteBest) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t n : {5, 40, 1003}) {
+    std::vector<float> row(n, nan);
+    EXPECT_EQ(cpu::argmaxOfRow(row.data(), n), 0) << n;
+    row[n - 2] = -INFINITY;
+    row[n - 1] = -INFINITY;
+    EXPECT_EQ(cpu::argmaxOfRow(row.data(), n), n - 2) << n;
+    row[n / 2] = INFINITY;
+    row[n / 3] = INFINITY;
+    EXPECT_EQ(cpu::argmaxOfRow(row.data(), n), n / 3) << n;
+    for (int64_t i = 0; i < n; ++i)
+      row[i] = float(i % 7);
+    EXPECT_EQ(cpu::argmaxOfRow(row.data(), n), std::min<int64_t>(n - 1, 6))
+        << n;
+  }
 }
 
 } // namespace
