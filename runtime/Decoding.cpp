@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <string_view>
 
 namespace loom::runtime {
 
@@ -577,6 +578,12 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
   auto state = DecoderState::start(session, src, k, steps);
   if (!state)
     return state.status();
+  // A device that ranks a row's logits and subtracts its log-sum-exp on the
+  // way reads them as they come from the generator: no log-softmax is
+  // written and read again.
+  if (device.ranksLogits())
+    state->preferLogits(session);
+  bool fromLogits = state->scores == std::string_view(abi::kLogits);
 
   std::vector<Beam> beams(batch);
   for (int64_t s = 0; s < batch; ++s) {
@@ -589,19 +596,21 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
   std::vector<int32_t> last(batch * k, options.bos);
 
   for (int64_t t = 0; t < steps && !beams.empty(); ++t) {
-    auto logProbs = state->step(session, last, t);
-    if (!logProbs)
-      return logProbs.status();
+    auto scores = state->step(session, last, t);
+    if (!scores)
+      return scores.status();
     // The 2k best extensions of a beam hold k that do not end the sentence,
     // and they are among the 2k best of each row: the device ranks each row,
-    // and only 2k tokens a row come to the host.
-    int64_t vocab = logProbs->shape()[1];
+    // and only 2k tokens a row come to the host, as log-probabilities.
+    int64_t vocab = scores->shape()[1];
     int64_t perRow = std::min<int64_t>(2 * k, vocab);
-    ErrorOr<Device::TopK> top = device.topK(logProbs->ref(), perRow);
+    ErrorOr<Device::TopK> top =
+        fromLogits ? device.topKLogSoftmax(scores->ref(), perRow)
+                   : device.topK(scores->ref(), perRow);
     if (!top)
       return top.status();
-    // The next step writes its log-probabilities here.
-    session.recycle(std::move(*logProbs));
+    // The next step writes its scores here.
+    session.recycle(std::move(*scores));
 
     std::vector<Beam> next;
     std::vector<int64_t> parents; // rows of this step each next row follows

@@ -159,6 +159,17 @@ public:
     std::vector<int32_t> indices;
   };
   virtual ErrorOr<TopK> topK(const TensorRef &scores, int64_t k) = 0;
+  /// Whether topKLogSoftmax is implemented; beam search then reads a step's
+  /// logits (@decode_step_logits) rather than its log-softmax.
+  virtual bool ranksLogits() const { return false; }
+  /// topK of each row's log-softmax, from the row's f32 `logits` [rows, n]:
+  /// the same indices as topK of the logits (a row's log-softmax is its
+  /// logits less one number, the row's log-sum-exp), each value less that
+  /// number. A row whose best logit is not a number, or that holds a NaN,
+  /// gives NaN values, as its log-softmax would. The log-softmax's output
+  /// is never written: the row is read twice, for its best k and for its
+  /// sum of exponentials. This default says it is not there.
+  virtual ErrorOr<TopK> topKLogSoftmax(const TensorRef &logits, int64_t k);
 };
 
 /// The kinds of device this runtime was built with ("cpu", ...).

@@ -77,6 +77,11 @@ ErrorOr<std::shared_ptr<Device>> openDevice(const std::string &kind,
                          ErrorCode::NotFound);
 }
 
+ErrorOr<Device::TopK> Device::topKLogSoftmax(const TensorRef &, int64_t) {
+  return Status::failure(name() + " ranks log-probabilities, not logits",
+                         ErrorCode::Unsupported);
+}
+
 Status Device::moveRows(const TensorRef &t, const std::vector<int64_t> &from,
                         const std::vector<int64_t> &to) {
   LOOM_RETURN_IF_ERROR(kernels::checkMoveRows(t, from, to));

@@ -320,4 +320,22 @@ ErrorOr<runtime::Device::TopK> CpuDevice::topK(const TensorRef &scores,
   return out;
 }
 
+ErrorOr<runtime::Device::TopK>
+CpuDevice::topKLogSoftmax(const TensorRef &logits, int64_t k) {
+  LOOM_RETURN_IF_ERROR(kernels::checkTopK(logits, k));
+  int64_t rows = logits.shape[0], n = logits.shape[1];
+  TopK out;
+  out.values.resize(rows * k);
+  out.indices.resize(rows * k);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *row = logits.f32() + r * n;
+    float *values = out.values.data() + r * k;
+    topKOfRow(row, n, k, values, out.indices.data() + r * k);
+    float lse = logSumExpOfRow(row, n, values[0]);
+    for (int64_t c = 0; c < k; ++c)
+      values[c] -= lse;
+  }
+  return out;
+}
+
 } // namespace loom::cpu

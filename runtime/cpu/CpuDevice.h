@@ -62,6 +62,9 @@ public:
   ErrorOr<std::vector<int32_t>>
   argmax(const runtime::TensorRef &scores) override;
   ErrorOr<TopK> topK(const runtime::TensorRef &scores, int64_t k) override;
+  bool ranksLogits() const override { return true; }
+  ErrorOr<TopK> topKLogSoftmax(const runtime::TensorRef &logits,
+                               int64_t k) override;
 
   /// Free blocks this device keeps for reuse, at most this many bytes: a
   /// beam of four over 32 sentences of a 256-wide model holds about 100 MiB

@@ -108,6 +108,21 @@ LOOM_TARGET_AVX2 int64_t argmaxAvx2(const float *row, int64_t n) {
 }
 #endif
 
+template <typename V>
+LOOM_VEC_INLINE double expSumOfRow(const float *row, int64_t n, float max) {
+  double expSum, plainSum;
+  vec::rowExpSums<V>(row, n, max, expSum, plainSum);
+  return expSum;
+}
+double expSumBase(const float *row, int64_t n, float max) {
+  return expSumOfRow<vec::Vec4>(row, n, max);
+}
+#if LOOM_HAVE_AVX2_PATH
+LOOM_TARGET_AVX2 double expSumAvx2(const float *row, int64_t n, float max) {
+  return expSumOfRow<vec::Vec8>(row, n, max);
+}
+#endif
+
 int64_t argmaxBase(const float *row, int64_t n) {
   int64_t best = 0;
   for (int64_t i = 1; i < n; ++i)
@@ -125,6 +140,21 @@ int64_t loom::cpu::argmaxOfRow(const float *row, int64_t n) {
       return best;
 #endif
   return argmaxBase(row, n);
+}
+
+float loom::cpu::logSumExpOfRow(const float *row, int64_t n, float max) {
+  // +inf less +inf, and -inf less -inf, are NaN in a log-softmax too.
+  if (!std::isfinite(max))
+    return std::numeric_limits<float>::quiet_NaN();
+  double sum;
+#if LOOM_HAVE_AVX2_PATH
+  if (avx2Enabled())
+    sum = expSumAvx2(row, n, max);
+  else
+#endif
+    sum = expSumBase(row, n, max);
+  // A NaN anywhere makes the sum NaN.
+  return static_cast<float>(double(max) + std::log(sum));
 }
 
 void loom::cpu::topKOfRow(const float *row, int64_t n, int64_t k,

@@ -43,6 +43,11 @@ void topKOfRow(const float *row, int64_t n, int64_t k, float *values,
 /// score by score.
 int64_t argmaxOfRow(const float *row, int64_t n);
 
+/// log(sum exp(row[i])) over row[0, n), given the row's largest number
+/// `max` (its best by the order above). Not a number where `max` is not
+/// (no log-softmax of such a row is) or where the row holds a NaN.
+float logSumExpOfRow(const float *row, int64_t n, float max);
+
 } // namespace loom::cpu
 
 #endif // LOOM_RUNTIME_CPU_TOPK_H

@@ -235,8 +235,8 @@ TEST_F(DecodingTest, StepLogitsAreTheLogProbsBeforeTheSoftmax) {
 }
 
 // An executable without @decode_step_logits (compiled before it was)
-// still decodes greedily, through @decode_step, to the same tokens.
-TEST_F(DecodingTest, GreedyWithoutStepLogitsReadsTheLogProbs) {
+// still decodes, through @decode_step, to the same tokens.
+TEST_F(DecodingTest, WithoutStepLogitsSearchesReadTheLogProbs) {
   std::unique_ptr<runtime::Session> older = compile(/*withLogits=*/false);
   ASSERT_TRUE(older);
   ASSERT_FALSE(older->hasEntry("decode_step_logits"));
@@ -249,6 +249,23 @@ TEST_F(DecodingTest, GreedyWithoutStepLogitsReadsTheLogProbs) {
   auto actual = runtime::greedyDecode(*older, src.ref(), greedy);
   ASSERT_TRUE(expected && actual);
   EXPECT_EQ(*actual, *expected);
+  // Beam search too, through @decode_step's log-probabilities there and
+  // the logits less each row's log-sum-exp here.
+  runtime::BeamOptions o;
+  o.beam = 4;
+  o.nbest = 3;
+  o.maxLen = 8;
+  auto fromLogits = runtime::beamSearch(*model, src.ref(), o);
+  auto fromLogProbs = runtime::beamSearch(*older, src.ref(), o);
+  ASSERT_TRUE(fromLogits && fromLogProbs);
+  for (size_t s = 0; s < kSources.size(); ++s) {
+    ASSERT_EQ((*fromLogits)[s].size(), (*fromLogProbs)[s].size());
+    for (size_t h = 0; h < (*fromLogits)[s].size(); ++h) {
+      EXPECT_EQ((*fromLogits)[s][h].tokens, (*fromLogProbs)[s][h].tokens);
+      EXPECT_NEAR((*fromLogits)[s][h].logProb, (*fromLogProbs)[s][h].logProb,
+                  1e-4);
+    }
+  }
 }
 
 TEST_F(DecodingTest, BeamWithTheCacheMatchesRecomputingEveryPrefix) {
@@ -587,18 +604,16 @@ TEST_F(DecodingTest, StopsWhenTheModelProducesNaN) {
   for (int64_t i = 0; i < width; ++i)
     embed->f32()[20 * width + i] = 3e38f;
   runtime::Tensor src = sources(kSources);
+  // On the CPU both searches read the logits of @decode_step_logits.
   const std::string expected =
-      "@decode_step produced NaN in 'log_probs' for sentence 3 at step 1";
+      "@decode_step_logits produced NaN in 'logits' for sentence 3 at step 1";
 
-  // Greedy search reads the logits of @decode_step_logits.
   runtime::GreedyOptions greedy;
   greedy.maxLen = 10;
   auto decoded = runtime::greedyDecode(*model, src.ref(), greedy);
   ASSERT_FALSE(bool(decoded));
   EXPECT_EQ(decoded.code(), ErrorCode::InvalidArgument);
-  EXPECT_NE(decoded.error().find("@decode_step_logits produced NaN in "
-                                 "'logits' for sentence 3 at step 1"),
-            std::string::npos)
+  EXPECT_NE(decoded.error().find(expected), std::string::npos)
       << decoded.error();
 
   for (int64_t beam : {1, 4}) {

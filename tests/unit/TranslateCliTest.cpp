@@ -385,8 +385,8 @@ TEST_F(TranslateCli, CApiRefusesWeightsThatGiveNaN) {
   EXPECT_EQ(loom_translate(translator, kSentences, 3, nullptr, &result, &error),
             LOOM_ERROR_INVALID_ARGUMENT);
   ASSERT_NE(error, nullptr);
-  EXPECT_NE(std::string(error).find("@decode_step produced NaN in "
-                                    "'log_probs' for sentence"),
+  EXPECT_NE(std::string(error).find("@decode_step_logits produced NaN in "
+                                    "'logits' for sentence"),
             std::string::npos)
       << error;
   loom_free_string(error);
