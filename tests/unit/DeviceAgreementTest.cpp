@@ -407,6 +407,31 @@ TEST_P(DeviceAgreement, EveryKernelAgreesAlone) {
   beam.maxLen = 12;
   auto searched = runtime::beamSearch(*onCpu, src.ref(), beam);
   ASSERT_TRUE(bool(searched)) << searched.error();
+  // On the CPU both read @decode_step_logits; @decode_step's log-softmax
+  // runs in one step of its own, from empty self-attention caches.
+  auto encoded = onCpu->run("encode", {src.ref()});
+  ASSERT_TRUE(bool(encoded)) << encoded.error();
+  std::map<std::string, Tensor> stepState;
+  int64_t sentences = src.shape()[0];
+  for (runtime::NamedTensor &t : *encoded) {
+    const std::vector<int64_t> &shape = t.tensor.shape();
+    stepState["self_" + t.name.substr(std::string("cross_").size())] =
+        test::hostTensor(DType::F32, {0, sentences, 1, shape[1], shape[3]});
+    stepState[t.name] = std::move(t.tensor);
+  }
+  Tensor tokens = test::hostTensor(DType::I32, {sentences, 1});
+  for (int64_t b = 0; b < sentences; ++b)
+    static_cast<int32_t *>(tokens.data())[b] = loom::abi::kBosId;
+  ErrorOr<Tensor> position = runtime::scalarTensor(DType::I64, 0);
+  ASSERT_TRUE(bool(position)) << position.error();
+  std::vector<runtime::TensorRef> stepInputs;
+  for (const std::string &name : onCpu->inputNames("decode_step"))
+    stepInputs.push_back(name == "src"        ? src.ref()
+                         : name == "tokens"   ? tokens.ref()
+                         : name == "position" ? position->ref()
+                                              : stepState.at(name).ref());
+  auto stepped = onCpu->run("decode_step", stepInputs);
+  ASSERT_TRUE(bool(stepped)) << stepped.error();
   onCpu->setStepHook(nullptr);
 
   std::map<std::string, double> worst;
