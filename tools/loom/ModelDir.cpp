@@ -70,7 +70,9 @@ std::string staleReason(const runtime::Executable &exe,
     if (precision != target.precision)
       return "it multiplies in " + precision + ", not " + target.precision;
   }
-  for (const char *entry : {"encode", "decode_step"}) {
+  // One from before @decode_step_logits still translates, but its searches
+  // write and read a log-softmax the new one does without.
+  for (const char *entry : {"encode", "decode_step", "decode_step_logits"}) {
     bool found = false;
     for (const runtime::EntryPoint &e : exe.entry_points())
       found |= e.name() == entry;
