@@ -23,8 +23,8 @@ inline constexpr const char kTrainStep[] = "train_step";
 inline constexpr const char kTokenLogProbs[] = "token_log_probs";
 inline constexpr const char kEncode[] = "encode";
 inline constexpr const char kDecodeStep[] = "decode_step";
-// @decode_step without its last log-softmax: what greedy search reads, as
-// the best token's rank in a row is the same among logits.
+// @decode_step without its last log-softmax: what the searches read where
+// they can (a row's tokens rank the same among its logits).
 inline constexpr const char kDecodeStepLogits[] = "decode_step_logits";
 
 // Inputs.

@@ -10,7 +10,6 @@
 #include <limits>
 #include <map>
 #include <optional>
-#include <string_view>
 
 namespace loom::runtime {
 
@@ -115,19 +114,22 @@ struct DecoderState {
   /// executable has it (one from before it was added has not): step() then
   /// returns logits. Before the first step.
   void preferLogits(const Session &session) {
-    if (session.hasEntry(abi::kDecodeStepLogits)) {
-      entry = abi::kDecodeStepLogits;
-      scores = abi::kLogits;
-    }
+    readsLogits = session.hasEntry(abi::kDecodeStepLogits);
   }
-  /// One step of `entry` on `tokens`, hypothesis j of sentence s at
+  /// One step of entry() on `tokens`, hypothesis j of sentence s at
   /// s * beam + j: appends the position to the self-attention caches and
-  /// returns its `scores`, [rows, vocab].
+  /// returns its scores() output, [rows, vocab].
   ErrorOr<Tensor> step(Session &session, const std::vector<int32_t> &tokens,
                        int64_t position);
-  /// The entry step() runs and the output it returns.
-  const char *entry = abi::kDecodeStep;
-  const char *scores = abi::kLogProbs;
+  /// Whether step() runs @decode_step_logits, and the entry and output
+  /// that follow from it.
+  bool readsLogits = false;
+  const char *entry() const {
+    return readsLogits ? abi::kDecodeStepLogits : abi::kDecodeStep;
+  }
+  const char *scores() const {
+    return readsLogits ? abi::kLogits : abi::kLogProbs;
+  }
   /// Keeps the hypotheses `rows` (each row's self-attention caches, in that
   /// order) of the sentences `keptSentences` (indices into the current ones),
   /// `beam` rows per sentence.
@@ -273,7 +275,7 @@ Status DecoderState::keep(Device &device,
 }
 
 Status DecoderState::planStep(Session &session) {
-  for (const std::string &name : session.inputNames(entry)) {
+  for (const std::string &name : session.inputNames(entry())) {
     StepInput input;
     if (name == abi::kSrc) {
       input.kind = StepInput::Src;
@@ -292,7 +294,7 @@ Status DecoderState::planStep(Session &session) {
       input.self = c - self.begin();
       appendInto[name] = TensorRef{};
     } else {
-      return Status::failure("@" + std::string(entry) + " takes an input '" +
+      return Status::failure("@" + std::string(entry()) + " takes an input '" +
                                  name + "' that decoding does not know",
                              ErrorCode::Unsupported);
     }
@@ -371,17 +373,17 @@ ErrorOr<Tensor> DecoderState::step(Session &session,
     }
     }
   }
-  auto outputs = session.run(entry, inputs, appendInto);
+  auto outputs = session.run(entry(), inputs, appendInto);
   if (!outputs)
     return outputs.status();
   ++length;
   std::optional<Tensor> rowScores;
   for (NamedTensor &r : *outputs)
-    if (r.name == scores)
+    if (r.name == scores())
       rowScores = std::move(r.tensor);
   if (!rowScores || rowScores->shape().size() != 2)
-    return Status::failure("@" + std::string(entry) +
-                               " returns no [rows, vocab] " + scores,
+    return Status::failure("@" + std::string(entry()) +
+                               " returns no [rows, vocab] " + scores(),
                            ErrorCode::Corrupt);
   return std::move(*rowScores);
 }
@@ -505,8 +507,8 @@ greedyDecode(Session &session, const TensorRef &src,
     for (int64_t r = 0; r < rows; ++r) {
       int64_t b = rowSentence[r];
       if (!done[b] && !std::isfinite(bestValues[r]))
-        return nonFiniteScore(state->entry, state->scores, bestValues[r], b + 1,
-                              t + 1);
+        return nonFiniteScore(state->entry(), state->scores(), bestValues[r],
+                              b + 1, t + 1);
       if (!done[b]) {
         if (last[r] == options.eos)
           done[b] = true;
@@ -583,7 +585,6 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
   // written and read again.
   if (device.ranksLogits())
     state->preferLogits(session);
-  bool fromLogits = state->scores == std::string_view(abi::kLogits);
 
   std::vector<Beam> beams(batch);
   for (int64_t s = 0; s < batch; ++s) {
@@ -605,8 +606,8 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
     int64_t vocab = scores->shape()[1];
     int64_t perRow = std::min<int64_t>(2 * k, vocab);
     ErrorOr<Device::TopK> top =
-        fromLogits ? device.topKLogSoftmax(scores->ref(), perRow)
-                   : device.topK(scores->ref(), perRow);
+        state->readsLogits ? device.topKLogSoftmax(scores->ref(), perRow)
+                           : device.topK(scores->ref(), perRow);
     if (!top)
       return top.status();
     // The next step writes its scores here.
@@ -629,7 +630,7 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
           // ranks last, so a NaN here means part of the row is NaN).
           float value = top->values[row * perRow + c];
           if (c == 0 ? !std::isfinite(value) : std::isnan(value))
-            return nonFiniteScore(state->entry, state->scores, value,
+            return nonFiniteScore(state->entry(), state->scores(), value,
                                   sentenceNumber(beam.sentence), t + 1);
           candidates.push_back(
               {beam.logProbs[j] + value, j, top->indices[row * perRow + c]});
