@@ -345,6 +345,7 @@ Translator::translate(const std::vector<std::string> &sentences,
     beam.beam = o.beam;
     beam.alpha = o.alpha;
     beam.nbest = o.nbest;
+    beam.scores = o.scores;
     // Messages name a sentence by its place in `sentences`.
     for (size_t i = start; i < end; ++i)
       beam.sentenceNumbers.push_back(int64_t(order[i]) + 1);

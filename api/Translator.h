@@ -80,6 +80,10 @@ struct TranslationOptions {
   double maxLenRatio = 1.5; // longest output per source token
   int64_t nbest = 1;
   int64_t batch = 32; // sentences decoded together, at most
+  /// Whether Translation::score and logProb are wanted; without them a
+  /// greedy search (beam 1, nbest 1, alpha 0) skips each step's log-sum-exp
+  /// and leaves them 0 (runtime::BeamOptions::scores).
+  bool scores = true;
 };
 
 struct Translation {

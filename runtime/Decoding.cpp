@@ -585,6 +585,15 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
   // written and read again.
   if (device.ranksLogits())
     state->preferLogits(session);
+  // Beam 1 with one result and no length penalty compares only one row's
+  // extensions with each other, and a hypothesis ending in eos with its
+  // sibling of the same step, which it then beats for good (a log-probability
+  // only falls, and alpha 0 divides by 1). The logits of one row rank as
+  // its log-probabilities do, so without scores to return the row's
+  // log-sum-exp is not needed: the sums below are of logits, and the search
+  // takes the same decisions.
+  const bool ranksRawLogits = !options.scores && k == 1 && options.nbest == 1 &&
+                              options.alpha == 0 && state->readsLogits;
 
   std::vector<Beam> beams(batch);
   for (int64_t s = 0; s < batch; ++s) {
@@ -606,8 +615,9 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
     int64_t vocab = scores->shape()[1];
     int64_t perRow = std::min<int64_t>(2 * k, vocab);
     ErrorOr<Device::TopK> top =
-        state->readsLogits ? device.topKLogSoftmax(scores->ref(), perRow)
-                           : device.topK(scores->ref(), perRow);
+        state->readsLogits && !ranksRawLogits
+            ? device.topKLogSoftmax(scores->ref(), perRow)
+            : device.topK(scores->ref(), perRow);
     if (!top)
       return top.status();
     // The next step writes its scores here.
@@ -713,6 +723,10 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
       LOOM_RETURN_IF_ERROR(state->keep(device, kept, parents));
     beams = std::move(next);
   }
+  if (ranksRawLogits)
+    for (std::vector<Hypothesis> &nbest : results)
+      for (Hypothesis &h : nbest)
+        h.logProb = h.score = 0;
   return results;
 }
 

@@ -60,6 +60,13 @@ struct BeamOptions {
   int64_t nbest = 1; // hypotheses returned per sentence, best first
   int32_t bos = abi::kBosId;
   int32_t eos = abi::kEosId;
+  /// Whether the caller reads the hypotheses' logProb and score. Where the
+  /// search itself needs no log-probability (beam 1, nbest 1, alpha 0: it
+  /// compares only the tokens of one row) and the step returns logits, a
+  /// caller without them spares each row its log-sum-exp (as CTranslate2's
+  /// greedy search does without return_scores); logProb and score are then
+  /// 0. The tokens are the same either way.
+  bool scores = true;
 };
 
 struct Hypothesis {

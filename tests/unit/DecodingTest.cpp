@@ -208,6 +208,43 @@ TEST_F(DecodingTest, BeamOneIsGreedy) {
   }
 }
 
+// Without scores, beam 1 at alpha 0 ranks each row's logits as they come:
+// the same tokens, scores left 0. Where the search compares log-
+// probabilities (a length penalty, several results) it still computes them.
+TEST_F(DecodingTest, GreedyWithoutScoresRanksTheLogitsAlone) {
+  runtime::Tensor src = sources(kSources);
+  runtime::BeamOptions o;
+  o.beam = 1;
+  o.alpha = 0;
+  o.maxLen = 10;
+  auto scored = runtime::beamSearch(*model, src.ref(), o);
+  o.scores = false;
+  auto unscored = runtime::beamSearch(*model, src.ref(), o);
+  ASSERT_TRUE(scored && unscored);
+  for (size_t s = 0; s < kSources.size(); ++s) {
+    ASSERT_EQ((*unscored)[s].size(), 1u);
+    EXPECT_EQ((*unscored)[s][0].tokens, (*scored)[s][0].tokens)
+        << "sentence " << s;
+    EXPECT_LT((*scored)[s][0].logProb, 0) << "sentence " << s;
+    EXPECT_EQ((*unscored)[s][0].logProb, 0) << "sentence " << s;
+    EXPECT_EQ((*unscored)[s][0].score, 0) << "sentence " << s;
+  }
+  for (auto change : {+[](runtime::BeamOptions &b) { b.alpha = 0.6; },
+                      +[](runtime::BeamOptions &b) {
+                        b.nbest = 2;
+                        b.beam = 2;
+                      },
+                      +[](runtime::BeamOptions &b) { b.beam = 2; }}) {
+    runtime::BeamOptions other = o;
+    change(other);
+    auto found = runtime::beamSearch(*model, src.ref(), other);
+    ASSERT_TRUE(bool(found)) << found.error();
+    for (size_t s = 0; s < kSources.size(); ++s)
+      for (const runtime::Hypothesis &h : (*found)[s])
+        EXPECT_LT(h.logProb, 0) << "sentence " << s;
+  }
+}
+
 // @decode_step_logits is @decode_step before its log-softmax: the same
 // inputs, and logits whose log-softmax is @decode_step's log_probs, so
 // that greedy search, which reads them, picks the same tokens.
