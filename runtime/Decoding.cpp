@@ -611,7 +611,8 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
       return scores.status();
     // The 2k best extensions of a beam hold k that do not end the sentence,
     // and they are among the 2k best of each row: the device ranks each row,
-    // and only 2k tokens a row come to the host, as log-probabilities.
+    // and only 2k tokens a row come to the host, as log-probabilities (as
+    // logits where ranksRawLogits: the search then needs only their order).
     int64_t vocab = scores->shape()[1];
     int64_t perRow = std::min<int64_t>(2 * k, vocab);
     ErrorOr<Device::TopK> top =

@@ -4,6 +4,7 @@
 #include "tools/loom/Common.h"
 #include "tools/loom/Sessions.h"
 
+#include "abi/ModelAbi.h"
 #include "abi/Version.h"
 #include "api/Translator.h"
 #include "runtime/cpu/CpuFeatures.h"
@@ -72,7 +73,8 @@ std::string staleReason(const runtime::Executable &exe,
   }
   // One from before @decode_step_logits still translates, but its searches
   // write and read a log-softmax the new one does without.
-  for (const char *entry : {"encode", "decode_step", "decode_step_logits"}) {
+  for (const char *entry :
+       {abi::kEncode, abi::kDecodeStep, abi::kDecodeStepLogits}) {
     bool found = false;
     for (const runtime::EntryPoint &e : exe.entry_points())
       found |= e.name() == entry;
