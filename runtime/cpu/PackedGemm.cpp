@@ -134,6 +134,30 @@ struct Product {
   }
 };
 
+/// `chosen` (a weight layout oneDNN picked) with its rows spread apart by
+/// spreadRowStride (PackedGemm.h), or `chosen` where it is blocked or its
+/// rows are spread already.
+dnnl::memory::desc spreadRows(const dnnl::memory::desc &chosen) {
+  const dnnl_memory_desc_t &d = chosen.data;
+  if (d.format_kind != dnnl_blocked || d.ndims != 2 ||
+      d.format_desc.blocking.inner_nblks != 0)
+    return chosen;
+  const dnnl_dims_t &strides = d.format_desc.blocking.strides;
+  int outer = strides[0] >= strides[1] ? 0 : 1;
+  if (strides[1 - outer] != 1)
+    return chosen;
+  int64_t elementBytes = int64_t(
+      dnnl::memory::data_type_size(dnnl::memory::data_type(d.data_type)));
+  int64_t spread = spreadRowStride(strides[outer], elementBytes);
+  if (spread == strides[outer])
+    return chosen;
+  dnnl::memory::dims spreadStrides = {1, 1};
+  spreadStrides[outer] = spread;
+  return dnnl::memory::desc({d.dims[0], d.dims[1]},
+                            dnnl::memory::data_type(d.data_type),
+                            spreadStrides);
+}
+
 /// Decoding sees a handful of row counts; an encoder, one per source length.
 /// Beyond this many the map starts over (oneDNN's own primitive cache keeps
 /// recreating one cheap).
@@ -308,6 +332,12 @@ void finishRows(const RowEpilogue &after, float *y, int64_t m, int64_t n,
 
 } // namespace
 
+int64_t loom::cpu::spreadRowStride(int64_t stride, int64_t elementBytes) {
+  if (stride <= 0 || elementBytes <= 0 || (stride * elementBytes) % 2048 != 0)
+    return stride;
+  return stride + std::max<int64_t>(1, 64 / elementBytes);
+}
+
 int loom::cpu::int8WeightLimit() {
   static const int limit = [] {
     std::vector<std::string> features = hostCpuFeatures();
@@ -408,6 +438,10 @@ struct PackedWeights::Impl {
     dnnl::memory::desc w({k, n}, t.w, Tag::any);
     dnnl::memory::desc y({m, n}, t.y, Tag::ab);
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(x, w, y), cpuEngine());
+    if (dnnl::memory::desc spread = spreadRows(pd.weights_desc());
+        spread != pd.weights_desc())
+      pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(x, spread, y),
+                                        cpuEngine());
     Product product{dnnl::matmul(pd), pd.weights_desc(),
                     dnnl::memory(x, cpuEngine(), DNNL_MEMORY_NONE),
                     dnnl::memory(y, cpuEngine(), DNNL_MEMORY_NONE)};

@@ -64,6 +64,38 @@ TEST(PackedWeights, PacksContentsThatStayOnTheirFirstCall) {
   }
 }
 
+TEST(PackedWeights, SpreadsRowsThatWouldShareCacheSets) {
+  // Rows a multiple of 2 KiB long get a cache line more.
+  EXPECT_EQ(cpu::spreadRowStride(512, 4), 528);
+  EXPECT_EQ(cpu::spreadRowStride(1536, 4), 1552);
+  EXPECT_EQ(cpu::spreadRowStride(2048, 4), 2064);
+  EXPECT_EQ(cpu::spreadRowStride(1024, 2), 1056);
+  EXPECT_EQ(cpu::spreadRowStride(2048, 1), 2112);
+  // Any other keeps its length.
+  for (int64_t stride : {256, 384, 768, 8000, 1000})
+    EXPECT_EQ(cpu::spreadRowStride(stride, 4), stride);
+  EXPECT_EQ(cpu::spreadRowStride(512, 2), 512);
+  EXPECT_EQ(cpu::spreadRowStride(1024, 1), 1024);
+  EXPECT_EQ(cpu::spreadRowStride(0, 4), 0);
+
+  // Products over weights whose rows are spread (where this CPU's matmul
+  // reads a plain layout), and one whose are not, are the naive ones, and
+  // the same at every call.
+  const int64_t m = cpu::kSmallGemmRows + 4;
+  for (auto [n, k] :
+       {std::pair<int64_t, int64_t>{512, 96}, {1536, 40}, {768, 96}}) {
+    SCOPED_TRACE("n = " + std::to_string(n) + ", k = " + std::to_string(k));
+    std::vector<float> w = test::uniformFloats(n * k, 3);
+    std::vector<float> x = test::uniformFloats(m * k, 4), y(m * n, -7.0f);
+    cpu::PackedWeights packed;
+    ASSERT_TRUE(packed.linear(x.data(), w.data(), 5, m, n, k, y.data()));
+    EXPECT_LT(test::worstProductError(x, w, y, m, n, k), 1e-4);
+    std::vector<float> again(m * n, -7.0f);
+    ASSERT_TRUE(packed.linear(x.data(), w.data(), 5, m, n, k, again.data()));
+    EXPECT_EQ(again, y);
+  }
+}
+
 TEST(PackedWeights, PacksWhatAStepWroteOnTheSecondCall) {
   const int64_t m = cpu::kSmallGemmRows + 4, n = 67, k = 131;
   const uint64_t version = 5 | runtime::kWrittenByStep;
