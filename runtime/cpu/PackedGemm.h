@@ -75,11 +75,11 @@ int int8WeightLimit();
 /// and the size of an element: `stride`, or 64 bytes more where the rows
 /// would sit a multiple of 2 KiB apart.
 ///
-/// Where no blocked layout suits a matmul (f32 on AVX2 without AVX-512),
-/// oneDNN picks the plain [k, n] one, and its gemm reads the weight down its
-/// columns. With rows a multiple of 2 KiB long every element of a column
-/// falls in the same few sets of a set-associative cache: with d_model 512
-/// or 1024, or d_ff 1536 to 4096, the product ran 1.2-1.9x as long as sgemm
+/// Where no blocked layout suits a matmul (f32 and int8 on AVX2 without
+/// AVX-512), oneDNN picks the plain [k, n] one, and its gemm reads the
+/// weight down its columns. With rows a multiple of 2 KiB long every element of
+/// a column falls in the same few sets of a set-associative cache: with d_model
+/// 512 or 1024, or d_ff 1536 to 4096, the product ran 1.2-1.9x as long as sgemm
 /// over the unpacked weight (bench/gemm_bench at 32 and 128 rows, one
 /// thread), and at d 768 or a vocabulary of 8000 as fast or faster. Rows a
 /// cache line further apart fall in different sets again, and then it beats
