@@ -30,6 +30,7 @@
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -132,6 +133,11 @@ static LogicalResult lowerKernels(ModuleOp module) {
     RewritePatternSet patterns(ctx);
     // Broadcasts of scalars become splats, which lower to LLVM directly.
     vector::populateVectorBroadcastLoweringPatterns(patterns);
+    // bf16 conversions as integer arithmetic: LLVM makes a truncation to
+    // bf16 a call of __truncsfbf2 on x86 CPUs without AVX512-BF16, which the
+    // C runtimes of our targets do not all have (the kernel's shared object
+    // would not load), and the shifts are as fast as that call's body.
+    arith::populateExpandBFloat16Patterns(patterns);
     if (failed(applyPatternsAndFoldGreedily(module, std::move(patterns))))
       return failure();
   }

@@ -7,7 +7,8 @@
 // masked softmax broadcasting its mask, layer norms and log-softmax on odd
 // row lengths, reductions over every element (stages), dropout bit for bit,
 // compare/select/casts and integers, every math op, broadcasts known only
-// at run time, results smaller than the domain, f16, unsupported ops.
+// at run time, results smaller than the domain, f16, bf16 casts, unsupported
+// ops.
 // RegionCodegenModelTest.cpp does the same for every region of the models.
 //
 //===----------------------------------------------------------------------===//
@@ -368,6 +369,33 @@ TEST(RegionCodegen, HalfPrecisionRoundsLikeTheInterpreter) {
         %c = loom.cast %e : tensor<?x12xf16> to tensor<?x12xf32>
         %s = loom.reduce_sum %c [1] keep_dims : (tensor<?x12xf32>) -> tensor<?x1xf32>
         loom.yield %e, %s : tensor<?x12xf16>, tensor<?x1xf32>
+      }
+      return
+    })mlir",
+            {{x}});
+}
+
+TEST(RegionCodegen, Bf16CastsRoundToNearestEven) {
+  // What mixed-precision training does before every product: an f32
+  // activation rounded to bf16 (ties to even, NaN kept, overflow to inf)
+  // in the kernel that produced it, and a bf16 value widened back.
+  std::mt19937_64 rng(10);
+  HostTensor x = randomTensor(rng, {6, 37}, DType::F32, 4.0);
+  x.data[0] = 1.0 + 1.0 / 256;       // a tie: rounds to even (1.0)
+  x.data[1] = 1.0 + 3.0 / 256;       // a tie: rounds to even (1 + 4/256)
+  x.data[2] = 3.3895313892515355e38; // rounds up past bf16's largest: inf
+  x.data[3] = -0.0;
+  x.data[4] = 1e-40; // subnormal in f32
+  x.data[5] = std::numeric_limits<double>::quiet_NaN();
+  checkText(R"mlir(
+    func.func @f(%x: tensor<?x37xf32>) {
+      %0:2 = loom.fusion(%x) : (tensor<?x37xf32>) -> (tensor<?x37xbf16>, tensor<?x37xf32>) {
+      ^bb0(%a: tensor<?x37xf32>):
+        %r = loom.relu %a : (tensor<?x37xf32>) -> tensor<?x37xf32>
+        %h = loom.cast %a : tensor<?x37xf32> to tensor<?x37xbf16>
+        %w = loom.cast %h : tensor<?x37xbf16> to tensor<?x37xf32>
+        %s = loom.add %w, %r : (tensor<?x37xf32>, tensor<?x37xf32>) -> tensor<?x37xf32>
+        loom.yield %h, %s : tensor<?x37xbf16>, tensor<?x37xf32>
       }
       return
     })mlir",
