@@ -158,8 +158,11 @@ LogicalResult LinearOp::verify() {
     return emitOpError("input ") << formatShape(x.getShape()) << " and weight "
                                  << formatShape(w.getShape()) << " differ in K";
   if (x.getElementType() != w.getElementType() ||
-      y.getElementType() != x.getElementType())
-    return emitOpError("needs one element type throughout");
+      !isProductResultType(x.getElementType(), y.getElementType()))
+    return emitOpError("needs input and weight of one element type and a "
+                       "result of theirs (or f32 for bf16 or f16), got ")
+           << x.getElementType() << ", " << w.getElementType() << " and "
+           << y.getElementType();
   SmallVector<int64_t> expected = llvm::to_vector(x.getShape().drop_back());
   expected.push_back(w.getDimSize(0));
   if (!compatibleShapes(y.getShape(), expected))
@@ -167,7 +170,7 @@ LogicalResult LinearOp::verify() {
            << formatShape(expected) << "], got " << formatShape(y.getShape());
   if (auto b = rankedOrNull(getBias()))
     if (b.getRank() != 1 || !compatibleDim(b.getDimSize(0), w.getDimSize(0)) ||
-        b.getElementType() != x.getElementType())
+        b.getElementType() != y.getElementType())
       return emitOpError("bias must be [")
              << w.getDimSize(0) << "], got " << getBias().getType();
   if (auto r = rankedOrNull(getResidual()))

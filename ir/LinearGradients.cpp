@@ -19,6 +19,8 @@
 
 #include "ir/GradientUtils.h"
 
+#include "mlir/IR/TypeUtilities.h"
+
 using namespace mlir;
 using namespace loom;
 
@@ -43,6 +45,10 @@ LogicalResult LinearOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   Value g = resultGrads[0], x = getInput(), w = getWeight(), bias = getBias(),
         residual = getResidual();
   Activation act = getActivation();
+  if (getElementTypeOrSelf(x) != getElementTypeOrSelf(getResult()))
+    return emitOpError("sums narrow products in a wider type, as "
+                       "loom-mixed-precision builds it after autodiff; such "
+                       "a linear has no gradient rule");
 
   // The forward keeps only act(p) + r, not p. relu without a residual reads
   // its mask off the result (y > 0 exactly where p > 0); otherwise, and for

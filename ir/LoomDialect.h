@@ -39,6 +39,11 @@ class ViewOfOperand
 
 namespace loom {
 
+/// Whether a product of `operand` elements may have `result` elements (both
+/// element types): the same type, or f32 summing bf16 or f16 products (see
+/// ProductOpInterface).
+bool isProductResultType(mlir::Type operand, mlir::Type result);
+
 /// The additive value that masks a position out of attention. Finite, so a
 /// fully masked row gives a uniform distribution instead of NaNs.
 constexpr double kMaskedScore = -1e9;

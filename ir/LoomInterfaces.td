@@ -24,4 +24,21 @@ def Loom_GradientOpInterface : OpInterface<"GradientOpInterface"> {
   ];
 }
 
+def Loom_ProductOpInterface : OpInterface<"ProductOpInterface"> {
+  let cppNamespace = "::loom";
+  let description = [{
+    An op some of whose operands enter only products, whose sums are kept in
+    the result's element type: a GEMM's two factors, not its bias or
+    residual. Mixed-precision compilation (loom-mixed-precision) may round
+    those operands to a narrower float type: the products then read half the
+    bytes and run on the narrow multipliers, while every sum, and so the
+    result, stays as wide as before. The op accepts the narrow operands with
+    its wide result type.
+  }];
+  let methods = [
+    InterfaceMethod<"The indices of the operands that enter only products.",
+      "::llvm::SmallVector<unsigned>", "getProductOperands", (ins)>
+  ];
+}
+
 #endif // LOOM_INTERFACES_TD

@@ -144,13 +144,21 @@ def Loom_IotaOp : Loom_Op<"iota", [Pure]> {
 // Contractions and reductions
 //===----------------------------------------------------------------------===//
 
-def Loom_MatmulOp : Loom_DiffOp<"matmul"> {
+def Loom_MatmulOp : Loom_Op<"matmul", [Pure,
+    InferTypeOpAdaptorWithIsCompatible,
+    DeclareOpInterfaceMethods<Loom_GradientOpInterface>,
+    DeclareOpInterfaceMethods<Loom_ProductOpInterface>]> {
   let summary = "Batched matrix product with optional transposes";
   let description = [{
     `lhs` is [..., M, K] (or [..., K, M] with `transpose_lhs`), `rhs` is
     [..., K, N] (or [..., N, K] with `transpose_rhs`); the result is
     [..., M, N]. Leading batch dims broadcast as in NumPy, so both
     `x[B,S,D] . W^T` and per-head batch products are this one op.
+
+    The result has the operands' element type, or f32 for bf16 or f16
+    operands: the products of narrow operands summed in f32, as
+    loom-mixed-precision builds them (such a product has no gradient rule;
+    the pass runs after autodiff).
   }];
   let arguments = (ins Loom_FloatTensor:$lhs, Loom_FloatTensor:$rhs,
                        UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
@@ -460,12 +468,18 @@ def Loom_AttentionGradOp : Loom_Op<"attention_grad", [Pure,
 }
 
 def Loom_LinearOp : Loom_Op<"linear", [Pure, AttrSizedOperandSegments,
-    DeclareOpInterfaceMethods<Loom_GradientOpInterface>]> {
+    DeclareOpInterfaceMethods<Loom_GradientOpInterface>,
+    DeclareOpInterfaceMethods<Loom_ProductOpInterface>]> {
   let summary = "GEMM with a fused epilogue: act(x W^T + bias) + residual";
   let description = [{
     x [..., K] and weight [N, K] (torch's layout) give [..., N]; the optional
     bias [N] and residual [..., N] and the activation are the epilogue of
     one GEMM, as cuBLASLt and oneDNN run it.
+
+    x and the weight have one element type; the result, bias and residual
+    have theirs, or f32 for bf16 or f16 x and weight (the products summed
+    and the epilogue applied in f32, as loom-mixed-precision builds it; such
+    a linear has no gradient rule).
   }];
   let arguments = (ins Loom_FloatTensor:$input, Loom_FloatTensor:$weight,
                        Optional<Loom_FloatTensor>:$bias,

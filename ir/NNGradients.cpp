@@ -10,6 +10,8 @@
 
 #include "ir/GradientUtils.h"
 
+#include "mlir/IR/TypeUtilities.h"
+
 using namespace mlir;
 using namespace loom;
 
@@ -17,6 +19,10 @@ LogicalResult MatmulOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                        SmallVectorImpl<Value> &operandGrads) {
   Location loc = getLoc();
   Value g = resultGrads[0], lhs = getLhs(), rhs = getRhs();
+  if (getElementTypeOrSelf(lhs) != getElementTypeOrSelf(getResult()))
+    return emitOpError("sums narrow products in a wider type, as "
+                       "loom-mixed-precision builds it after autodiff; such "
+                       "a product has no gradient rule");
   bool ta = getTransposeLhs(), tb = getTransposeRhs();
   // With C = op(A) op(B): dop(A) = G op(B)^T and dop(B) = op(A)^T G, each
   // transposed back when the operand was read transposed.

@@ -110,6 +110,28 @@ def LoomAttentionKeyLayout
   let dependentDialects = ["::loom::LoomDialect"];
 }
 
+def LoomMixedPrecision : Pass<"loom-mixed-precision", "mlir::func::FuncOp"> {
+  let summary = "Products of bf16 operands with f32 sums in training steps";
+  let description = [{
+    Runs after loom-optimizer, on the entry points named by `entries`. Every
+    f32 operand that an op lists as entering only products
+    (ProductOpInterface: a GEMM's two factors) is rounded to bf16 by a
+    loom.cast placed right after its definition, once per value (a view of a
+    value views the value's cast), and the op keeps its f32 result: the
+    products read bf16 and are summed in f32. Everything else (parameters,
+    Adam's moments, norms, softmax, the loss, every sum) stays f32. See
+    MixedPrecision.cpp for the decision per op.
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", "\"bf16\"",
+           "The operands' type: bf16">,
+    ListOption<"entries", "entries", "std::string",
+               "The functions to rewrite (default: loss, loss_grad, "
+               "train_step)">
+  ];
+  let dependentDialects = ["::loom::LoomDialect"];
+}
+
 def LoomFuseLayerNorm : Pass<"loom-fuse-layer-norm", "mlir::func::FuncOp"> {
   let summary = "Recognize LayerNorm written out; fuse residual add + LayerNorm";
   let description = [{

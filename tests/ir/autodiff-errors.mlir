@@ -79,3 +79,16 @@ func.func @second(%x: tensor<2xf32>) -> tensor<2xf32>
     attributes {loom.differentiable} {
   return %x : tensor<2xf32>
 }
+
+// -----
+
+// Products of bf16 factors with f32 sums are what loom-mixed-precision makes
+// after autodiff; a loss written with one is refused, not differentiated
+// into gradients of the wrong type.
+func.func @mixed(%x: tensor<2x8xbf16>, %w: tensor<4x8xbf16>) -> tensor<f32>
+    attributes {loom.differentiable} {
+  // expected-error @+1 {{'loom.linear' op sums narrow products in a wider type, as loom-mixed-precision builds it after autodiff; such a linear has no gradient rule}}
+  %y = loom.linear %x, %w : tensor<2x8xbf16>, tensor<4x8xbf16> -> tensor<2x4xf32>
+  %s = loom.reduce_sum %y [0, 1] : (tensor<2x4xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}

@@ -582,3 +582,38 @@ func.func @f(%q: tensor<2x3x8xf32>, %k: tensor<2x5x8xf32>, %seed: tensor<i64>) {
   %o, %l = loom.attention %q, %k, %k seed(%seed : tensor<i64>) {scale = 0.5 : f64, dropout_rate = 0x7FF8000000000000 : f64} : tensor<2x3x8xf32>, tensor<2x5x8xf32>, tensor<2x5x8xf32> -> tensor<2x3x8xf32>, tensor<2x3xf32>
   return
 }
+
+// -----
+
+// bf16 factors may be summed in f32, never the other way round.
+func.func @f(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) {
+  // expected-error @+2 {{'loom.matmul' op inferred type(s) 'tensor<2x4xf32>' are incompatible with return type(s) of operation 'tensor<2x4xbf16>'}}
+  // expected-error @+1 {{'loom.matmul' op failed to infer returned types}}
+  %0 = loom.matmul %a, %b : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<2x3xbf16>, %b: tensor<3x4xbf16>) {
+  // expected-error @+2 {{'loom.matmul' op inferred type(s) 'tensor<2x4xbf16>' are incompatible with return type(s) of operation 'tensor<2x4xf64>'}}
+  // expected-error @+1 {{'loom.matmul' op failed to infer returned types}}
+  %0 = loom.matmul %a, %b : (tensor<2x3xbf16>, tensor<3x4xbf16>) -> tensor<2x4xf64>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<5x8xf32>, %w: tensor<4x8xbf16>) {
+  // expected-error @+1 {{'loom.linear' op needs input and weight of one element type and a result of theirs (or f32 for bf16 or f16), got 'f32', 'bf16' and 'f32'}}
+  %0 = loom.linear %x, %w : tensor<5x8xf32>, tensor<4x8xbf16> -> tensor<5x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<5x8xbf16>, %w: tensor<4x8xbf16>, %b: tensor<4xbf16>) {
+  // expected-error @+1 {{'loom.linear' op bias must be [4], got 'tensor<4xbf16>'}}
+  %0 = loom.linear %x, %w bias(%b : tensor<4xbf16>) : tensor<5x8xbf16>, tensor<4x8xbf16> -> tensor<5x4xf32>
+  return
+}

@@ -55,3 +55,14 @@ func.func @attention_keys_position_major(%q: tensor<?x?x4x1x8xf32>, %k: tensor<?
   %o, %l = loom.attention %q, %k, %k {keys_position_major, scale = 0.125 : f64} : tensor<?x?x4x1x8xf32>, tensor<?x?x?x4x8xf32>, tensor<?x?x?x4x8xf32> -> tensor<?x?x4x1x8xf32>, tensor<?x?x4x1xf32>
   return %o : tensor<?x?x4x1x8xf32>
 }
+
+// bf16 factors with f32 sums (loom-mixed-precision's products).
+// CHECK-LABEL: func.func @mixed_products
+// CHECK: loom.linear %{{.*}}, %{{.*}} bias(%{{.*}} : tensor<4xf32>) : tensor<?x8xbf16>, tensor<4x8xbf16> -> tensor<?x4xf32>
+// CHECK: loom.matmul %{{.*}}, %{{.*}} {transpose_lhs} : (tensor<?x4xbf16>, tensor<?x8xbf16>) -> tensor<4x8xf32>
+func.func @mixed_products(%x: tensor<?x8xbf16>, %w: tensor<4x8xbf16>, %b: tensor<4xf32>, %g: tensor<?x4xbf16>)
+    -> (tensor<?x4xf32>, tensor<4x8xf32>) {
+  %y = loom.linear %x, %w bias(%b : tensor<4xf32>) : tensor<?x8xbf16>, tensor<4x8xbf16> -> tensor<?x4xf32>
+  %dw = loom.matmul %g, %x {transpose_lhs} : (tensor<?x4xbf16>, tensor<?x8xbf16>) -> tensor<4x8xf32>
+  return %y, %dw : tensor<?x4xf32>, tensor<4x8xf32>
+}
