@@ -232,6 +232,8 @@ Status checkLibraryAttrs(std::string_view kernel, const CallAttrs &attrs) {
 const std::vector<LibrarySignature> &librarySignatures() {
   constexpr DTypeSet kFloats = dtypeBit(DType::F32) | dtypeBit(DType::F64);
   constexpr DTypeSet kIota = kFloats | kIdDTypes;
+  // A product's factors: f32, or bf16 summed in f32 (mixed precision).
+  constexpr DTypeSet kFactors = kF32Only | dtypeBit(DType::BF16);
   // {name, dtypes, minRank, maxRank, written, count, flag, mayShare}
   auto in = [](const char *name, DTypeSet dtypes = kAnyDType, int minRank = 0,
                int maxRank = kAnyRank) {
@@ -287,11 +289,11 @@ const std::vector<LibrarySignature> &librarySignatures() {
       {"gather", {in("table", kAnyDType, 1), in("ids", kIdDTypes), out("out")}},
       {"iota", {in("like", kAnyDType, 1), out("out", kIota, 1, 1)}},
       {"linear",
-       {in("x", kF32Only, 1), in("weight", kF32Only, 2, 2),
+       {in("x", kFactors, 1), in("weight", kFactors, 2, 2),
         flagged(in("bias", kF32Only, 1, 1), 0),
         flagged(in("residual", kF32Only, 1), 1), out("out", kF32Only, 1)}},
       {"matmul",
-       {in("lhs", kF32Only, 2), in("rhs", kF32Only, 2),
+       {in("lhs", kFactors, 2), in("rhs", kFactors, 2),
         out("out", kF32Only, 2)}},
       {"one_hot", {in("ids", kIdDTypes), out("out", kFloats, 1)}},
       {"padding_mask",

@@ -86,6 +86,11 @@ loom::compilePipelineStages(const CompilePipelineOptions &options) {
                         pm.addPass(
                             createLoomOptimizer(optimizerOptions(training)));
                       }});
+    if (training.precision != "fp32")
+      stages.push_back({"loom-mixed-precision", [training](OpPassManager &pm) {
+                          pm.addNestedPass<func::FuncOp>(
+                              createLoomMixedPrecision({training.precision}));
+                        }});
   }
   stages.push_back({"cse", [](OpPassManager &pm) {
                       pm.addNestedPass<func::FuncOp>(createCSEPass());

@@ -10,6 +10,8 @@
 //     loom-data-parallel            (with dataParallel: gradients averaged
 //                                    across ranks by loom.all_reduce)
 //     loom-optimizer                (@train_step)
+//     loom-mixed-precision          (with precision bf16: the training
+//                                    entries' products read bf16 factors)
 //     cse                           (the clones share their constants)
 //     loom-fuse-elementwise         (loom.fusion regions)
 //     loom-plan-memory              (arena offsets)
@@ -42,6 +44,9 @@ struct TrainingPipelineOptions {
   /// all-reduces of about `bucketBytes` of gradients each.
   bool dataParallel = false;
   int64_t bucketBytes = 25 << 20;
+  /// "fp32", or "bf16": loom-mixed-precision after the optimizer (bf16
+  /// factors, f32 sums, f32 master weights and Adam).
+  std::string precision = "fp32";
 };
 
 /// The schedule loom-optimizer compiles into @train_step.

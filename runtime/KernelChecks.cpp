@@ -442,6 +442,19 @@ Status checkIdInRange(const char *kernel, int64_t id, int64_t rows) {
 
 //===-- Losses and GEMMs ----------------------------------------------===//
 
+/// A product's two factors: both f32, or both bf16 (summed in f32).
+static Status checkFactors(const char *kernel, const TensorRef &a,
+                           const TensorRef &b, DType &factors) {
+  bool f32 = a.dtype == DType::F32 && b.dtype == DType::F32;
+  bool bf16 = a.dtype == DType::BF16 && b.dtype == DType::BF16;
+  if (!f32 && !bf16)
+    return Status::failure(std::string(kernel) +
+                           ": the factors must be both f32 or both bf16, got " +
+                           dtypeName(a.dtype) + " and " + dtypeName(b.dtype));
+  factors = a.dtype;
+  return Status::success();
+}
+
 Status checkLinear(const std::vector<TensorRef> &args, bool hasBias,
                    bool hasResidual, LinearDims &dims) {
   size_t count = 3 + hasBias + hasResidual;
@@ -449,10 +462,11 @@ Status checkLinear(const std::vector<TensorRef> &args, bool hasBias,
   const TensorRef &x = args[0], &w = args[1], &out = args.back();
   const TensorRef *bias = hasBias ? &args[2] : nullptr;
   const TensorRef *residual = hasResidual ? &args[2 + hasBias] : nullptr;
-  for (const TensorRef *t : {&x, &w, bias, residual, &out})
+  LOOM_RETURN_IF_ERROR(checkFactors("linear", x, w, dims.factors));
+  for (const TensorRef *t : {bias, residual, &out})
     if (t && t->dtype != DType::F32)
       return Status::failure(
-          std::string("linear: only f32 is supported, got ") +
+          std::string("linear: bias, residual and result must be f32, got ") +
           dtypeName(t->dtype));
 
   if (x.rank() < 1 || w.rank() != 2 || w.shape[1] != x.shape.back())
@@ -482,11 +496,10 @@ Status checkMatmul(const std::vector<TensorRef> &args, bool transposeLhs,
                    bool transposeRhs, MatmulDims &dims) {
   bool ta = transposeLhs, tb = transposeRhs;
   const TensorRef &a = args[0], &b = args[1], &out = args[2];
-  for (const TensorRef *t : {&a, &b, &out})
-    if (t->dtype != DType::F32)
-      return Status::failure(
-          std::string("matmul: only f32 is supported, got ") +
-          dtypeName(t->dtype));
+  LOOM_RETURN_IF_ERROR(checkFactors("matmul", a, b, dims.factors));
+  if (out.dtype != DType::F32)
+    return Status::failure(std::string("matmul: the result must be f32, got ") +
+                           dtypeName(out.dtype));
   int64_t ra = a.rank(), rb = b.rank();
   if (ra < 2 || rb < 2)
     return Status::failure("matmul: needs operands of rank 2 or more, got " +

@@ -133,9 +133,13 @@ Status checkIdInRange(const char *kernel, int64_t id, int64_t rows);
 struct LinearDims {
   int64_t m = 0, n = 0, k = 0;
   std::vector<int64_t> outShape; // x's leading dims, then N
+  /// x's and the weight's type: F32, or BF16 (a mixed-precision product:
+  /// bf16 factors, f32 sums).
+  DType factors = DType::F32;
 };
 /// linear's tensors (x, weight, [bias], [residual], out, as the decoded
-/// LinearCall's flags say): their count, f32 throughout, and their shapes.
+/// LinearCall's flags say): their count, their types (x and the weight both
+/// f32 or both bf16, the rest f32) and their shapes.
 Status checkLinear(const std::vector<TensorRef> &args, bool hasBias,
                    bool hasResidual, LinearDims &dims);
 
@@ -146,9 +150,12 @@ struct MatmulDims {
   int64_t m = 0, n = 0, k = 0;
   std::vector<int64_t> batch, strideA, strideB;
   std::vector<int64_t> outShape; // batch, then M and N
+  /// lhs's and rhs's type: F32, or BF16 (f32 sums).
+  DType factors = DType::F32;
 };
 /// matmul's tensors (lhs, rhs, out), once their count and the attributes
-/// are checked: f32 throughout, ranks, K, the batch broadcast, the result.
+/// are checked: types (lhs and rhs both f32 or both bf16, an f32 result),
+/// ranks, K, the batch broadcast, the result.
 Status checkMatmul(const std::vector<TensorRef> &args, bool transposeLhs,
                    bool transposeRhs, MatmulDims &dims);
 

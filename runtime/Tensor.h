@@ -41,6 +41,8 @@ struct TensorRef {
   int64_t numel() const { return numelOf(shape); }
   int64_t bytes() const { return numel() * dtypeSize(dtype); }
   float *f32() const { return static_cast<float *>(data); }
+  /// bf16 elements as their 16 bits.
+  uint16_t *bf16() const { return static_cast<uint16_t *>(data); }
   int32_t *i32() const { return static_cast<int32_t *>(data); }
   int64_t *i64() const { return static_cast<int64_t *>(data); }
 };

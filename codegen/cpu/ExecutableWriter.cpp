@@ -6,6 +6,9 @@
 #include "codegen/cpu/ObjectEmitter.h"
 #include "codegen/cpu/RegionCodegen.h"
 #include "ir/ArenaPlan.h"
+#include "ir/LoomDialect.h"
+
+#include "mlir/IR/TypeUtilities.h"
 
 #include <map>
 
@@ -63,6 +66,17 @@ private:
   std::map<std::string, bool> parallel; // by symbol
 };
 
+/// Whether a product in `module` reads bf16 factors.
+bool hasBf16Products(ModuleOp module) {
+  bool found = false;
+  module.walk([&](ProductOpInterface op) {
+    for (unsigned index : op.getProductOperands())
+      if (getElementTypeOrSelf(op->getOperand(index)).isBF16())
+        found = true;
+  });
+  return found;
+}
+
 } // namespace
 
 FailureOr<runtime::Executable>
@@ -74,11 +88,22 @@ writeCpuExecutable(ModuleOp planned, const CpuExecutableOptions &options) {
           abi::parseLinearPrecision(options.linearPrecision);
       !precision)
     return planned.emitError(precision.error());
+  // Products of bf16 factors (loom-mixed-precision's) make the executable a
+  // bf16 one whatever decoding was asked to multiply in: the CPU device then
+  // refuses it where it has no bf16 units, as it refuses a bf16 decoder.
+  std::string precision = options.linearPrecision;
+  if (hasBf16Products(planned)) {
+    if (precision == "int8")
+      return planned.emitError(
+          "the module multiplies bf16 factors (mixed-precision training), "
+          "which an int8 executable cannot: compile it with --precision bf16");
+    precision = "bf16";
+  }
   CpuKernelTarget kernels(planned.getContext(), *target);
   FailureOr<runtime::Executable> exe =
       buildExecutable(planned, options, kernels);
-  if (succeeded(exe) && options.linearPrecision != "fp32")
-    exe->mutable_cpu_target()->set_linear_precision(options.linearPrecision);
+  if (succeeded(exe) && precision != "fp32")
+    exe->mutable_cpu_target()->set_linear_precision(precision);
   return exe;
 }
 

@@ -55,14 +55,15 @@ struct CpuCode final : runtime::DeviceCode {
 };
 
 /// The precision an executable's CpuTarget names, if this machine can run
-/// it: bf16 only where the CPU has AVX512-BF16 (elsewhere oneDNN would
-/// emulate it, slower than f32).
+/// it: bf16 only where the CPU has AVX512-BF16 (elsewhere its products would
+/// be emulated, slower than f32), or where a test asks for the emulation
+/// (LOOM_CPU_EMULATE_BF16).
 ErrorOr<LinearPrecision> linearPrecisionOf(const std::string &name) {
   ErrorOr<LinearPrecision> precision = parseLinearPrecision(name);
   if (!precision)
     return precision.status().withContext("the executable");
   std::vector<std::string> features = hostCpuFeatures();
-  if (*precision == LinearPrecision::BF16 &&
+  if (*precision == LinearPrecision::BF16 && !bf16EmulationAllowed() &&
       std::find(features.begin(), features.end(), "avx512bf16") ==
           features.end())
     return Status::failure("the executable multiplies in bf16, which needs "

@@ -163,6 +163,11 @@ std::string join(const std::vector<std::string> &names) {
 
 } // namespace
 
+bool bf16EmulationAllowed() {
+  const char *value = std::getenv(kEmulateBf16Env);
+  return value && std::string(value) == "1";
+}
+
 std::vector<std::string> hostCpuFeatures() {
   // CPUID does not change while the process runs; the mask is read anew so
   // that a test may set it after the first detection.

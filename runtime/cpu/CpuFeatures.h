@@ -13,6 +13,9 @@
 // Testing aid: LOOM_CPU_MASK_FEATURES="avx2,fma" makes this process act as
 // if the CPU lacked the listed features, so a test can see the refusal on a
 // machine that has them. It is read on every call and never needed in use.
+// LOOM_CPU_EMULATE_BF16=1 lets the CPU device run a bf16 executable on a CPU
+// without AVX512-BF16 (its products widened to f32: the same values, slower
+// than fp32), so that such a machine can test what bf16 code computes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +32,13 @@ namespace loom::cpu {
 
 /// The environment variable of the testing aid above.
 constexpr const char *kMaskCpuFeaturesEnv = "LOOM_CPU_MASK_FEATURES";
+
+/// The environment variable that lets bf16 executables run without
+/// AVX512-BF16 (a testing aid, above).
+constexpr const char *kEmulateBf16Env = "LOOM_CPU_EMULATE_BF16";
+
+/// Whether LOOM_CPU_EMULATE_BF16 is "1" (read on every call).
+bool bf16EmulationAllowed();
 
 /// The features of abi/CpuFeatures.h this CPU has and the operating system
 /// supports, sorted, less those LOOM_CPU_MASK_FEATURES names.

@@ -8,10 +8,13 @@
 // whose rhs is one matrix folds lhs's batch into M the same way; only a
 // truly batched product (per-head attention outside loom.attention) loops
 // over its matrices, each GEMM threaded by the BLAS itself. Their attributes
-// are abi::LinearCall and abi::MatmulCall.
+// are abi::LinearCall and abi::MatmulCall. Factors in bf16 (a mixed-precision
+// training step's) go to bf16Gemm, whose sums and result are f32; the
+// epilogue is the same.
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/cpu/Bf16Gemm.h"
 #include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/KernelUtil.h"
 #include "runtime/cpu/PackedGemm.h"
@@ -19,6 +22,7 @@
 #include "runtime/cpu/VecMath.h"
 
 #include <algorithm>
+#include <vector>
 
 using namespace loom::cpu;
 using loom::DType;
@@ -102,6 +106,20 @@ LOOM_TARGET_AVX2 void epilogueRowAvx2(float *y, const float *bias,
 }
 #endif
 
+/// Runs `finish` over the m rows of y [m, n], split over the pool, where
+/// there is an epilogue.
+template <typename Finish>
+void finishAllRows(const KernelCall &call, const Finish &finish,
+                   const RowEpilogue &after, int64_t m, int64_t n, float *y) {
+  if (!after)
+    return;
+  int64_t grain = std::max<int64_t>(1, kElementGrain / std::max<int64_t>(n, 1));
+  parallelRange(call.pool, m, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      finish.row(i, y + i * n);
+  });
+}
+
 } // namespace
 
 Status loom::cpu::linearKernel(const KernelCall &call) {
@@ -149,21 +167,33 @@ Status loom::cpu::linearKernel(const KernelCall &call) {
   // SmallGemm.h), and the product applies the epilogue. One the cache does
   // not keep (a training step's, or without a number) is read as it lies: a
   // few rows in f32 by smallGemm, more by sgemm.
+  if (dims.factors == DType::BF16) {
+    // A mixed-precision training step's product: bf16 factors, f32 sums.
+    bf16Gemm(false, true, m, n, k, x.bf16(), k, w.bf16(), k, y, n);
+    finishAllRows(call, finish, after, m, n, y);
+    return Status::success();
+  }
   bool f32 = !call.packed || call.precision == LinearPrecision::F32;
   if (call.packed &&
       call.packed->linear(x.f32(), w.f32(), call.versionOf(1), m, n, k, y,
                           call.precision, call.pool, after))
     return Status::success();
-  if (!(f32 && m <= smallGemmRowsChosen() &&
-        smallGemm(x.f32(), w.f32(), m, n, k, y, call.pool)))
+  if (call.precision == LinearPrecision::BF16) {
+    // A bf16 decoder whose weight the cache declined (no bf16 matmul on this
+    // CPU, which runs it only when a test emulates bf16): the factors
+    // rounded as the packed product would round them, multiplied in f32.
+    thread_local std::vector<float> rows, weight;
+    rows.resize(size_t(m * k));
+    weight.resize(size_t(n * k));
+    roundThroughBf16(x.f32(), m * k, rows.data());
+    roundThroughBf16(w.f32(), n * k, weight.data());
+    sgemm(false, true, m, n, k, 1.0f, rows.data(), k, weight.data(), k, 0.0f, y,
+          n);
+  } else if (!(f32 && m <= smallGemmRowsChosen() &&
+               smallGemm(x.f32(), w.f32(), m, n, k, y, call.pool))) {
     sgemm(false, true, m, n, k, 1.0f, x.f32(), k, w.f32(), k, 0.0f, y, n);
-  if (!after)
-    return Status::success();
-  int64_t grain = std::max<int64_t>(1, kElementGrain / std::max<int64_t>(n, 1));
-  parallelRange(call.pool, m, grain, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i)
-      finish.row(i, y + i * n);
-  });
+  }
+  finishAllRows(call, finish, after, m, n, y);
   return Status::success();
 }
 
@@ -186,19 +216,29 @@ Status loom::cpu::matmulKernel(const KernelCall &call) {
 
   int64_t lda = ta ? m : k, ldb = tb ? k : n;
   int64_t batchesB = product(b.shape, 0, rb - 2);
+  // The product of one pair of matrices, f32 or bf16 factors (elements of
+  // the factors' type from the base pointers).
+  bool bf16 = dims.factors == DType::BF16;
+  auto gemm = [&](int64_t rows, int64_t ea, int64_t eb, float *c) {
+    if (bf16)
+      bf16Gemm(ta, tb, rows, n, k, a.bf16() + ea, lda, b.bf16() + eb, ldb, c,
+               n);
+    else
+      sgemm(ta, tb, rows, n, k, 1.0f, a.f32() + ea, lda, b.f32() + eb, ldb,
+            0.0f, c, n);
+  };
   if (batchesB == 1 && !ta) {
     // One rhs matrix: every lhs row is a row of one [batches * m, k] GEMM.
-    sgemm(false, tb, batches * m, n, k, 1.0f, a.f32(), lda, b.f32(), ldb, 0.0f,
-          out.f32(), n);
+    gemm(batches * m, 0, 0, out.f32());
     return Status::success();
   }
   // Walk the batch index like an odometer, moving each operand by its
   // stride: no division per matrix.
   std::vector<int64_t> index(rank, 0);
-  const float *pa = a.f32(), *pb = b.f32();
+  int64_t pa = 0, pb = 0;
   float *pc = out.f32();
   for (int64_t i = 0; i < batches; ++i) {
-    sgemm(ta, tb, m, n, k, 1.0f, pa, lda, pb, ldb, 0.0f, pc, n);
+    gemm(m, pa, pb, pc);
     pc += m * n;
     for (size_t d = rank; d-- > 0;) {
       pa += strideA[d];

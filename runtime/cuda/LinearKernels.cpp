@@ -383,6 +383,13 @@ struct BatchDim {
   int64_t size, strideLhs, strideRhs, strideOut;
 };
 
+/// Mixed-precision products (bf16 factors) are not built for CUDA yet.
+Status bf16FactorsUnsupported(const char *kernel) {
+  return Status::failure(std::string(kernel) +
+                             ": bf16 factors are not supported on CUDA yet",
+                         loom::ErrorCode::Unsupported);
+}
+
 } // namespace
 
 Status loom::cuda::linearKernel(const CudaKernelCall &call) {
@@ -394,6 +401,8 @@ Status loom::cuda::linearKernel(const CudaKernelCall &call) {
   kernels::LinearDims dims;
   LOOM_RETURN_IF_ERROR(
       kernels::checkLinear(call.args, hasBias, hasResidual, dims));
+  if (dims.factors != DType::F32)
+    return bf16FactorsUnsupported("linear");
   const TensorRef &x = call.args[0], &w = call.args[1], &out = call.args.back();
   const float *bias = hasBias ? call.args[2].f32() : nullptr;
   const float *residual = hasResidual ? call.args[2 + hasBias].f32() : nullptr;
@@ -473,6 +482,8 @@ Status loom::cuda::matmulKernel(const CudaKernelCall &call) {
   bool ta = attrs->transposeLhs, tb = attrs->transposeRhs;
   kernels::MatmulDims dims;
   LOOM_RETURN_IF_ERROR(kernels::checkMatmul(call.args, ta, tb, dims));
+  if (dims.factors != DType::F32)
+    return bf16FactorsUnsupported("matmul");
   const TensorRef &a = call.args[0], &b = call.args[1], &out = call.args[2];
   int64_t m = dims.m, n = dims.n, k = dims.k;
   size_t rank = dims.batch.size();

@@ -6,7 +6,11 @@
 // `small` (dropout on, so generated and library dropout must draw the
 // interpreter's masks) agrees to 1e-4 relative for random parameters, Adam
 // state and inputs. The train step's new parameters are read back from the
-// model's state, which the step updates in place.
+// model's state, which the step updates in place. "tiny+bf16" is the
+// mixed-precision training step (loom-mixed-precision: bf16 factors, f32
+// sums), run where the CPU has no bf16 units through LOOM_CPU_EMULATE_BF16;
+// its training entries must match the interpreter's evaluation of the same
+// casts and products.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,12 +25,14 @@
 #include "runtime/Executable.h"
 #include "runtime/Session.h"
 #include "runtime/cpu/CpuDevice.h"
+#include "runtime/cpu/CpuFeatures.h"
 
 #include "mlir/IR/Verifier.h"
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -89,6 +95,9 @@ protected:
     // gradients exceed, so that the clipped step is the one compiled.
     llvm::StringRef preset = GetParam();
     bool clipped = preset.consume_back("+clip");
+    bf16 = preset.consume_back("+bf16");
+    if (bf16)
+      setenv(cpu::kEmulateBf16Env, "1", 1);
     auto parsed = presetConfig(preset.str());
     ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
     config = *parsed;
@@ -99,6 +108,8 @@ protected:
     options.training.warmup = 10;
     if (clipped)
       options.training.clipNorm = 0.05;
+    if (bf16)
+      options.training.precision = "bf16";
     options.maxTokens = 64;
     options.maxLen = 16;
     options.maxBatch = 8;
@@ -114,6 +125,11 @@ protected:
     ASSERT_TRUE(model);
     oracle = std::make_unique<InterpretedModel>(*module);
     oracle->initParameters(3);
+  }
+
+  void TearDown() override {
+    if (bf16)
+      unsetenv(cpu::kEmulateBf16Env);
   }
 
   /// Sets the CPU model's parameters and optimizer state to the oracle's
@@ -179,6 +195,7 @@ protected:
   runtime::Executable executable;
   std::unique_ptr<runtime::Session> model;
   std::unique_ptr<InterpretedModel> oracle;
+  bool bf16 = false;
 };
 
 TEST_P(CpuBackendTest, EveryEntryPointMatchesTheInterpreter) {
@@ -198,8 +215,17 @@ TEST_P(CpuBackendTest, EveryEntryPointMatchesTheInterpreter) {
     inputs["exp_avg_sq." + name] = v;
   }
   for (const char *fn :
-       {"loss", "loss_grad", "train_step", "token_log_probs", "encode"})
+       {"loss", "loss_grad", "train_step", "token_log_probs", "encode"}) {
+    // A bf16 executable's decoding entries round their weights when they
+    // pack them (the runtime's doing, not the module's): the interpreter
+    // has nothing to say about them.
+    if (bf16 && std::string(fn) != "loss" && std::string(fn) != "loss_grad" &&
+        std::string(fn) != "train_step")
+      continue;
     expectSameResults(fn, inputs);
+  }
+  if (bf16)
+    return;
 
   // One decoding step of two hypotheses per sentence after two cached
   // positions.
@@ -390,6 +416,7 @@ TEST_P(CpuBackendTest, RefusesDamagedFiles) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, CpuBackendTest,
-                         ::testing::Values("tiny", "small", "tiny+clip"));
+                         ::testing::Values("tiny", "small", "tiny+clip",
+                                           "tiny+bf16"));
 
 } // namespace

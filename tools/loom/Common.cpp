@@ -247,10 +247,12 @@ llvm::Error checkBackend(const std::string &backend) {
 CLI::Option *addPrecisionOption(CLI::App *cmd, std::string &precision) {
   return cmd
       ->add_option("--precision", precision,
-                   "What decoding's linear layers multiply in on the CPU: "
-                   "fp32, int8 (weights quantized per output channel when "
-                   "loaded, rows per row at run time) or bf16 (a CPU with "
-                   "AVX512-BF16)")
+                   "What the linear layers multiply in on the CPU: fp32, "
+                   "int8 (decoding: weights quantized per output channel "
+                   "when loaded, rows per row at run time) or bf16 (a CPU "
+                   "with AVX512-BF16; decoding, and for `compile` the "
+                   "training step too: bf16 factors, f32 sums, master "
+                   "weights and Adam)")
       ->check(CLI::IsMember({"fp32", "int8", "bf16"}))
       ->capture_default_str();
 }

@@ -177,6 +177,8 @@ llvm::Error compile(const CompileOptions &options) {
   pipeline.training.warmup = options.warmup;
   pipeline.training.lrScale = options.lrScale;
   pipeline.training.clipNorm = options.clipNorm;
+  // bf16 is also the training step's precision; int8 is decoding's alone.
+  pipeline.training.precision = options.precision == "bf16" ? "bf16" : "fp32";
   pipeline.differentiate = !imported || !options.loss.empty();
   pipeline.maxTokens = options.maxTokens;
   pipeline.maxLen = options.maxLen;
