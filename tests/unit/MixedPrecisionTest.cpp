@@ -1,0 +1,284 @@
+//===- MixedPrecisionTest.cpp - bf16 training against fp32 ----------------===//
+//
+// A step compiled with loom-mixed-precision (bf16 factors, f32 sums, f32
+// master weights and Adam) against the same step in fp32, on the same
+// parameters and batch: the gradients of `tiny` and `base` within the error
+// bf16's rounding explains, 200 steps of `tiny` on the reverse task along
+// fp32's loss curve, and the refusal of a bf16 executable where the CPU has
+// no bf16 units. Where it has none, the steps run through
+// LOOM_CPU_EMULATE_BF16 (factors widened to f32: the same products). That
+// the compiled bf16 step computes exactly what its module says is
+// CpuBackendTest's "tiny+bf16".
+//
+//===----------------------------------------------------------------------===//
+
+#include "DeviceTestUtil.h"
+#include "TestUtil.h"
+
+#include "codegen/cpu/ExecutableWriter.h"
+#include "frontend/Config.h"
+#include "frontend/InterpretedModel.h"
+#include "frontend/SyntheticTask.h"
+#include "frontend/Transformer.h"
+#include "passes/Pipeline.h"
+#include "runtime/Session.h"
+#include "runtime/TrainStep.h"
+#include "runtime/cpu/CpuDevice.h"
+#include "runtime/cpu/CpuFeatures.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <optional>
+
+using namespace loom;
+
+namespace {
+
+/// Sets an environment variable for the life of the object.
+class ScopedEnv {
+public:
+  ScopedEnv(const char *name, const char *value) : name(name) {
+    if (const char *old = std::getenv(name))
+      previous = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (previous)
+      setenv(name, previous->c_str(), 1);
+    else
+      unsetenv(name);
+  }
+
+private:
+  const char *name;
+  std::optional<std::string> previous;
+};
+
+/// `preset` compiled for this CPU at `precision` ("fp32" or "bf16").
+runtime::Executable compile(const TransformerConfig &config,
+                            const std::string &precision, int64_t warmup) {
+  auto ctx = test::makeContext();
+  auto module = buildModelModule(*ctx, config);
+  EXPECT_TRUE(module);
+  CompilePipelineOptions options;
+  options.keysPositionMajor = true;
+  options.training.dModel = config.d_model();
+  options.training.warmup = warmup;
+  options.training.precision = precision;
+  options.maxTokens = 512;
+  options.maxLen = 32;
+  options.maxBatch = 32;
+  EXPECT_TRUE(mlir::succeeded(runCompilePipeline(*module, options)));
+  CpuExecutableOptions exeOptions;
+  exeOptions.bounds = {options.maxTokens, options.maxLen, options.maxBatch};
+  auto exe = writeCpuExecutable(*module, exeOptions);
+  EXPECT_TRUE(mlir::succeeded(exe));
+  return succeeded(exe) ? std::move(*exe) : runtime::Executable();
+}
+
+/// The model's parameters as its initializer draws them (seed 3), in f32.
+NamedTensors initialParameters(const TransformerConfig &config) {
+  auto ctx = test::makeContext();
+  auto module = buildModelModule(*ctx, config);
+  InterpretedModel model(*module);
+  model.initParameters(3);
+  return model.parameters();
+}
+
+void setParameters(runtime::Session &session, const NamedTensors &params) {
+  for (const auto &[name, value] : params) {
+    runtime::Tensor *state = session.state(name);
+    ASSERT_NE(state, nullptr) << name;
+    ASSERT_EQ(state->shape(), value.shape) << name;
+    for (int64_t i = 0; i < value.numel(); ++i)
+      state->f32()[i] = float(value.data[i]);
+  }
+}
+
+/// A batch of the reverse task and the tensors it refers to.
+struct Batch {
+  runtime::Tensor src, tgt;
+  runtime::NamedBatch named() const {
+    return {{"src", src.ref()}, {"tgt", tgt.ref()}};
+  }
+};
+
+Batch batchOf(const std::vector<SentencePair> &pairs) {
+  auto src = runtime::idsTensor(sourcesOf(pairs));
+  auto tgt = runtime::idsTensor(targetsOf(pairs));
+  EXPECT_TRUE(src && tgt);
+  return {std::move(*src), std::move(*tgt)};
+}
+
+/// ||a - b|| / ||b||.
+double relativeError(const runtime::Tensor &a, const runtime::Tensor &b) {
+  double diff = 0, norm = 0;
+  for (int64_t i = 0; i < b.numel(); ++i) {
+    double d = double(a.f32()[i]) - double(b.f32()[i]);
+    diff += d * d;
+    norm += double(b.f32()[i]) * double(b.f32()[i]);
+  }
+  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
+}
+
+/// bf16's unit roundoff: half the spacing of its 8-bit significand.
+constexpr double kBf16Roundoff = 1.0 / 512;
+
+/// The gradients of `preset` at fp32 and at bf16 on one batch of the
+/// reverse task, each tensor's relative error within the tolerance below.
+void expectGradientsNearFp32(const std::string &preset) {
+  ScopedEnv emulate(cpu::kEmulateBf16Env, "1");
+  auto config = presetConfig(preset);
+  ASSERT_TRUE(bool(config)) << llvm::toString(config.takeError());
+  NamedTensors params = initialParameters(*config);
+  SyntheticTask task;
+  task.vocab = std::min<int64_t>(config->tgt_vocab(), 32);
+  std::vector<SentencePair> pairs = makeSyntheticPairs(task, 16, 5);
+  Batch batch = batchOf(pairs);
+  int64_t tokens = 0;
+  for (const SentencePair &pair : pairs)
+    tokens += int64_t(pair.tgt.size()) - 1;
+
+  // The tolerance. Rounding both factors to bf16 moves each product term
+  // by at most 2u (u = 2^-9), and a sum of n such terms by 2u times the sum
+  // of their magnitudes: 2u times the sum's condition number, which for n
+  // terms of random sign is about the root of n. The longest sum that every
+  // weight's gradient goes through is dW's over the batch's target tokens
+  // (n = `tokens`, 101 here); the other sums (d_model, d_ff, the
+  // vocabulary) feed it with errors that are independent of its own. Hence
+  // 2u sqrt(tokens), with a factor 2 for those upstream errors: 4u
+  // sqrt(tokens), 40u (7.9%) here. Measured: the worst of tiny's 64
+  // gradients 25u, of base's 182, 30u. PyTorch's CPU bf16 autocast, which
+  // also rounds the products' results and attention's, is as far from its
+  // fp32 on the same structures (tiny 23u, base 51u). A gradient that is
+  // wrong (a lost term, a transposed factor) is off by order 1, 500u.
+  double tolerance = 4 * kBf16Roundoff * std::sqrt(double(tokens));
+
+  std::map<std::string, std::map<std::string, runtime::Tensor>> grads;
+  for (const char *precision : {"fp32", "bf16"}) {
+    auto session = test::cpuSession(compile(*config, precision, 100), 2);
+    ASSERT_TRUE(session);
+    setParameters(*session, params);
+    auto g = runtime::runLossGradient(*session, batch.named(), /*seed=*/1);
+    ASSERT_TRUE(bool(g)) << g.error();
+    for (runtime::NamedTensor &t : *g)
+      grads[precision].emplace(t.name, std::move(t.tensor));
+  }
+  double worst = 0;
+  std::string worstName;
+  for (auto &[name, fp32] : grads["fp32"]) {
+    ASSERT_TRUE(grads["bf16"].count(name)) << name;
+    double error = relativeError(grads["bf16"].at(name), fp32);
+    EXPECT_LT(error, tolerance) << name;
+    // Not the fp32 gradient itself: the bf16 step rounds something.
+    EXPECT_GT(error, 0.0) << name;
+    if (error > worst) {
+      worst = error;
+      worstName = name;
+    }
+  }
+  std::cout << preset << ": " << grads["fp32"].size() << " gradients over "
+            << tokens << " target tokens, the worst " << worstName << " at "
+            << worst << " relative (" << worst / kBf16Roundoff
+            << " bf16 roundoffs), tolerance " << tolerance << " ("
+            << tolerance / kBf16Roundoff << ")\n";
+}
+
+TEST(MixedPrecision, TinyGradientsNearFp32) { expectGradientsNearFp32("tiny"); }
+
+TEST(MixedPrecision, BaseGradientsNearFp32) { expectGradientsNearFp32("base"); }
+
+/// Mean losses per window of `tiny` trained for 200 steps at `precision`
+/// from `params`, on the reverse task's batches drawn from `batchSeed` on.
+std::vector<double> lossWindows(const TransformerConfig &config,
+                                const NamedTensors &params,
+                                const std::string &precision,
+                                uint64_t batchSeed) {
+  constexpr int64_t kSteps = 200, kWindow = 25;
+  SyntheticTask task;
+  task.vocab = config.tgt_vocab();
+  auto session = test::cpuSession(compile(config, precision, 100), 2);
+  EXPECT_TRUE(session);
+  if (!session)
+    return {};
+  setParameters(*session, params);
+  std::vector<double> windows;
+  double sum = 0;
+  for (int64_t step = 1; step <= kSteps; ++step) {
+    Batch batch = batchOf(makeSyntheticPairs(task, 32, batchSeed + step));
+    auto loss = runtime::runTrainStep(*session, batch.named(), step, step);
+    EXPECT_TRUE(bool(loss)) << loss.error();
+    if (!loss || !std::isfinite(*loss)) {
+      ADD_FAILURE() << precision << ": no finite loss at step " << step;
+      return {};
+    }
+    sum += *loss;
+    if (step % kWindow == 0) {
+      windows.push_back(sum / kWindow);
+      sum = 0;
+    }
+  }
+  return windows;
+}
+
+TEST(MixedPrecision, TwoHundredStepsTrackFp32) {
+  ScopedEnv emulate(cpu::kEmulateBf16Env, "1");
+  auto config = presetConfig("tiny");
+  ASSERT_TRUE(bool(config)) << llvm::toString(config.takeError());
+  NamedTensors params = initialParameters(*config);
+  std::vector<double> fp32 = lossWindows(*config, params, "fp32", 1000);
+  std::vector<double> bf16 = lossWindows(*config, params, "bf16", 1000);
+  // The yardstick: fp32 again, on the same kind of batches drawn in another
+  // order. Two fp32 runs differ that much for no reason but chance.
+  std::vector<double> reordered = lossWindows(*config, params, "fp32", 5000);
+  ASSERT_EQ(fp32.size(), 8u);
+  ASSERT_EQ(bf16.size(), fp32.size());
+  ASSERT_EQ(reordered.size(), fp32.size());
+  double chance = 0, apart = 0;
+  std::string curves;
+  for (size_t i = 0; i < fp32.size(); ++i) {
+    chance = std::max(chance, std::fabs(reordered[i] - fp32[i]) / fp32[i]);
+    apart = std::max(apart, std::fabs(bf16[i] - fp32[i]) / fp32[i]);
+    curves += std::to_string(fp32[i]) + "/" + std::to_string(bf16[i]) + "/" +
+              std::to_string(reordered[i]) + " ";
+  }
+  std::cout << "mean loss per 25 steps, fp32/bf16/fp32 reordered: " << curves
+            << "\nbf16 at most " << apart << " from fp32, reordered fp32 "
+            << chance << "\n";
+  // Both learn (uniform guessing costs log(32) = 3.47); bf16 stays closer
+  // to fp32's curve than fp32 stays to itself by chance, and than 12% (on
+  // this task the reordered run strays 25% in mid-run, where the loss falls
+  // fastest; bf16 7.8%), and ends within 5%.
+  EXPECT_LT(fp32.back(), 0.5 * fp32.front()) << curves;
+  EXPECT_LE(apart, std::min(chance, 0.12)) << curves;
+  EXPECT_NEAR(bf16.back(), fp32.back(), 0.05 * fp32.back()) << curves;
+}
+
+TEST(MixedPrecision, RefusedWithoutBf16Units) {
+  // Where the CPU has AVX512-BF16, masking it shows the refusal.
+  ScopedEnv mask(cpu::kMaskCpuFeaturesEnv, "avx512bf16");
+  auto config = presetConfig("tiny");
+  ASSERT_TRUE(bool(config)) << llvm::toString(config.takeError());
+  runtime::Executable exe = compile(*config, "bf16", 100);
+  EXPECT_EQ(exe.cpu_target().linear_precision(), "bf16");
+  auto program = runtime::Program::create(std::move(exe));
+  ASSERT_TRUE(bool(program)) << program.error();
+  auto refused =
+      runtime::Session::create(*program, std::make_shared<cpu::CpuDevice>(1));
+  ASSERT_FALSE(bool(refused));
+  EXPECT_NE(refused.error().find("AVX512-BF16"), std::string::npos)
+      << refused.error();
+  {
+    // The testing aid lets it run.
+    ScopedEnv emulate(cpu::kEmulateBf16Env, "1");
+    auto allowed =
+        runtime::Session::create(*program, std::make_shared<cpu::CpuDevice>(1));
+    EXPECT_TRUE(bool(allowed)) << allowed.error();
+  }
+}
+
+} // namespace
