@@ -112,6 +112,10 @@ compileModule(mlir::ModuleOp module, const CompilePipelineOptions &pipeline,
   // where they lie; the CUDA one takes the transposed copy.
   CompilePipelineOptions forTarget = pipeline;
   forTarget.keysPositionMajor = !target.cuda();
+  if (target.cuda() && pipeline.training.precision != "fp32")
+    return error("--precision " + pipeline.training.precision +
+                 " training is built for the CPU only so far; CUDA trains in "
+                 "fp32");
   if (mlir::failed(runCompilePipeline(module, forTarget, dumpDir)))
     return error("the compile pipeline failed");
   if (mlir::failed(mlir::verify(module)))

@@ -55,6 +55,7 @@ Status writePreparedSettings(const std::string &dir,
   j["warmup"] = s.run.warmup;
   j["lr_scale"] = s.run.lrScale;
   j["clip_norm"] = s.run.clipNorm;
+  j["precision"] = s.run.precision;
   j["data_parallel"] = s.dataParallel;
   j["bucket_mb"] = s.bucketMb;
   j["device"] = s.device;
@@ -85,6 +86,8 @@ ErrorOr<PreparedFolder> openPrepared(const std::string &dir) {
     p.settings.run.warmup = j.at("warmup").get<int64_t>();
     p.settings.run.lrScale = j.at("lr_scale").get<double>();
     p.settings.run.clipNorm = j.at("clip_norm").get<double>();
+    // Folders prepared before precision was recorded train in fp32.
+    p.settings.run.precision = j.value("precision", std::string("fp32"));
     p.settings.dataParallel = j.at("data_parallel").get<bool>();
     p.settings.bucketMb = j.at("bucket_mb").get<double>();
     p.settings.device = j.at("device").get<std::string>();
@@ -100,6 +103,8 @@ ErrorOr<PreparedFolder> openPrepared(const std::string &dir) {
   if (p.settings.run.maxTokens < 16 || p.settings.run.maxSentences < 1 ||
       p.settings.run.warmup < 1 || !(p.settings.run.lrScale > 0) ||
       !(p.settings.run.clipNorm >= 0) ||
+      (p.settings.run.precision != "fp32" &&
+       p.settings.run.precision != "bf16") ||
       p.settings.translateExecutable.find('/') != std::string::npos)
     return Status::failure("'" + settingsPath + "' holds settings out of range",
                            ErrorCode::Corrupt);

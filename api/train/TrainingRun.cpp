@@ -131,6 +131,22 @@ Status takeRecordedSettings(const std::string &path, const Metadata &metadata,
   LOOM_RETURN_IF_ERROR(take("--lr-scale", "lr_scale", settings.lrScale, true));
   LOOM_RETURN_IF_ERROR(
       take("--clip-norm", "clip_norm", settings.clipNorm, true));
+  // A run resumes in the precision it was trained in: the checkpoint holds
+  // fp32 master weights either way, but the other precision would be
+  // another run's curve under this one's name.
+  std::string precision = "fp32";
+  if (auto it = metadata.find("precision"); it != metadata.end())
+    precision = it->second;
+  if (precision != "fp32" && precision != "bf16")
+    return invalid("'" + path + "' records an unknown precision '" + precision +
+                   "': it is damaged");
+  if (!given.count("--precision"))
+    settings.precision = precision;
+  else if (settings.precision != precision)
+    return invalid("'" + path + "' was trained with --precision " + precision +
+                   "; the same run needs the same value (start a new run to "
+                   "train in " +
+                   settings.precision + ")");
   // What a run could have been started with (the flags' own ranges): a
   // damaged number must not become the schedule or the batch bounds.
   if (settings.maxTokens < 16 || settings.maxSentences < 1 ||
@@ -292,6 +308,7 @@ Metadata runMetadata(const RunSettings &settings, const std::string &configText,
   run["warmup"] = std::to_string(settings.warmup);
   run["lr_scale"] = metadataNumber(settings.lrScale);
   run["clip_norm"] = metadataNumber(settings.clipNorm);
+  run["precision"] = settings.precision;
   run["config"] = configText;
   // What translators check the vocabulary against, and resuming too.
   run[kVocabularyChecksumKey] = vocabularyChecksum(tokenizer);

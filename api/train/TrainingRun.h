@@ -42,13 +42,16 @@ struct RunSettings {
   int64_t warmup = 4000;
   double lrScale = 1.0;
   double clipNorm = 0.0;
+  /// The training step's products: "fp32", or "bf16" (loom-mixed-precision).
+  std::string precision = "fp32";
 };
 
 /// Takes from `metadata` (of the checkpoint at `path`) each setting whose
 /// flag is not in `given` ("--seed", "--max-tokens", "--max-sentences",
-/// "--warmup", "--lr-scale", "--clip-norm"). A given value that differs is
-/// refused for the seed and the batch bounds, and noted on stdout for the
-/// schedule.
+/// "--warmup", "--lr-scale", "--clip-norm", "--precision"). A given value
+/// that differs is refused for the seed, the batch bounds and the precision,
+/// and noted on stdout for the schedule. A checkpoint from before runs
+/// recorded their precision was trained in fp32.
 Status takeRecordedSettings(const std::string &path, const Metadata &metadata,
                             const std::set<std::string> &given,
                             RunSettings &settings);

@@ -257,6 +257,17 @@ CLI::Option *addPrecisionOption(CLI::App *cmd, std::string &precision) {
       ->capture_default_str();
 }
 
+CLI::Option *addTrainingPrecisionOption(CLI::App *cmd, std::string &precision) {
+  return cmd
+      ->add_option("--precision", precision,
+                   "What the training step multiplies in: fp32, or bf16 "
+                   "(mixed precision: bf16 factors, f32 sums, f32 master "
+                   "weights and Adam; a CPU with AVX512-BF16). A resumed "
+                   "run keeps its own")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
+}
+
 llvm::Expected<int64_t> bucketBytes(double mb) {
   if (!(mb * (1 << 20) >= 4 && mb <= (1 << 20))) {
     char given[32];

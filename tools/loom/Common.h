@@ -96,6 +96,9 @@ llvm::Error checkBackend(const std::string &backend);
 /// multiply in on the CPU) to `cmd`, as every command that compiles a
 /// decoder takes it.
 CLI::Option *addPrecisionOption(CLI::App *cmd, std::string &precision);
+/// Adds `--precision` (fp32 or bf16: what the training step's products
+/// multiply in) to `train` and `prepare`.
+CLI::Option *addTrainingPrecisionOption(CLI::App *cmd, std::string &precision);
 
 /// The bytes of `--bucket-mb` MiB of gradients per all-reduce: at least a
 /// float, at most 1 TiB.

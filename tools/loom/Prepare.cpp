@@ -200,6 +200,7 @@ void addPrepareCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("--clip-norm", o->run.clipNorm,
                   "Clip the global gradient norm (0: no clipping)")
       ->capture_default_str();
+  addTrainingPrecisionOption(cmd, o->run.precision);
   cmd->add_option("--device", o->device,
                   "What it trains on: cpu, or cuda (a GPU of --cuda-arch, "
                   "which this machine need not have)")

@@ -37,6 +37,7 @@ struct TrainOptions : RunFlags {
   int64_t warmup = 4000;
   double lrScale = 1.0;
   double clipNorm = 0.0;
+  std::string precision = "fp32";
   int64_t vocabSize = 0;
   double bucketMb = 25;
 };
@@ -76,8 +77,10 @@ int runTrain(const TrainOptions &o, CLI::App *cmd) {
   job.settings.warmup = o.warmup;
   job.settings.lrScale = o.lrScale;
   job.settings.clipNorm = o.clipNorm;
-  for (const char *flag : {"--seed", "--max-tokens", "--max-sentences",
-                           "--warmup", "--lr-scale", "--clip-norm"})
+  job.settings.precision = o.precision;
+  for (const char *flag :
+       {"--seed", "--max-tokens", "--max-sentences", "--warmup", "--lr-scale",
+        "--clip-norm", "--precision"})
     if (cmd->count(flag))
       job.givenSettings.insert(flag);
   CompilingSource source(o.model, o.train, o.vocabSize, o.bucketMb);
@@ -111,6 +114,7 @@ void addTrainCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("--clip-norm", o->clipNorm,
                   "Clip the global gradient norm (0: no clipping)")
       ->capture_default_str();
+  addTrainingPrecisionOption(cmd, o->precision);
   cmd->add_option("--vocab-size", o->vocabSize,
                   "SentencePiece pieces (default: the config's tgt_vocab)");
   cmd->add_option("--bucket-mb", o->bucketMb,

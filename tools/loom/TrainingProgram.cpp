@@ -55,6 +55,7 @@ CompilePipelineOptions trainingPipeline(const TransformerConfig &config,
   pipeline.training.warmup = settings.warmup;
   pipeline.training.lrScale = settings.lrScale;
   pipeline.training.clipNorm = settings.clipNorm;
+  pipeline.training.precision = settings.precision;
   pipeline.training.dataParallel = dataParallel;
   pipeline.training.bucketBytes = bucketBytes;
   return pipeline;
