@@ -5,11 +5,13 @@
 #
 #   bench/multi30k.sh DATA_DIR [OUT_DIR (default runs/multi30k)]
 #       [--loom build/bin/loom] [--epochs 48] [--threads 2] [--average 10]
-#       [--beam 5] [--alpha 2.0]
+#       [--beam 5] [--alpha 2.0] [--precision fp32|bf16]
 #
 # DATA_DIR holds train.en, train.de, val.en and val.de (29,000 and 1,014
 # pairs). The steps, each timed:
-#   1. loom train (vocabulary, compile, 48 epochs, greedy BLEU on val after
+#   1. loom train (vocabulary, compile, 48 epochs in --precision (bf16:
+#      mixed precision, which needs a CPU with AVX512-BF16, or
+#      LOOM_CPU_EMULATE_BF16=1 to emulate it), greedy BLEU on val after
 #      each epoch, a checkpoint per epoch, the last 10 kept, the learning
 #      curves redrawn into OUT_DIR/curves.png)
 #   2. loom translate greedy and with beam BEAM, length penalty ALPHA, with
@@ -24,6 +26,7 @@ threads=2
 average=10
 beam=5
 alpha=2.0
+precision=fp32
 positional=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -33,6 +36,7 @@ while [[ $# -gt 0 ]]; do
     --average) average="$2"; shift 2 ;;
     --beam) beam="$2"; shift 2 ;;
     --alpha) alpha="$2"; shift 2 ;;
+    --precision) precision="$2"; shift 2 ;;
     -*) echo "multi30k.sh: unknown option $1" >&2; exit 2 ;;
     *) positional+=("$1"); shift ;;
   esac
@@ -60,7 +64,8 @@ timed() { # label, command...
 timed train "$loom" train --preset multi30k \
   --train "$data/train.en" "$data/train.de" --valid "$data/val.en" "$data/val.de" \
   --out "$out" --max-tokens 4096 --epochs "$epochs" --warmup 2000 --lr-scale 2.5 \
-  --keep "$average" --threads "$threads" --log-every 50 --seed 1 --progress lines
+  --keep "$average" --threads "$threads" --log-every 50 --seed 1 --progress lines \
+  --precision "$precision"
 cp "$out/model.safetensors" "$out/last.safetensors"
 search="beam$beam"
 timed "translate last, greedy" "$loom" translate --model "$out" --weights "$out/last.safetensors" \

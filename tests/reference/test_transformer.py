@@ -7,7 +7,11 @@ For each configuration it draws seeded random weights, saves them as
 safetensors under the names of nn.Transformer's state_dict (plus the
 embeddings and generator), writes the config and a padded batch of ids, runs
 the loom CLI, and compares its log-probabilities and gradients with the same
-model evaluated in PyTorch in float64. Then it checks that bad inputs are
+model evaluated in PyTorch in float64. `loom grad --precision bf16` (mixed
+precision, emulated where the CPU has no bf16 units) is held against
+PyTorch's CPU bf16 autocast on the same weights: against float64, Loom's
+bf16 gradients must be at least as accurate as autocast's. Then it checks
+that bad inputs are
 refused with a message naming the problem. Prints one line per check and a
 final "N passed, N failed"; exits 1 on any failure and 77 (skip) when torch
 is not importable.
@@ -240,10 +244,11 @@ class Checks:
         return ok
 
 
-def run_loom(loom, args):
+def run_loom(loom, args, env=None):
     try:
         p = subprocess.run([loom] + args, capture_output=True, text=True,
-                           timeout=TIMEOUT_S)
+                           timeout=TIMEOUT_S,
+                           env=dict(os.environ, **(env or {})))
     except subprocess.TimeoutExpired:
         return -1, "", f"timed out after {TIMEOUT_S}s"
     return p.returncode, p.stdout, p.stderr
@@ -377,7 +382,75 @@ def check_config(checks, loom, tmp, tag, c, backends, seed):
         if checks.record(f"{gtag} runs", rc == 0,
                          f"exit {rc}: {short(err + out)}" if rc else ""):
             check_grads(checks, gtag, grad_path, grads)
+    check_bf16(checks, loom, tmp, tag, c, (cfg, wts, src, tgt, weights),
+               grads, backends)
     return cfg, wts, src, tgt, weights
+
+
+def autocast_grads(c, weights, src_rows, tgt_rows):
+    """The loss's gradients with the model in float32 under PyTorch's CPU
+    bf16 autocast (its products in bf16, the loss in float32)."""
+    model = build_model(c, weights).float()
+    src, tgt = pad(src_rows), pad(tgt_rows)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        logits = model(src, tgt[:, :-1])
+    loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]),
+                           tgt[:, 1:].reshape(-1),
+                           label_smoothing=c["label_smoothing"],
+                           ignore_index=0)
+    loss.backward()
+    params = dict(model.named_parameters())
+    return {n: params[n].grad.double().numpy() for n in weights}
+
+
+def check_bf16(checks, loom, tmp, tag, c, files, exact, backends):
+    """Loom's bf16 step against autocast's, both measured from float64: the
+    overall error (all gradients as one vector) no larger than autocast's,
+    and each gradient's within autocast's worst. Autocast rounds more (the
+    products' results, attention's products), so Loom should be closer."""
+    cfg, wts, src, tgt, weights = files
+    src_rows = [[int(x) for x in l.split()] for l in open(src)]
+    tgt_rows = [[int(x) for x in l.split()] for l in open(tgt)]
+    theirs = autocast_grads(c, weights, src_rows, tgt_rows)
+
+    def rel(a, b):
+        return np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30)
+
+    def overall(g):
+        return math.sqrt(
+            sum(np.linalg.norm(g[n] - exact[n]) ** 2 for n in exact) /
+            sum(np.linalg.norm(exact[n]) ** 2 for n in exact))
+
+    their_worst = max(rel(theirs[n], exact[n]) for n in exact)
+    for backend in backends:
+        extra = ["--backend", backend] if backend != "default" else []
+        path = os.path.join(tmp, f"{tag}.{backend}.bf16.safetensors")
+        btag = f"{tag} grad bf16[{backend}]"
+        rc, out, err = run_loom(
+            loom, ["grad", "--config", cfg, "--weights", wts, "--src-ids",
+                   src, "--tgt-ids", tgt, "--out", path, "--precision",
+                   "bf16"] + extra, env={"LOOM_CPU_EMULATE_BF16": "1"})
+        if not checks.record(f"{btag} runs", rc == 0,
+                             f"exit {rc}: {short(err + out)}" if rc else ""):
+            continue
+        ours = load_safetensors(path)
+        if not checks.record(f"{btag} every gradient",
+                             set(ours) == set(exact)):
+            continue
+        # Not fp32's gradients: the step rounds something.
+        fp32_like = max(rel(ours[n], exact[n]) for n in exact) < 1e-5
+        checks.record(f"{btag} rounds", not fp32_like,
+                      "its gradients are float32's" if fp32_like else "")
+        mine, theirs_overall = overall(ours), overall(theirs)
+        checks.record(f"{btag} overall as accurate as autocast",
+                      mine <= theirs_overall,
+                      f"error {mine:.3g} against float64, autocast's "
+                      f"{theirs_overall:.3g}")
+        worst, name = max((rel(ours[n], exact[n]), n) for n in exact)
+        checks.record(f"{btag} worst gradient within autocast's worst",
+                      worst <= their_worst,
+                      f"{name} {worst:.3g}, autocast's worst "
+                      f"{their_worst:.3g}")
 
 
 def expect_refusal(checks, loom, name, args, must_mention):

@@ -262,8 +262,7 @@ CLI::Option *addTrainingPrecisionOption(CLI::App *cmd, std::string &precision) {
       ->add_option("--precision", precision,
                    "What the training step multiplies in: fp32, or bf16 "
                    "(mixed precision: bf16 factors, f32 sums, f32 master "
-                   "weights and Adam; a CPU with AVX512-BF16). A resumed "
-                   "run keeps its own")
+                   "weights and Adam; a CPU with AVX512-BF16)")
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
 }

@@ -17,6 +17,7 @@
 
 #include "frontend/Transformer.h"
 #include "passes/Passes.h"
+#include "passes/Pipeline.h"
 #include "tools/loom/Sessions.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -43,7 +44,8 @@ struct RunOptions {
   std::string backend = "cpu";
   std::string device = "cpu";
   int threads = 0;
-  std::string out; // grad only
+  std::string out;                // grad only
+  std::string precision = "fp32"; // grad only: the step's products
 };
 
 /// Everything a run needs, loaded and checked before anything runs.
@@ -102,7 +104,17 @@ withModel(const RunOptions &options, const Batch &batch, bool withGrad,
   auto module = buildModelModule(ctx, batch.config);
   if (!module)
     return error("could not build the model module");
-  if (withGrad) {
+  if (withGrad && options.precision != "fp32") {
+    // The module as it is compiled (fusion decides which products there
+    // are, and loom-mixed-precision rounds their factors), less the memory
+    // plan: the interpreter evaluates what the compiled step computes.
+    CompilePipelineOptions pipeline;
+    pipeline.training.dModel = batch.config.d_model();
+    pipeline.training.precision = options.precision;
+    pipeline.planMemory = false;
+    if (mlir::failed(runCompilePipeline(*module, pipeline)))
+      return error("the compile pipeline failed on the model");
+  } else if (withGrad) {
     mlir::PassManager pm(&ctx);
     pm.addPass(createLoomAutodiff());
     if (mlir::failed(pm.run(*module)))
@@ -131,9 +143,10 @@ llvm::Expected<CpuTensors> runCompiled(const RunOptions &options,
   int64_t rows = static_cast<int64_t>(batch.src.size());
   int64_t len =
       static_cast<int64_t>(std::max(longest(batch.src), longest(batch.tgt)));
-  auto exe = compileExecutable(batch.config,
-                               pipelineFor(batch.config, rows * len, len, rows),
-                               codeTargetOf(**device));
+  CompilePipelineOptions pipeline =
+      pipelineFor(batch.config, rows * len, len, rows);
+  pipeline.training.precision = options.precision;
+  auto exe = compileExecutable(batch.config, pipeline, codeTargetOf(**device));
   if (!exe)
     return exe.takeError();
   auto model = loadSession(std::move(*exe), *device);
@@ -337,6 +350,7 @@ void addGradCommand(CLI::App &app, int &exitCode) {
   addRunOptions(cmd, *options);
   cmd->add_option("--out", options->out, "Where to write the gradients")
       ->required();
+  addTrainingPrecisionOption(cmd, options->precision);
   cmd->callback([options, &exitCode] {
     if (llvm::Error err = grad(*options))
       exitCode = fail("grad", std::move(err));

@@ -114,7 +114,9 @@ void addTrainCommand(CLI::App &app, int &exitCode) {
   cmd->add_option("--clip-norm", o->clipNorm,
                   "Clip the global gradient norm (0: no clipping)")
       ->capture_default_str();
-  addTrainingPrecisionOption(cmd, o->precision);
+  CLI::Option *precision = addTrainingPrecisionOption(cmd, o->precision);
+  precision->description(precision->get_description() +
+                         ". A resumed run keeps its own");
   cmd->add_option("--vocab-size", o->vocabSize,
                   "SentencePiece pieces (default: the config's tgt_vocab)");
   cmd->add_option("--bucket-mb", o->bucketMb,
