@@ -43,6 +43,10 @@ constexpr const char *kArenaBytesAttr = "loom.arena_bytes";
 constexpr const char *kLiveLowerBoundAttr = "loom.live_lower_bound_bytes";
 constexpr const char *kNaiveBytesAttr = "loom.naive_bytes";
 constexpr const char *kPersistentBytesAttr = "loom.persistent_bytes";
+/// Of the naive bytes, those of 16-bit float temporaries: the rounded
+/// copies of weights and activations that mixed precision adds beside the
+/// f32 ones (absent where there are none).
+constexpr const char *kNarrowCopyBytesAttr = "loom.narrow_copy_bytes";
 
 /// Every arena buffer starts at a multiple of this.
 constexpr int64_t kArenaAlignment = 64;

@@ -37,7 +37,9 @@
 //    aligned. The plan is recorded as `loom.offsets` (one per result, -1
 //    outside the arena) and, on the function, the arena size beside the most
 //    bytes live at once (no layout of this schedule needs less), the sum of
-//    all temporaries (no reuse at all) and the persistent bytes.
+//    all temporaries (no reuse at all), of those the 16-bit float copies
+//    that mixed precision adds (loom.narrow_copy_bytes, where there are
+//    any) and the persistent bytes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -342,14 +344,17 @@ void FunctionPlanner::recordPlan() {
   // the last read of any value in it.
   std::vector<BufferLifetime> buffers;
   llvm::DenseMap<Value, size_t> bufferOf;
-  int64_t naive = 0;
+  int64_t naive = 0, narrow = 0;
   for (Operation &op : body->without_terminator())
     for (Value r : op.getResults()) {
       Value storage = rootOf(r);
       if (kindOf(storage) != StorageKind::Temporary)
         continue;
-      if (!views.contains(r))
+      if (!views.contains(r)) {
         naive += bytes[r];
+        if (isa<BFloat16Type, Float16Type>(getElementTypeOrSelf(r)))
+          narrow += bytes[r];
+      }
       auto [it, inserted] = bufferOf.try_emplace(storage, buffers.size());
       if (inserted)
         buffers.push_back({step[&op], step[&op], bytes[storage]});
@@ -398,6 +403,10 @@ void FunctionPlanner::recordPlan() {
   fn->setAttr(kLiveLowerBoundAttr, i64(liveLowerBound(buffers)));
   fn->setAttr(kNaiveBytesAttr, i64(naive));
   fn->setAttr(kPersistentBytesAttr, i64(persistent));
+  if (narrow > 0)
+    fn->setAttr(kNarrowCopyBytesAttr, i64(narrow));
+  else
+    fn->removeAttr(kNarrowCopyBytesAttr);
 }
 
 struct LoomPlanMemoryPass : loom::impl::LoomPlanMemoryBase<LoomPlanMemoryPass> {

@@ -65,8 +65,11 @@ func.func @update(%w: tensor<4xf32> {loom.param = "w"}, %g: tensor<4xf32> {loom.
 // A cast writes in place only over elements of its own width. A batch of 8
 // rows of 2 takes 64 bytes in f32 or i32, and in bf16 32 padded to 64: the
 // same size, but an f32 element would land on the next bf16 one unread.
+// The bf16 temporary is counted among the narrow copies (64 of the 256
+// naive bytes).
 // CHECK-LABEL: func.func @casts
 // CHECK-SAME: loom.arena_bytes = 128 : i64
+// CHECK-SAME: loom.narrow_copy_bytes = 64 : i64
 func.func @casts(%x: tensor<?x2xf32> {loom.dims = ["batch", ""]}) -> tensor<?x2xf32> {
   // CHECK: loom.exp {{.*}}loom.offsets = array<i64: 0>
   %e = loom.exp %x : (tensor<?x2xf32>) -> tensor<?x2xf32>

@@ -58,6 +58,9 @@ nlohmann::json loom::cli::buildCompileReport(ModuleOp unfused,
     e["live_lower_bound_bytes"] = planFigure(fn, "loom.live_lower_bound_bytes");
     e["naive_bytes"] = planFigure(fn, "loom.naive_bytes");
     e["persistent_bytes"] = planFigure(fn, "loom.persistent_bytes");
+    // bf16 copies of weights and activations (mixed precision), before the
+    // arena reuses their room; null without any.
+    e["narrow_copy_bytes"] = planFigure(fn, "loom.narrow_copy_bytes");
     entries[fn.getName().str()] = e;
   }
   return entries;
