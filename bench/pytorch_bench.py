@@ -100,6 +100,9 @@ def parse_args(argv):
                    help="untimed steps first (default: train 3, decode 1)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                   help="train: bf16 runs the step under CPU bf16 autocast "
+                        "(the loss in float32), as loom's --precision bf16")
     p.add_argument("--check", action="store_true",
                    help="decode: first check the cached greedy decoder "
                         "against naive greedy decoding")
@@ -529,8 +532,10 @@ def run_train(a, c, model, gen):
         for group in opt.param_groups:
             group["lr"] = loom_learning_rate(c["d_model"], number)
         opt.zero_grad(set_to_none=True)
-        logits = model(src, tgt_in)
-        loss = F.cross_entropy(logits.reshape(-1, vocab), tgt_out,
+        with torch.autocast("cpu", dtype=torch.bfloat16,
+                            enabled=a.precision == "bf16"):
+            logits = model(src, tgt_in)
+        loss = F.cross_entropy(logits.float().reshape(-1, vocab), tgt_out,
                                ignore_index=PAD,
                                label_smoothing=c["label_smoothing"])
         loss.backward()
@@ -595,6 +600,7 @@ def main():
         "framework": "pytorch",
         "mode": a.mode,
         "preset": a.preset,
+        "precision": a.precision,
         "batch": a.batch,
         "src_len": a.src_len,
         "tgt_len": a.tgt_len,

@@ -40,14 +40,17 @@ llvm::Error bench(const BenchOptions &o) {
   auto device = openCommandDevice(o.device, o.threads);
   if (!device)
     return device.takeError();
-  if (o.run.precision != "fp32" && o.run.mode != "decode")
-    return error("--precision is for 'decode'");
+  if (o.run.precision == "int8" && o.run.mode != "decode")
+    return error("--precision int8 is for 'decode'; 'train' takes fp32 or "
+                 "bf16");
   CodeTarget target = codeTargetOf(**device);
   target.precision = o.run.precision;
   int64_t rows = bench::benchRows(o.run), len = bench::benchLen(o.run);
+  CompilePipelineOptions pipeline = pipelineFor(*config, rows * len, len, rows);
+  if (o.run.mode == "train")
+    pipeline.training.precision = o.run.precision;
   auto compileStart = std::chrono::steady_clock::now();
-  auto exe = compileExecutable(
-      *config, pipelineFor(*config, rows * len, len, rows), target);
+  auto exe = compileExecutable(*config, pipeline, target);
   if (!exe)
     return exe.takeError();
   double compileSeconds = std::chrono::duration<double>(
