@@ -42,6 +42,15 @@ const dnnl::engine &engine() {
   return cpu;
 }
 
+/// A row-major [rows, cols] operand of `type` whose rows lie `ld` elements
+/// apart, or its transpose (then the stored matrix is [cols, rows]).
+dnnl::memory::desc operandDesc(int64_t rows, int64_t cols, int64_t ld,
+                               bool transposed, dnnl::memory::data_type type) {
+  return dnnl::memory::desc({rows, cols}, type,
+                            transposed ? dnnl::memory::dims{1, ld}
+                                       : dnnl::memory::dims{ld, 1});
+}
+
 /// The matmul for `key`, or nullopt where oneDNN has none.
 std::optional<dnnl::matmul> productFor(const Key &key) {
   Products &store = products();
@@ -53,14 +62,11 @@ std::optional<dnnl::matmul> productFor(const Key &key) {
   using DT = dnnl::memory::data_type;
   std::optional<dnnl::matmul> made;
   try {
-    dnnl::memory::desc a({m, k}, DT::bf16,
-                         ta ? dnnl::memory::dims{1, lda}
-                            : dnnl::memory::dims{lda, 1});
-    dnnl::memory::desc b({k, n}, DT::bf16,
-                         tb ? dnnl::memory::dims{1, ldb}
-                            : dnnl::memory::dims{ldb, 1});
-    dnnl::memory::desc c({m, n}, DT::f32, dnnl::memory::dims{ldc, 1});
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), engine());
+    dnnl::matmul::primitive_desc pd(
+        dnnl::matmul::desc(operandDesc(m, k, lda, ta, DT::bf16),
+                           operandDesc(k, n, ldb, tb, DT::bf16),
+                           operandDesc(m, n, ldc, false, DT::f32)),
+        engine());
     made = dnnl::matmul(pd);
   } catch (const dnnl::error &) {
     made = std::nullopt;
@@ -95,18 +101,11 @@ void loom::cpu::bf16Gemm(bool transA, bool transB, int64_t m, int64_t n,
       applyOneDnnThreads();
       using DT = dnnl::memory::data_type;
       dnnl::stream stream(engine());
-      dnnl::memory am(
-          {{m, k},
-           DT::bf16,
-           transA ? dnnl::memory::dims{1, lda} : dnnl::memory::dims{lda, 1}},
-          engine(), const_cast<uint16_t *>(a));
-      dnnl::memory bm(
-          {{k, n},
-           DT::bf16,
-           transB ? dnnl::memory::dims{1, ldb} : dnnl::memory::dims{ldb, 1}},
-          engine(), const_cast<uint16_t *>(b));
-      dnnl::memory cm({{m, n}, DT::f32, dnnl::memory::dims{ldc, 1}}, engine(),
-                      c);
+      dnnl::memory am(operandDesc(m, k, lda, transA, DT::bf16), engine(),
+                      const_cast<uint16_t *>(a));
+      dnnl::memory bm(operandDesc(k, n, ldb, transB, DT::bf16), engine(),
+                      const_cast<uint16_t *>(b));
+      dnnl::memory cm(operandDesc(m, n, ldc, false, DT::f32), engine(), c);
       product->execute(
           stream,
           {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});

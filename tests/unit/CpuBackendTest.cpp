@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DeviceTestUtil.h"
 #include "TestUtil.h"
 
 #include "codegen/cpu/ExecutableWriter.h"
@@ -97,7 +98,7 @@ protected:
     bool clipped = preset.consume_back("+clip");
     bf16 = preset.consume_back("+bf16");
     if (bf16)
-      setenv(cpu::kEmulateBf16Env, "1", 1);
+      emulate.emplace(cpu::kEmulateBf16Env, "1");
     auto parsed = presetConfig(preset.str());
     ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
     config = *parsed;
@@ -125,11 +126,6 @@ protected:
     ASSERT_TRUE(model);
     oracle = std::make_unique<InterpretedModel>(*module);
     oracle->initParameters(3);
-  }
-
-  void TearDown() override {
-    if (bf16)
-      unsetenv(cpu::kEmulateBf16Env);
   }
 
   /// Sets the CPU model's parameters and optimizer state to the oracle's
@@ -196,6 +192,7 @@ protected:
   std::unique_ptr<runtime::Session> model;
   std::unique_ptr<InterpretedModel> oracle;
   bool bf16 = false;
+  std::optional<test::ScopedEnv> emulate;
 };
 
 TEST_P(CpuBackendTest, EveryEntryPointMatchesTheInterpreter) {

@@ -4,6 +4,8 @@
 #include "runtime/Executable.h"
 #include "runtime/cpu/CpuFeatures.h"
 
+#include "DeviceTestUtil.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,22 +22,9 @@ bool contains(const std::vector<std::string> &set, const std::string &x) {
 }
 
 /// LOOM_CPU_MASK_FEATURES set while alive, as it was before afterwards.
-class MaskFeatures {
-public:
-  explicit MaskFeatures(const char *features) {
-    if (const char *old = std::getenv(cpu::kMaskCpuFeaturesEnv))
-      previous = old;
-    ::setenv(cpu::kMaskCpuFeaturesEnv, features, 1);
-  }
-  ~MaskFeatures() {
-    if (previous)
-      ::setenv(cpu::kMaskCpuFeaturesEnv, previous->c_str(), 1);
-    else
-      ::unsetenv(cpu::kMaskCpuFeaturesEnv);
-  }
-
-private:
-  std::optional<std::string> previous;
+struct MaskFeatures : test::ScopedEnv {
+  explicit MaskFeatures(const char *features)
+      : ScopedEnv(cpu::kMaskCpuFeaturesEnv, features) {}
 };
 
 /// Code compiled on this machine for itself (--cpu native).

@@ -156,6 +156,7 @@ TEST(DecodePrecision, Int8AndBf16AgreeWithFp32OnATrainedModel) {
   for (auto [precision, tolerance] :
        {std::pair{"int8", int8Tolerance}, std::pair{"bf16", 0.02}}) {
     SCOPED_TRACE(precision);
+    std::optional<test::ScopedEnv> emulate;
     if (std::string(precision) == "bf16" && !bf16) {
       // Refused where the CPU cannot multiply in bf16.
       runtime::Executable exe = executableAt(precision);
@@ -168,7 +169,7 @@ TEST(DecodePrecision, Int8AndBf16AgreeWithFp32OnATrainedModel) {
       EXPECT_NE(session.error().find("AVX512-BF16"), std::string::npos);
       // Emulated (LOOM_CPU_EMULATE_BF16), it must still decode as bf16
       // does: the factors rounded, the sums f32.
-      setenv(cpu::kEmulateBf16Env, "1", 1);
+      emulate.emplace(cpu::kEmulateBf16Env, "1");
     }
     auto lower = test::cpuSession(executableAt(precision), 1);
     ASSERT_TRUE(lower);
@@ -198,7 +199,6 @@ TEST(DecodePrecision, Int8AndBf16AgreeWithFp32OnATrainedModel) {
               << "/" << kHeldOut
               << " sentences as fp32, log-probability off by at most " << worst
               << " per token\n";
-    unsetenv(cpu::kEmulateBf16Env);
   }
 }
 

@@ -15,11 +15,37 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace loom::test {
+
+/// Environment variable `name` set to `value` while alive, as it was before
+/// afterwards (the runtime's testing aids, LOOM_CPU_MASK_FEATURES and
+/// LOOM_CPU_EMULATE_BF16, are read on every call).
+class ScopedEnv {
+public:
+  ScopedEnv(const char *name, const char *value) : name(name) {
+    if (const char *old = std::getenv(name))
+      previous = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (previous)
+      ::setenv(name.c_str(), previous->c_str(), 1);
+    else
+      ::unsetenv(name.c_str());
+  }
+  ScopedEnv(const ScopedEnv &) = delete;
+  ScopedEnv &operator=(const ScopedEnv &) = delete;
+
+private:
+  std::string name;
+  std::optional<std::string> previous;
+};
 
 /// A zeroed host tensor; an allocation failure ends the test program.
 runtime::Tensor hostTensor(DType dtype, std::vector<int64_t> shape);

@@ -38,25 +38,7 @@ using namespace loom;
 
 namespace {
 
-/// Sets an environment variable for the life of the object.
-class ScopedEnv {
-public:
-  ScopedEnv(const char *name, const char *value) : name(name) {
-    if (const char *old = std::getenv(name))
-      previous = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (previous)
-      setenv(name, previous->c_str(), 1);
-    else
-      unsetenv(name);
-  }
-
-private:
-  const char *name;
-  std::optional<std::string> previous;
-};
+using test::ScopedEnv;
 
 /// `preset` compiled for this CPU at `precision` ("fp32" or "bf16").
 runtime::Executable compile(const TransformerConfig &config,
