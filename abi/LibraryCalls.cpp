@@ -232,7 +232,8 @@ Status checkLibraryAttrs(std::string_view kernel, const CallAttrs &attrs) {
 const std::vector<LibrarySignature> &librarySignatures() {
   constexpr DTypeSet kFloats = dtypeBit(DType::F32) | dtypeBit(DType::F64);
   constexpr DTypeSet kIota = kFloats | kIdDTypes;
-  // A product's factors: f32, or bf16 summed in f32 (mixed precision).
+  // A product's factors: f32, or bf16 summed in f32 (mixed precision; a
+  // decoder's caches held in bf16 as attention's keys and values).
   constexpr DTypeSet kFactors = kF32Only | dtypeBit(DType::BF16);
   // {name, dtypes, minRank, maxRank, written, count, flag, mayShare}
   auto in = [](const char *name, DTypeSet dtypes = kAnyDType, int minRank = 0,
@@ -263,7 +264,7 @@ const std::vector<LibrarySignature> &librarySignatures() {
   // AttentionCall: hasMask, hasSeed).
   static const std::vector<LibrarySignature> signatures = {
       {"attention",
-       {in("q", kF32Only, 2), in("k", kF32Only, 2), in("v", kF32Only, 2),
+       {in("q", kF32Only, 2), in("k", kFactors, 2), in("v", kFactors, 2),
         flagged(in("mask", kF32Only), 0),
         flagged(in("seed", dtypeBit(DType::I64)), 1), out("out", kF32Only, 2),
         out("lse", kF32Only, 1)}},

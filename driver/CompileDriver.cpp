@@ -112,6 +112,12 @@ compileModule(mlir::ModuleOp module, const CompilePipelineOptions &pipeline,
   // where they lie; the CUDA one takes the transposed copy.
   CompilePipelineOptions forTarget = pipeline;
   forTarget.keysPositionMajor = !target.cuda();
+  // Decoding in bf16 holds its caches in bf16 too: the CPU attention kernel
+  // reads them and sums in f32.
+  forTarget.cachePrecision = target.cachesIn();
+  if (target.cuda() && forTarget.cachePrecision != "fp32")
+    return error("bf16 decoder caches are for the CPU; CUDA's attention "
+                 "reads f32");
   if (target.cuda() && pipeline.training.precision != "fp32")
     return error("--precision " + pipeline.training.precision +
                  " training is built for the CPU only so far; CUDA trains in "

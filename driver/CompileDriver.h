@@ -46,7 +46,16 @@ struct CodeTarget {
   /// What decoding's linear layers multiply in on the CPU: "fp32", "int8",
   /// "bf16" (CpuTarget.linear_precision).
   std::string precision = "fp32";
+  /// What the decoder's attention caches are held in on the CPU: "fp32",
+  /// "bf16", or "" for what `precision` implies (bf16 with bf16, else fp32).
+  std::string cachePrecision;
   bool cuda() const { return !cudaArch.empty(); }
+  /// The caches' precision, "" resolved.
+  std::string cachesIn() const {
+    if (!cachePrecision.empty())
+      return cachePrecision;
+    return !cuda() && precision == "bf16" ? "bf16" : "fp32";
+  }
   /// "native", "x86-64-v3", "sm_90".
   std::string name() const { return cuda() ? cudaArch : cpu; }
 };

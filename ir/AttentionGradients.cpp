@@ -38,6 +38,10 @@ AttentionOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   if (getKeysPositionMajor())
     return emitOpError("keys_position_major is for inference and has no "
                        "gradient rule");
+  if (getK().getType().getElementType() != getQ().getType().getElementType())
+    return emitOpError("keys and values of another element type than q are "
+                       "for inference (narrow decoder caches) and have no "
+                       "gradient rule");
   auto grad = b.create<AttentionGradOp>(
       getLoc(), getQ().getType(), getK().getType(), getV().getType(), getQ(),
       getK(), getV(), getOut(), getLse(), resultGrads[0], getMask(), getSeed(),

@@ -39,6 +39,17 @@ static bool keysPositionMajor(AttentionOp op) {
 }
 static bool keysPositionMajor(AttentionGradOp) { return false; }
 
+/// Whether keys and values of element type `kv` may be read with queries of
+/// `q`: the same type, or for the forward bf16 or f16 keys and values with f32
+/// queries (a decoder's caches held narrow, loom-cache-precision); scores,
+/// softmax and the output stay f32 either way.
+static bool narrowKeysAllowed(AttentionOp, Type q, Type kv) {
+  return isProductResultType(kv, q);
+}
+static bool narrowKeysAllowed(AttentionGradOp, Type q, Type kv) {
+  return q == kv;
+}
+
 /// `type` [Sk, ..., D] as the [..., Sk, D] it stands for.
 static RankedTensorType positionMinor(RankedTensorType type) {
   if (!type || type.getRank() < 2)
@@ -62,9 +73,14 @@ template <typename OpTy> static LogicalResult verifyAttentionOperands(OpTy op) {
     return op.emitOpError("needs q, k and v of one rank (2 or more), got ")
            << formatShape(q.getShape()) << ", " << formatShape(k.getShape())
            << " and " << formatShape(v.getShape());
-  if (q.getElementType() != k.getElementType() ||
-      q.getElementType() != v.getElementType())
-    return op.emitOpError("needs q, k and v of one element type");
+  if (k.getElementType() != v.getElementType() ||
+      !narrowKeysAllowed(op, q.getElementType(), k.getElementType()))
+    return op.emitOpError("needs q, k and v of one element type")
+           << (isa<AttentionOp>(op.getOperation())
+                   ? " (or k and v of bf16 or f16 with an f32 q)"
+                   : "")
+           << ", got " << q.getElementType() << ", " << k.getElementType()
+           << " and " << v.getElementType();
   int64_t r = q.getRank();
   if (!compatibleShapes(q.getShape().drop_back(2), k.getShape().drop_back(2)) ||
       !compatibleShapes(q.getShape().drop_back(2), v.getShape().drop_back(2)))

@@ -418,6 +418,10 @@ def Loom_AttentionOp : Loom_Op<"attention", [Pure, AttrSizedOperandSegments,
     [Sk, ..., D] and [Sk, ..., Dv], as a decoder's self-attention cache that
     grows by appending a position does; the op computes what it computes on
     k and v transposed to [..., Sk, D]. It is for inference (no gradient).
+
+    k and v may be bf16 or f16 (one type) with an f32 q: a decoder's caches
+    held narrow to halve the bytes a step reads. Scores, softmax, the output
+    and lse stay f32; that form too is for inference.
   }];
   let arguments = (ins Loom_FloatTensor:$q, Loom_FloatTensor:$k,
                        Loom_FloatTensor:$v,

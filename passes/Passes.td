@@ -110,6 +110,27 @@ def LoomAttentionKeyLayout
   let dependentDialects = ["::loom::LoomDialect"];
 }
 
+def LoomCachePrecision : Pass<"loom-cache-precision", "mlir::ModuleOp"> {
+  let summary = "Hold a decoder's attention caches in bf16";
+  let description = [{
+    Runs after loom-attention-key-layout, before elementwise fusion. @encode's
+    cross-attention caches are returned in bf16; @decode_step and
+    @decode_step_logits take every cache in bf16, cast each new position to
+    bf16 before it is appended, and return the grown self-attention caches in
+    bf16. Attention reads the bf16 keys and values with f32 queries and sums
+    in f32. Every cache or none: it declines (with `remarks`, saying why) when
+    a cache is read by anything but attention's k and v or the concat that
+    appends to it, or is not f32.
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", "\"bf16\"",
+           "The caches' element type: bf16">,
+    Option<"remarks", "remarks", "bool", "false",
+           "Say why the caches stay f32 when they do">
+  ];
+  let dependentDialects = ["::loom::LoomDialect"];
+}
+
 def LoomMixedPrecision : Pass<"loom-mixed-precision", "mlir::func::FuncOp"> {
   let summary = "Products of bf16 operands with f32 sums in training steps";
   let description = [{

@@ -101,6 +101,13 @@ loom::compilePipelineStages(const CompilePipelineOptions &options) {
            pm.addNestedPass<func::FuncOp>(
                createLoomAttentionKeyLayout({remarks}));
          }});
+  if (options.cachePrecision != "fp32") {
+    std::string precision = options.cachePrecision;
+    stages.push_back(
+        {"loom-cache-precision", [precision, remarks](OpPassManager &pm) {
+           pm.addPass(createLoomCachePrecision({precision, remarks}));
+         }});
+  }
   if (options.fuse)
     stages.push_back({"loom-fuse-elementwise", [remarks](OpPassManager &pm) {
                         pm.addNestedPass<func::FuncOp>(

@@ -13,6 +13,10 @@
 //     loom-mixed-precision          (with precision bf16: the training
 //                                    entries' products read bf16 factors)
 //     cse                           (the clones share their constants)
+//     loom-attention-key-layout     (with keysPositionMajor: attention
+//                                    reads position-first caches in place)
+//     loom-cache-precision          (with cachePrecision bf16: the decoder's
+//                                    caches in bf16)
 //     loom-fuse-elementwise         (loom.fusion regions)
 //     loom-plan-memory              (arena offsets)
 //
@@ -86,6 +90,9 @@ struct CompilePipelineOptions {
   /// (loom-attention-key-layout): for devices whose attention kernel takes
   /// them (the CPU's).
   bool keysPositionMajor = false;
+  /// "fp32", or "bf16": the decoder's attention caches are held in bf16
+  /// (loom-cache-precision), for a device whose attention kernel reads them.
+  std::string cachePrecision = "fp32";
 };
 
 /// One step of the compile pipeline: its name (the pass's argument) and what

@@ -73,9 +73,14 @@ loom::kernels::checkAttentionCall(const std::vector<TensorRef> &args,
   static const char *const kBackwardNames[] = {"q",   "k",   "v",
                                                "out", "lse", "dout"};
   const char *const *names = backward ? kBackwardNames : kForwardNames;
+  // The forward's keys and values may be held in bf16 (a decoder's caches
+  // at --precision bf16), both alike; scores and sums stay f32.
+  DType keys =
+      !backward && args[1].dtype == DType::BF16 ? DType::BF16 : DType::F32;
   for (size_t i = 0; i < fixed; ++i)
     LOOM_RETURN_IF_ERROR(
-        checkTensor(args[i], names[i], DType::F32).withContext(kernel));
+        checkTensor(args[i], names[i], i == 1 || i == 2 ? keys : DType::F32)
+            .withContext(kernel));
   const TensorRef &q = args[0], &k = args[1], &v = args[2];
   size_t next = fixed;
   const TensorRef *mask = attrs->hasMask ? &args[next++] : nullptr;

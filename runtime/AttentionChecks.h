@@ -40,7 +40,8 @@ struct AttentionShape {
 
 /// Checks `args` and `attrs` as "attention" (`backward` false) or
 /// "attention_grad" and describes the call; or says why it is refused, in
-/// words that start with the kernel's name.
+/// words that start with the kernel's name. Every tensor is f32 (the seed
+/// i64), except that the forward's k and v may both be bf16.
 ErrorOr<AttentionShape>
 checkAttentionCall(const std::vector<runtime::TensorRef> &args,
                    const abi::CallAttrs &attrs, bool backward);

@@ -3,7 +3,8 @@
 // loom.attention and loom.attention_grad run as the library kernels
 // "attention" and "attention_grad" (runtime/cpu/AttentionKernels.cpp) with
 // the attributes of abi::AttentionCall (abi/LibraryCalls.h has the layout).
-// The kernels compute in f32 only.
+// The kernels compute in f32; the forward also reads bf16 keys and values
+// (a decoder's caches held narrow), which it widens as it reads them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,8 +25,11 @@ FailureOr<LibraryCall> encode(OpTy op, const char *kernel) {
     Type element = cast<ShapedType>(v.getType()).getElementType();
     if (v == op.getSeed())
       continue;
-    if (!element.isF32())
-      return op->emitOpError("runs on the CPU in f32 only, got ")
+    bool narrowKeys = std::is_same_v<OpTy, AttentionOp> && element.isBF16() &&
+                      (v == op.getK() || v == op.getV());
+    if (!element.isF32() && !narrowKeys)
+      return op->emitOpError("runs in f32 (with bf16 keys and values in the "
+                             "forward) only, got ")
              << v.getType();
   }
   LibraryCall call;

@@ -6,7 +6,10 @@
 // tensors and attributes of both are those of abi::AttentionCall
 // (abi/LibraryCalls.h has the layout).
 //
-// Every tensor is f32 except the seed (one i64). The values are those of the
+// Every tensor is f32 except the seed (one i64), and the forward's keys and
+// values, which may be bf16 (a decoder's caches at --precision bf16): they are
+// widened to f32 as they are read, and every product, max and sum is the f32
+// one the same values held in f32 would give. The values are those of the
 // reference interpreter (ir/InterpreterAttention.cpp): the mask broadcasts
 // to the scores [..., Sq, Sk] as numpy broadcasts; `causal` adds -1e9 where
 // key j > query i, counted from the first key whatever Sq and Sk are (a
@@ -35,6 +38,7 @@
 #include "runtime/cpu/ThreadPool.h"
 
 #include <cmath>
+#include <type_traits>
 
 using namespace loom::cpu;
 using namespace loom::cpu::attention;
@@ -65,8 +69,13 @@ Status attention::prepareAttention(const KernelCall &call, bool backward,
     return shape.status();
   p = Problem();
   p.q = shape->q->f32();
-  p.k = shape->k->f32();
-  p.v = shape->v->f32();
+  if (shape->k->dtype == loom::DType::BF16) {
+    p.k16 = shape->k->bf16();
+    p.v16 = shape->v->bf16();
+  } else {
+    p.k = shape->k->f32();
+    p.v = shape->v->f32();
+  }
   p.lead = std::move(shape->lead);
   p.batch = shape->batch;
   p.sq = shape->sq;
@@ -138,35 +147,41 @@ void attention::rowShifts(const Problem &p, int64_t maskBase, int64_t i0,
 
 namespace {
 
-/// Asks for `count` rows of `width` floats, `stride` apart, to be brought
+/// Asks for `count` rows of `width` elements, `stride` apart, to be brought
 /// into the cache. A decode step's cache is read position first: each
 /// position's values of one head lie a whole row of hypotheses apart (16 KB at
 /// 32 hypotheses of 128 features), a stride no hardware prefetcher follows
 /// across pages, so each row would be a separate miss waited for in turn;
 /// asked for before the scores are computed, they arrive side by side.
-inline void prefetchRows(const float *rows, int64_t count, int64_t stride,
+template <typename T>
+inline void prefetchRows(const T *rows, int64_t count, int64_t stride,
                          int64_t width) {
+  constexpr int64_t line = 64 / sizeof(T); // elements per 64-byte line
   for (int64_t r = 0; r < count; ++r)
-    for (int64_t f = 0; f < width; f += 16) // 64-byte lines
+    for (int64_t f = 0; f < width; f += line)
       __builtin_prefetch(rows + r * stride + f);
 }
 
-/// Output rows [i0, i0 + rows) of batch entry b.
-LOOM_ATTENTION_CLONES
-void forwardTile(const Problem &p, int64_t b, int64_t i0, int64_t rows,
-                 float *out, float *lse) {
+/// Output rows [i0, i0 + rows) of batch entry b, keys and values of type KV
+/// (float, or bf16 as uint16_t: each block widened to f32 first).
+template <typename KV>
+LOOM_ATTENTION_INLINE void forwardTileOf(const Problem &p, int64_t b,
+                                         int64_t i0, int64_t rows, float *out,
+                                         float *lse) {
+  constexpr bool wide = std::is_same_v<KV, float>;
   const int64_t bk = kKeyBlock, d = p.d, dv = p.dv;
   Scratch &scratch = threadScratch();
-  float *s = scratch.take(2 * rows * bk + d * bk + rows * dv + 2 * rows + bk);
+  float *s = scratch.take(2 * rows * bk + d * bk + rows * dv + 2 * rows + bk +
+                          (wide ? 0 : bk * (d + dv)));
   float *bias = s + rows * bk, *kt = bias + rows * bk, *acc = kt + d * bk;
   float *rowMaxes = acc + rows * dv, *rowSums = rowMaxes + rows;
   float *z = rowSums + rows;
+  float *kw = z + bk, *vw = kw + bk * d; // a widened block (bf16 only)
   double *shift = scratch.takeDoubles(rows);
 
   const float *qt = p.q + (b * p.sq + i0) * d;
-  const float *kb = p.k + b * p.keyBatchStride;
-  const float *vb = p.v + b * p.valueBatchStride;
-  const int64_t ks = p.keyStride, vs = p.valueStride;
+  const KV *kb = p.keys<KV>() + b * p.keyBatchStride;
+  const KV *vb = p.values<KV>() + b * p.valueBatchStride;
   int64_t maskBase = p.mask ? p.maskBase(b) : 0;
   rowShifts(p, maskBase, i0, rows, shift);
   const float inf = std::numeric_limits<float>::infinity();
@@ -182,14 +197,32 @@ void forwardTile(const Problem &p, int64_t b, int64_t i0, int64_t rows,
     if (p.hasBias() &&
         !fillBias(p, maskBase, i0, rows, j0, cols, shift, bias, bk))
       continue;
+    // The block's keys and values as f32 rows, ks and vs apart.
+    const float *kr, *vr;
+    int64_t ks, vs;
+    if constexpr (wide) {
+      kr = kb + j0 * p.keyStride;
+      vr = vb + j0 * p.valueStride;
+      ks = p.keyStride;
+      vs = p.valueStride;
+    } else {
+      widenRows(kb + j0 * p.keyStride, cols, d, p.keyStride, kw);
+      widenRows(vb + j0 * p.valueStride, cols, dv, p.valueStride, vw);
+      kr = kw;
+      vr = vw;
+      ks = d;
+      vs = dv;
+    }
     if (transposed) {
       int64_t padded = roundUp(cols, kLanes);
-      transpose(kb + j0 * ks, cols, d, ks, kt, padded);
+      transpose(kr, cols, d, ks, kt, padded);
       gemm<false>(rows, padded, d, qt, d, 1, kt, padded, s, bk);
     } else {
-      prefetchRows(kb + j0 * ks, cols, ks, d);
-      prefetchRows(vb + j0 * vs, cols, vs, dv);
-      dotRows(rows, cols, d, qt, d, kb + j0 * ks, ks, s, bk);
+      if constexpr (wide) {
+        prefetchRows(kr, cols, ks, d);
+        prefetchRows(vr, cols, vs, dv);
+      }
+      dotRows(rows, cols, d, qt, d, kr, ks, s, bk);
     }
     const int64_t cols8 = roundUp(cols, 8);
     const Vec8 scale = splat8(p.scale);
@@ -218,7 +251,7 @@ void forwardTile(const Problem &p, int64_t b, int64_t i0, int64_t rows,
         for (float *a = acc + r * dv, *e = a + dv; a != e; ++a)
           *a *= alpha;
     }
-    gemm<true>(rows, dv, cols, s, bk, 1, vb + j0 * vs, vs, acc, dv);
+    gemm<true>(rows, dv, cols, s, bk, 1, vr, vs, acc, dv);
   }
 
   for (int64_t r = 0; r < rows; ++r) {
@@ -231,6 +264,18 @@ void forwardTile(const Problem &p, int64_t b, int64_t i0, int64_t rows,
     lse[row] = static_cast<float>(shift[r] + double(rowMaxes[r]) +
                                   std::log(double(rowSums[r])));
   }
+}
+
+// One entry per element type, each compiled for AVX2 + FMA too.
+LOOM_ATTENTION_CLONES
+void forwardTile(const Problem &p, int64_t b, int64_t i0, int64_t rows,
+                 float *out, float *lse) {
+  forwardTileOf<float>(p, b, i0, rows, out, lse);
+}
+LOOM_ATTENTION_CLONES
+void forwardTileBf16(const Problem &p, int64_t b, int64_t i0, int64_t rows,
+                     float *out, float *lse) {
+  forwardTileOf<uint16_t>(p, b, i0, rows, out, lse);
 }
 
 /// Keys whose scores forwardQueryRow holds on the stack; rows over more keys
@@ -259,15 +304,17 @@ LOOM_ATTENTION_INLINE Vec8 laneSums(const Vec8 (&v)[8]) {
 /// accumulator rescaling, which cost a decode step's rows (a few dozen keys
 /// of 32 or 64 features) more than the arithmetic. Needs D and Dv multiples
 /// of 8, no dropout, and at most kQueryRowMaxKeys keys (fewQueriesTake).
-LOOM_ATTENTION_CLONES
-void forwardQueryRow(const Problem &p, int64_t b, int64_t i, float *out,
-                     float *lse) {
+/// Keys and values of type KV: float, or bf16 (uint16_t) widened in
+/// registers as they are loaded; batch entry b's first key at `kb`, the
+/// next `ks` elements on (values: `vb`, `vs`).
+template <typename KV>
+LOOM_ATTENTION_INLINE void
+forwardQueryRowOf(const Problem &p, int64_t b, int64_t i, const KV *kb,
+                  int64_t ks, const KV *vb, int64_t vs, float *out,
+                  float *lse) {
   const int64_t sk = p.sk, d = p.d, dv = p.dv;
-  const int64_t ks = p.keyStride, vs = p.valueStride;
   const int64_t row = b * p.sq + i;
   const float *q = p.q + row * d;
-  const float *kb = p.k + b * p.keyBatchStride;
-  const float *vb = p.v + b * p.valueBatchStride;
   if (ks != d && i == 0) {
     // Position first: see prefetchRows.
     prefetchRows(kb, sk, ks, d);
@@ -283,7 +330,7 @@ void forwardQueryRow(const Problem &p, int64_t b, int64_t i, float *out,
   const Vec8 scale = splat8(p.scale);
   for (int64_t j = 0; j < sk; j += 8) {
     // Keys past the last read the last again; their lanes become -inf.
-    const float *key[8];
+    const KV *key[8];
     for (int g = 0; g < 8; ++g)
       key[g] = kb + std::min(j + g, sk - 1) * ks;
     Vec8 acc[8];
@@ -326,7 +373,7 @@ void forwardQueryRow(const Problem &p, int64_t b, int64_t i, float *out,
   for (; c + 32 <= dv; c += 32) {
     Vec8 a0{}, a1{}, a2{}, a3{};
     for (int64_t j = 0; j < sk; ++j) {
-      const float *vr = vb + j * vs + c;
+      const KV *vr = vb + j * vs + c;
       Vec8 w = splat8(s[j]);
       a0 += w * load8(vr);
       a1 += w * load8(vr + 8);
@@ -347,6 +394,35 @@ void forwardQueryRow(const Problem &p, int64_t b, int64_t i, float *out,
   lse[row] = static_cast<float>(shift + double(mx) + std::log(double(sum)));
 }
 
+LOOM_ATTENTION_CLONES
+void forwardQueryRow(const Problem &p, int64_t b, int64_t i, float *out,
+                     float *lse) {
+  forwardQueryRowOf<float>(p, b, i, p.k + b * p.keyBatchStride, p.keyStride,
+                           p.v + b * p.valueBatchStride, p.valueStride, out,
+                           lse);
+}
+LOOM_ATTENTION_CLONES
+void forwardQueryRowBf16(const Problem &p, int64_t b, int64_t i, float *out,
+                         float *lse) {
+  forwardQueryRowOf<uint16_t>(p, b, i, p.k16 + b * p.keyBatchStride,
+                              p.keyStride, p.v16 + b * p.valueBatchStride,
+                              p.valueStride, out, lse);
+}
+/// Every query row of batch entry b over bf16 keys and values that the rows
+/// share (a beam's queries against its sentence's source): the keys and
+/// values are widened once, then read as f32 by each row, which would
+/// otherwise widen each of them once per row.
+LOOM_ATTENTION_CLONES
+void forwardSharedKeysBf16(const Problem &p, int64_t b, float *out,
+                           float *lse) {
+  Scratch &scratch = threadScratch();
+  float *kw = scratch.take(p.sk * (p.d + p.dv)), *vw = kw + p.sk * p.d;
+  widenRows(p.k16 + b * p.keyBatchStride, p.sk, p.d, p.keyStride, kw);
+  widenRows(p.v16 + b * p.valueBatchStride, p.sk, p.dv, p.valueStride, vw);
+  for (int64_t i = 0; i < p.sq; ++i)
+    forwardQueryRowOf<float>(p, b, i, kw, p.d, vw, p.dv, out, lse);
+}
+
 /// Query rows per batch entry up to which forwardQueryRow computes them
 /// (a beam of up to eight); more go through forwardTile's transposed blocks.
 constexpr int64_t kFewQueries = 8;
@@ -364,10 +440,23 @@ Status loom::cpu::attentionForward(const KernelCall &call) {
   std::vector<const TensorRef *> rest;
   LOOM_RETURN_IF_ERROR(prepareAttention(call, /*backward=*/false, p, rest));
   float *out = rest[0]->f32(), *lse = rest[1]->f32();
+  if (fewQueriesTake(p) && p.bf16Keys() && p.sq > 1) {
+    auto entries = [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b)
+        forwardSharedKeysBf16(p, b, out, lse);
+    };
+    int64_t work = std::max<int64_t>(1, p.sq * p.sk * (p.d + p.dv));
+    parallelRange(call.pool, p.batch, std::max<int64_t>(1, kMinTaskWork / work),
+                  entries);
+    return Status::success();
+  }
   if (fewQueriesTake(p)) {
     auto rows = [&](int64_t begin, int64_t end) {
       for (int64_t row = begin; row < end; ++row)
-        forwardQueryRow(p, row / p.sq, row % p.sq, out, lse);
+        if (p.bf16Keys())
+          forwardQueryRowBf16(p, row / p.sq, row % p.sq, out, lse);
+        else
+          forwardQueryRow(p, row / p.sq, row % p.sq, out, lse);
     };
     int64_t work = std::max<int64_t>(1, p.sk * (p.d + p.dv));
     parallelRange(call.pool, p.batch * p.sq,
@@ -380,7 +469,11 @@ Status loom::cpu::attentionForward(const KernelCall &call) {
   auto body = [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       int64_t b = item / tiles, i0 = item % tiles * kQueryTile;
-      forwardTile(p, b, i0, std::min(kQueryTile, p.sq - i0), out, lse);
+      int64_t rows = std::min(kQueryTile, p.sq - i0);
+      if (p.bf16Keys())
+        forwardTileBf16(p, b, i0, rows, out, lse);
+      else
+        forwardTile(p, b, i0, rows, out, lse);
     }
   };
   parallelRange(call.pool, p.batch * tiles,

@@ -69,6 +69,10 @@ inline int64_t roundUp(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 /// product of the lead dims.
 struct Problem {
   const float *q = nullptr, *k = nullptr, *v = nullptr, *mask = nullptr;
+  /// Keys and values held in bf16 (the forward's only; k and v are null
+  /// then): a decoder's caches at --precision bf16, widened to f32 as they
+  /// are read.
+  const uint16_t *k16 = nullptr, *v16 = nullptr;
   std::vector<int64_t> lead;
   int64_t batch = 1, sq = 0, sk = 0, d = 0, dv = 0;
   /// Elements from one key (value) of a batch entry to its next, and from
@@ -88,6 +92,10 @@ struct Problem {
   uint64_t keepThreshold = 0;
 
   bool hasBias() const { return mask || causal; }
+  bool bf16Keys() const { return k16 != nullptr; }
+  /// The keys and values as elements of type T (float or bf16's uint16_t).
+  template <typename T> const T *keys() const;
+  template <typename T> const T *values() const;
   bool dropout() const { return rate > 0; }
   /// The mask's offset of scores [b..., 0, 0] (b the flattened lead index).
   int64_t maskBase(int64_t b) const {
@@ -101,6 +109,15 @@ struct Problem {
   int64_t maskRowStride() const { return maskStrides[lead.size()]; }
   int64_t maskColStride() const { return maskStrides[lead.size() + 1]; }
 };
+
+template <> inline const float *Problem::keys<float>() const { return k; }
+template <> inline const float *Problem::values<float>() const { return v; }
+template <> inline const uint16_t *Problem::keys<uint16_t>() const {
+  return k16;
+}
+template <> inline const uint16_t *Problem::values<uint16_t>() const {
+  return v16;
+}
 
 /// Checks `call` as "attention" (`backward` false) or "attention_grad",
 /// attributes included, and fills `p`; or says why it was refused. `rest`
@@ -142,6 +159,37 @@ LOOM_ATTENTION_INLINE void store8(float *p, Vec8 v) {
 }
 LOOM_ATTENTION_INLINE Vec8 splat8(float x) {
   return Vec8{x, x, x, x, x, x, x, x};
+}
+/// Eight bf16 values widened to f32: a bf16 is the high half of the f32 of
+/// the same value, so widening is a zero-extension and a shift.
+LOOM_ATTENTION_INLINE Vec8 load8(const uint16_t *p) {
+  typedef uint16_t Half8 __attribute__((vector_size(16)));
+  Half8 h;
+  std::memcpy(&h, p, sizeof(h));
+  Int8 wide = __builtin_convertvector(h, Int8) << 16;
+  return reinterpret_cast<Vec8>(wide);
+}
+LOOM_ATTENTION_INLINE float widen(float x) { return x; }
+LOOM_ATTENTION_INLINE float widen(uint16_t x) {
+  uint32_t bits = uint32_t(x) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+/// dst[r][0, cols) = src[r * stride + 0, cols) widened to f32 (dst rows
+/// `cols` apart), for rows of bf16 keys or values read by the f32 loops.
+LOOM_ATTENTION_INLINE void widenRows(const uint16_t *src, int64_t rows,
+                                     int64_t cols, int64_t stride, float *dst) {
+  int64_t cols8 = cols / 8 * 8;
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint16_t *in = src + r * stride;
+    float *out = dst + r * cols;
+    int64_t c = 0;
+    for (; c < cols8; c += 8)
+      store8(out + c, load8(in + c));
+    for (; c < cols; ++c)
+      out[c] = widen(in[c]);
+  }
 }
 LOOM_ATTENTION_INLINE float sum8(Vec8 v) {
   return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));

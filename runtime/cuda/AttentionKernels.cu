@@ -490,6 +490,12 @@ ErrorOr<AttentionShape> prepare(const CudaKernelCall &call, bool backward,
                                ": the CUDA kernel takes keys [..., Sk, D], "
                                "not position first",
                            ErrorCode::Unsupported);
+  if (s.k->dtype != loom::DType::F32)
+    return Status::failure(std::string(kernel) +
+                               ": the CUDA kernel reads f32 keys and values, "
+                               "not " +
+                               loom::dtypeName(s.k->dtype),
+                           ErrorCode::Unsupported);
   if (s.mask && rank > kMaxRank)
     return Status::failure(std::string(kernel) +
                                ": the CUDA kernel takes a mask over scores "

@@ -92,3 +92,14 @@ func.func @mixed(%x: tensor<2x8xbf16>, %w: tensor<4x8xbf16>) -> tensor<f32>
   %s = loom.reduce_sum %y [0, 1] : (tensor<2x4xf32>) -> tensor<f32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// Narrow keys and values are a decoder's caches: inference only.
+func.func @narrow_keys(%q: tensor<2x1x8xf32>, %k: tensor<2x5x8xbf16>) -> tensor<f32>
+    attributes {loom.differentiable} {
+  // expected-error @+1 {{'loom.attention' op keys and values of another element type than q are for inference (narrow decoder caches) and have no gradient rule}}
+  %o, %l = loom.attention %q, %k, %k {scale = 0.5 : f64} : tensor<2x1x8xf32>, tensor<2x5x8xbf16>, tensor<2x5x8xbf16> -> tensor<2x1x8xf32>, tensor<2x1xf32>
+  %s = loom.reduce_sum %o [0, 1, 2] : (tensor<2x1x8xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}

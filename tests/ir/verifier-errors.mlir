@@ -559,6 +559,32 @@ func.func @f(%q: tensor<3x2x1x8xf32>, %k: tensor<5x3x2x8xf32>, %seed: tensor<i64
 
 // -----
 
+// Narrow keys and values are read with f32 queries only, and both alike.
+func.func @f(%q: tensor<2x1x8xbf16>, %k: tensor<2x5x8xf32>) {
+  // expected-error @+1 {{'loom.attention' op needs q, k and v of one element type (or k and v of bf16 or f16 with an f32 q), got 'bf16', 'f32' and 'f32'}}
+  %o, %l = loom.attention %q, %k, %k {scale = 0.5 : f64} : tensor<2x1x8xbf16>, tensor<2x5x8xf32>, tensor<2x5x8xf32> -> tensor<2x1x8xbf16>, tensor<2x1xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x1x8xf32>, %k: tensor<2x5x8xbf16>, %v: tensor<2x5x8xf32>) {
+  // expected-error @+1 {{'loom.attention' op needs q, k and v of one element type (or k and v of bf16 or f16 with an f32 q), got 'f32', 'bf16' and 'f32'}}
+  %o, %l = loom.attention %q, %k, %v {scale = 0.5 : f64} : tensor<2x1x8xf32>, tensor<2x5x8xbf16>, tensor<2x5x8xf32> -> tensor<2x1x8xf32>, tensor<2x1xf32>
+  return
+}
+
+// -----
+
+// The backward takes one element type throughout.
+func.func @f(%q: tensor<2x1x8xf32>, %k: tensor<2x5x8xbf16>, %o: tensor<2x1x8xf32>, %l: tensor<2x1xf32>) {
+  // expected-error @+1 {{'loom.attention_grad' op needs q, k and v of one element type, got 'f32', 'bf16' and 'bf16'}}
+  %dq, %dk, %dv = loom.attention_grad %q, %k, %k, %o, %l, %o {scale = 0.5 : f64} : tensor<2x1x8xf32>, tensor<2x5x8xbf16>, tensor<2x5x8xbf16>, tensor<2x1x8xf32>, tensor<2x1xf32>, tensor<2x1x8xf32> -> tensor<2x1x8xf32>, tensor<2x5x8xbf16>, tensor<2x5x8xbf16>
+  return
+}
+
+// -----
+
 // A NaN epsilon would make every normalized value NaN.
 func.func @f(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) {
   // expected-error @+2 {{'loom.layer_norm' epsilon must be a finite number, 0 or more, got nan}}

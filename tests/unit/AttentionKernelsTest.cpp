@@ -26,6 +26,7 @@
 #include "runtime/Device.h"
 #include "runtime/Tensor.h"
 #include "runtime/cpu/AttentionKernels.h"
+#include "runtime/cpu/Bf16Gemm.h"
 #include "runtime/cpu/Kernels.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -63,6 +64,8 @@ struct Case {
   double spread = 1.5;
   /// k and v are [Sk, ..., D] (forward only: inference).
   bool keysPositionMajor = false;
+  /// k and v are bf16, q f32 (forward only: a decoder's narrow caches).
+  bool bf16Keys = false;
   /// Also checks that every row's probabilities sum to 1 in the backward,
   /// through sum_j dV[j] = sum_i dO[i] (no dropout): what the interpreter
   /// and the kernel would agree on even when both were wrong.
@@ -92,8 +95,10 @@ std::vector<int64_t> lseShape(const Case &c) {
 /// @fwd(q, k, v[, mask][, seed]) -> (out, lse) and
 /// @bwd(q, k, v, out, lse, dout[, mask][, seed]) -> (dq, dk, dv).
 std::string moduleText(const Case &c) {
-  std::string tq = tensorType(c.q), tk = tensorType(c.k), tv = tensorType(c.v),
-              to = tensorType(outShape(c)), tl = tensorType(lseShape(c));
+  const char *kv = c.bf16Keys ? "bf16" : "f32";
+  std::string tq = tensorType(c.q), tk = tensorType(c.k, kv),
+              tv = tensorType(c.v, kv), to = tensorType(outShape(c)),
+              tl = tensorType(lseShape(c));
   std::string extraArgs, extraOperands;
   if (!c.mask.empty()) {
     extraArgs += ", %m: " + tensorType(c.mask);
@@ -122,7 +127,7 @@ std::string moduleText(const Case &c) {
      << attrs.str() << " : " << tq << ", " << tk << ", " << tv << " -> " << to
      << ", " << tl << "\n"
      << "  return %o, %l : " << to << ", " << tl << "\n}\n";
-  if (c.keysPositionMajor)
+  if (c.keysPositionMajor || c.bf16Keys)
     return os.str(); // no gradient
   os << "func.func @bwd(%q: " << tq << ", %k: " << tk << ", %v: " << tv
      << ", %o: " << to << ", %l: " << tl << ", %do: " << to << extraArgs
@@ -270,7 +275,9 @@ std::vector<std::vector<float>> runKernel(Operation *op,
   for (Value v : encoded->args) {
     auto type = cast<RankedTensorType>(v.getType());
     std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
-    DType dtype = type.getElementType().isInteger(64) ? DType::I64 : DType::F32;
+    DType dtype = type.getElementType().isInteger(64) ? DType::I64
+                  : type.getElementType().isBF16()    ? DType::BF16
+                                                      : DType::F32;
     ErrorOr<runtime::Tensor> host = runtime::Tensor::host(dtype, shape);
     if (!host) {
       ADD_FAILURE() << host.error();
@@ -282,6 +289,9 @@ std::vector<std::vector<float>> runKernel(Operation *op,
         if (dtype == DType::I64)
           static_cast<int64_t *>(host->data())[i] =
               static_cast<int64_t>(h.data[i]);
+        else if (dtype == DType::BF16)
+          static_cast<uint16_t *>(host->data())[i] =
+              cpu::bf16FromFloat(static_cast<float>(h.data[i]));
         else
           host->f32()[i] = static_cast<float>(h.data[i]);
       }
@@ -369,6 +379,12 @@ protected:
     std::vector<HostTensor> fwdArgs = {randomTensor(rng, c.q, c.spread),
                                        randomTensor(rng, c.k, c.spread),
                                        randomTensor(rng, c.v)};
+    if (c.bf16Keys)
+      for (HostTensor *t : {&fwdArgs[1], &fwdArgs[2]}) {
+        t->kind = DType::BF16;
+        for (double &x : t->data)
+          x = cpu::floatFromBf16(cpu::bf16FromFloat(float(x)));
+      }
     std::vector<HostTensor> extra;
     if (!c.mask.empty())
       extra.push_back(makeMask(rng, c.mask, c.fill));
@@ -389,7 +405,21 @@ protected:
     for (size_t i = 1; i < variants.size(); ++i)
       EXPECT_EQ(runKernel(fwd, fwdArgs, variants[i]), got)
           << variants[i].label << " differs from " << variants.front().label;
-    if (c.keysPositionMajor)
+    if (c.bf16Keys) {
+      // bf16 keys and values are widened as they are read: the result is
+      // bit for bit that of the same values held in f32.
+      Case wide = c;
+      wide.bf16Keys = false;
+      auto wideModule = test::parse(*ctx, moduleText(wide));
+      ASSERT_TRUE(wideModule);
+      std::vector<HostTensor> wideArgs = fwdArgs;
+      wideArgs[1].kind = wideArgs[2].kind = DType::F32;
+      EXPECT_EQ(
+          runKernel(findOp(*wideModule, "fwd"), wideArgs, variants.front()),
+          got)
+          << "bf16 keys differ from the same keys in f32";
+    }
+    if (c.keysPositionMajor || c.bf16Keys)
       return;
 
     std::vector<HostTensor> bwdArgs = {
@@ -604,6 +634,75 @@ TEST_P(AttentionKernels, DecodeStepOverFewAndManyKeys) {
   checkCase(longest, 26);
 }
 
+// A decoder's caches held in bf16 (--precision bf16): the self-attention
+// cache position first, one query per hypothesis; a beam's four queries
+// (transposed key blocks); the cross-attention keys behind a padding mask;
+// a head dim that is not a multiple of 8 and more keys than a row keeps on
+// the stack (the tiled path, widened block by block).
+TEST_P(AttentionKernels, DecodeStepOverBf16Caches) {
+  if (GetParam() == "cuda") {
+    RawCall a(
+        {{3, 2, 1, 8}, {3, 2, 5, 8}, {3, 2, 5, 8}, {3, 2, 1, 8}, {3, 2, 1}});
+    a.call.tensors[1].dtype = a.call.tensors[2].dtype = DType::BF16;
+    expectRefused(a.call, false, "reads f32 keys", ErrorCode::Unsupported);
+    return;
+  }
+  Case self;
+  self.q = {3, 2, 2, 1, 16};
+  self.k = self.v = {5, 3, 2, 2, 16};
+  self.keysPositionMajor = self.bf16Keys = true;
+  checkCase(self, 41);
+  Case beam;
+  beam.q = {3, 2, 4, 8};
+  beam.k = {7, 3, 2, 8};
+  beam.v = {7, 3, 2, 16};
+  beam.mask = {3, 1, 1, 7};
+  beam.keysPositionMajor = beam.bf16Keys = true;
+  checkCase(beam, 42);
+  Case cross;
+  cross.q = {4, 2, 3, 32};
+  cross.k = cross.v = {4, 2, 13, 32};
+  cross.mask = {4, 1, 1, 13};
+  cross.bf16Keys = true;
+  checkCase(cross, 43);
+  Case odd;
+  odd.q = {2, 2, 1, 12};
+  odd.k = odd.v = {2, 2, 9, 12};
+  odd.bf16Keys = true;
+  checkCase(odd, 44);
+  Case tiles;
+  tiles.q = {1, 2, 2, 8};
+  tiles.k = tiles.v = {1, 2, 1100, 8};
+  tiles.mask = {1, 1, 1, 1100};
+  tiles.bf16Keys = true;
+  checkCase(tiles, 45);
+  Case queries;
+  queries.q = {2, 1, 70, 16};
+  queries.k = queries.v = {2, 1, 70, 16};
+  queries.causal = queries.bf16Keys = true;
+  checkCase(queries, 46);
+}
+
+TEST_P(AttentionKernels, RefusesBf16KeysWhereTheyAreNotRead) {
+  // k and v of two types.
+  RawCall mixed(
+      {{3, 2, 1, 8}, {3, 2, 5, 8}, {3, 2, 5, 8}, {3, 2, 1, 8}, {3, 2, 1}});
+  mixed.call.tensors[1].dtype = DType::BF16;
+  expectRefused(mixed.call, false, "v must be bf16");
+  // The backward reads f32 only: narrow keys are for inference.
+  RawCall grad({{3, 2, 1, 8},
+                {3, 2, 5, 8},
+                {3, 2, 5, 8},
+                {3, 2, 1, 8},
+                {3, 2, 1},
+                {3, 2, 1, 8},
+                {3, 2, 1, 8},
+                {3, 2, 5, 8},
+                {3, 2, 5, 8}});
+  grad.call.tensors[1].dtype = grad.call.tensors[2].dtype = DType::BF16;
+  expectRefused(grad.call, true, "k must be f32");
+}
+
 TEST_P(AttentionKernels, RefusesPositionFirstKeysThatDoNotFit) {
   // Keys position first whose leading dims are not q's.
   RawCall a(
@@ -815,7 +914,7 @@ func.func @f(%q: tensor<1x3x4xf16>) -> tensor<1x3x4xf16> {
   ASSERT_TRUE(module);
   Operation *attention = findOp(*module, "f");
   EXPECT_TRUE(failed(encodeAttentionCall(attention)));
-  EXPECT_NE(diagnostics.find("f32 only"), std::string::npos) << diagnostics;
+  EXPECT_NE(diagnostics.find("runs in f32"), std::string::npos) << diagnostics;
   Operation *neg = attention->getNextNode();
   EXPECT_TRUE(failed(encodeAttentionCall(neg)));
   EXPECT_NE(diagnostics.find("is not loom.attention"), std::string::npos)

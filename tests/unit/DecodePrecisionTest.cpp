@@ -9,7 +9,9 @@
 // log-probability within a stated tolerance: 0.05 nats per token for int8
 // (weights per output channel, rows per row, 8 bits each; twice that where
 // the CPU has no VNNI and weights keep 7 bits) and 0.02 for bf16 (8-bit
-// mantissas, f32 accumulation). Where the CPU has no AVX512-BF16 the bf16
+// mantissas, f32 accumulation). The bf16 executable also holds the
+// decoder's caches in bf16 (loom-cache-precision), as `loom compile
+// --precision bf16` builds it. Where the CPU has no AVX512-BF16 the bf16
 // executable is refused, and then run through LOOM_CPU_EMULATE_BF16.
 //
 //===----------------------------------------------------------------------===//
@@ -66,12 +68,37 @@ TEST(DecodePrecision, Int8AndBf16AgreeWithFp32OnATrainedModel) {
   auto module = buildModelModule(*ctx, *config);
   ASSERT_TRUE(module);
   ASSERT_TRUE(mlir::succeeded(runCompilePipeline(*module, options)));
+  // The same model with its decoder's caches in bf16.
+  auto narrowCaches = buildModelModule(*ctx, *config);
+  ASSERT_TRUE(narrowCaches);
+  CompilePipelineOptions narrowOptions = options;
+  narrowOptions.cachePrecision = "bf16";
+  ASSERT_TRUE(
+      mlir::succeeded(runCompilePipeline(*narrowCaches, narrowOptions)));
   auto executableAt = [&](const char *precision) {
     CpuExecutableOptions exeOptions;
     exeOptions.bounds = {options.maxTokens, options.maxLen, options.maxBatch};
     exeOptions.linearPrecision = precision;
-    auto exe = writeCpuExecutable(*module, exeOptions);
+    bool bf16 = std::string(precision) == "bf16";
+    auto exe = writeCpuExecutable(bf16 ? *narrowCaches : *module, exeOptions);
     EXPECT_TRUE(mlir::succeeded(exe));
+    // Every cache @decode_step reads is held in the precision's type.
+    int caches = 0;
+    for (const auto &entry : exe->entry_points())
+      if (entry.name() == loom::abi::kDecodeStep)
+        for (int32_t input : entry.inputs()) {
+          const auto &buffer = exe->buffers(input);
+          // "decode_step/input/self_k.0"
+          std::string name = buffer.name().substr(buffer.name().rfind('/') + 1);
+          if (!loom::abi::hasPrefix(name, loom::abi::kSelfPrefix) &&
+              !loom::abi::hasPrefix(name, loom::abi::kCrossPrefix))
+            continue;
+          ++caches;
+          EXPECT_EQ(buffer.dtype(),
+                    bf16 ? runtime::Buffer::BF16 : runtime::Buffer::F32)
+              << buffer.name();
+        }
+    EXPECT_EQ(caches, 4 * config->decoder_layers());
     return *exe;
   };
   auto fp32 = test::cpuSession(executableAt("fp32"), 1);

@@ -29,6 +29,7 @@ struct BenchOptions {
   ModelOptions model;
   int threads = 0;
   std::string device = "cpu";
+  std::string cachePrecision; // "": what --precision implies
 };
 
 llvm::Error bench(const BenchOptions &o) {
@@ -45,6 +46,7 @@ llvm::Error bench(const BenchOptions &o) {
                  "bf16");
   CodeTarget target = codeTargetOf(**device);
   target.precision = o.run.precision;
+  target.cachePrecision = o.cachePrecision;
   int64_t rows = bench::benchRows(o.run), len = bench::benchLen(o.run);
   CompilePipelineOptions pipeline = pipelineFor(*config, rows * len, len, rows);
   if (o.run.mode == "train")
@@ -89,6 +91,11 @@ void addBenchCommand(CLI::App &app, int &exitCode) {
                   "decode: hypotheses per sentence (1: greedy)")
       ->capture_default_str();
   addPrecisionOption(cmd, o->run.precision);
+  cmd->add_option("--cache-precision", o->cachePrecision,
+                  "decode: what the decoder's attention caches are held in "
+                  "(default: bf16 with --precision bf16, else fp32), to "
+                  "measure the caches' width apart from the products'")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   cmd->add_option("--steps", o->run.steps, "Timed steps")
       ->capture_default_str();
   cmd->add_option("--warmup", o->run.warmup, "Untimed steps first")

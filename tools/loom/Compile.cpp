@@ -190,6 +190,10 @@ llvm::Error compile(const CompileOptions &options) {
   // they lie (the IR printed with --target ir is the CPU's), unless asked
   // for the CUDA executable's steps.
   pipeline.keysPositionMajor = options.target != "cuda" && !options.cudaLayouts;
+  // Decoding in bf16 holds the decoder's caches in bf16 where attention
+  // reads them in place (the CPU's kernel).
+  if (options.precision == "bf16" && pipeline.keysPositionMajor)
+    pipeline.cachePrecision = "bf16";
 
   mlir::MLIRContext ctx;
   ctx.printOpOnDiagnostic(false);

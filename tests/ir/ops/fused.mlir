@@ -66,3 +66,12 @@ func.func @mixed_products(%x: tensor<?x8xbf16>, %w: tensor<4x8xbf16>, %b: tensor
   %dw = loom.matmul %g, %x {transpose_lhs} : (tensor<?x4xbf16>, tensor<?x8xbf16>) -> tensor<4x8xf32>
   return %y, %dw : tensor<?x4xf32>, tensor<4x8xf32>
 }
+
+// A decoder's caches held in bf16: f32 queries, bf16 keys and values, f32
+// results.
+// CHECK-LABEL: func.func @attention_narrow_keys
+// CHECK: loom.attention %{{.*}}, %{{.*}}, %{{.*}} {keys_position_major, scale = 1.250000e-01 : f64} : tensor<?x4x1x8xf32>, tensor<?x?x4x8xbf16>, tensor<?x?x4x8xbf16> -> tensor<?x4x1x8xf32>, tensor<?x4x1xf32>
+func.func @attention_narrow_keys(%q: tensor<?x4x1x8xf32>, %k: tensor<?x?x4x8xbf16>) -> tensor<?x4x1x8xf32> {
+  %o, %l = loom.attention %q, %k, %k {keys_position_major, scale = 0.125 : f64} : tensor<?x4x1x8xf32>, tensor<?x?x4x8xbf16>, tensor<?x?x4x8xbf16> -> tensor<?x4x1x8xf32>, tensor<?x4x1xf32>
+  return %o : tensor<?x4x1x8xf32>
+}
