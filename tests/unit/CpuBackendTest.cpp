@@ -10,7 +10,10 @@
 // mixed-precision training step (loom-mixed-precision: bf16 factors, f32
 // sums), run where the CPU has no bf16 units through LOOM_CPU_EMULATE_BF16;
 // its training entries must match the interpreter's evaluation of the same
-// casts and products.
+// casts and products. "tiny+bf16caches" holds the decoder's caches in bf16
+// (loom-cache-precision): @encode's and @decode_step's bf16 caches must be
+// the interpreter's to within a bf16 rounding, and their attention what the
+// interpreter computes from them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +28,7 @@
 #include "runtime/Decoding.h"
 #include "runtime/Executable.h"
 #include "runtime/Session.h"
+#include "runtime/cpu/Bf16Gemm.h"
 #include "runtime/cpu/CpuDevice.h"
 #include "runtime/cpu/CpuFeatures.h"
 
@@ -45,10 +49,10 @@ using namespace loom;
 namespace {
 
 runtime::Tensor toCpu(const HostTensor &t) {
-  DType dtype =
-      t.kind == DType::I32 || t.kind == DType::I64 || t.kind == DType::I1
-          ? t.kind
-          : DType::F32;
+  DType dtype = t.kind == DType::I32 || t.kind == DType::I64 ||
+                        t.kind == DType::I1 || t.kind == DType::BF16
+                    ? t.kind
+                    : DType::F32;
   runtime::Tensor out = test::hostTensor(dtype, t.shape);
   for (int64_t i = 0; i < t.numel(); ++i) {
     switch (out.dtype()) {
@@ -60,6 +64,10 @@ runtime::Tensor toCpu(const HostTensor &t) {
       break;
     case DType::I1:
       static_cast<uint8_t *>(out.data())[i] = t.data[i] != 0;
+      break;
+    case DType::BF16:
+      static_cast<uint16_t *>(out.data())[i] =
+          cpu::bf16FromFloat(float(t.data[i]));
       break;
     default:
       out.f32()[i] = float(t.data[i]);
@@ -96,6 +104,7 @@ protected:
     // gradients exceed, so that the clipped step is the one compiled.
     llvm::StringRef preset = GetParam();
     bool clipped = preset.consume_back("+clip");
+    narrowCaches = preset.consume_back("+bf16caches");
     bf16 = preset.consume_back("+bf16");
     if (bf16)
       emulate.emplace(cpu::kEmulateBf16Env, "1");
@@ -111,6 +120,8 @@ protected:
       options.training.clipNorm = 0.05;
     if (bf16)
       options.training.precision = "bf16";
+    if (narrowCaches)
+      options.cachePrecision = "bf16";
     options.maxTokens = 64;
     options.maxLen = 16;
     options.maxBatch = 8;
@@ -175,6 +186,16 @@ protected:
         got = model->state(name);
       ASSERT_NE(got, nullptr) << "no result " << name;
       ASSERT_EQ(got->shape(), value.shape) << name;
+      if (got->dtype() == DType::BF16) {
+        // Rounded from f32 values that are the interpreter's to 1e-6 or so:
+        // an element may land one bf16 step (2^-8 relative) away.
+        std::vector<float> wide(got->numel());
+        for (size_t i = 0; i < wide.size(); ++i)
+          wide[i] =
+              cpu::floatFromBf16(static_cast<const uint16_t *>(got->data())[i]);
+        EXPECT_LT(relativeError(wide.data(), value), 1e-3) << name;
+        continue;
+      }
       if (got->dtype() != DType::F32) {
         runtime::Tensor want = toCpu(value);
         EXPECT_EQ(std::memcmp(got->data(), want.data(), want.bytes()), 0)
@@ -191,7 +212,7 @@ protected:
   runtime::Executable executable;
   std::unique_ptr<runtime::Session> model;
   std::unique_ptr<InterpretedModel> oracle;
-  bool bf16 = false;
+  bool bf16 = false, narrowCaches = false;
   std::optional<test::ScopedEnv> emulate;
 };
 
@@ -234,8 +255,13 @@ TEST_P(CpuBackendTest, EveryEntryPointMatchesTheInterpreter) {
     // [N, H, S, Dh] -> [T = 2, N, 2, H, Dh], position first.
     std::vector<int64_t> shape = {2, value.shape[0], 2, value.shape[1],
                                   value.shape[3]};
-    step["self_" + name.substr(std::string("cross_").size())] =
-        randomFloats(rng, shape);
+    EXPECT_EQ(value.kind, narrowCaches ? DType::BF16 : DType::F32) << name;
+    HostTensor self = randomFloats(rng, shape);
+    // Held as the cross caches are (bf16 with +bf16caches).
+    self.kind = value.kind;
+    for (double &x : self.data)
+      x = roundToKind(x, value.kind);
+    step["self_" + name.substr(std::string("cross_").size())] = self;
   }
   step["tokens"] = test::randomIds(rng, vocab, {2, 2, 2}, 2, false);
   step["position"] = HostTensor::scalar(2, DType::I64);
@@ -414,6 +440,6 @@ TEST_P(CpuBackendTest, RefusesDamagedFiles) {
 
 INSTANTIATE_TEST_SUITE_P(Presets, CpuBackendTest,
                          ::testing::Values("tiny", "small", "tiny+clip",
-                                           "tiny+bf16"));
+                                           "tiny+bf16", "tiny+bf16caches"));
 
 } // namespace
