@@ -28,6 +28,13 @@ class ElementwiseMap
 template <typename ConcreteType>
 class ViewOfOperand
     : public mlir::OpTrait::TraitBase<ConcreteType, ViewOfOperand> {};
+
+/// Loom_MovesElements in LoomOps.td: each result element is an element of
+/// the first operand, moved; checked with
+/// `op->hasTrait<loom::OpTrait::MovesElements>()`.
+template <typename ConcreteType>
+class MovesElements
+    : public mlir::OpTrait::TraitBase<ConcreteType, MovesElements> {};
 } // namespace loom::OpTrait
 
 #include "ir/LoomDialect.h.inc"

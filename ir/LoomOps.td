@@ -32,6 +32,15 @@ def Loom_ViewOfOperand : NativeOpTrait<"ViewOfOperand"> {
   let cppNamespace = "::loom::OpTrait";
 }
 
+// Each result element is one element of the first operand, moved without
+// arithmetic (transpose, slice): an elementwise map of the operand, such as a
+// cast, commutes with it, so loom-mixed-precision rounds the source once and
+// moves the rounded copy (half the bytes). Ops carry it here instead of
+// being listed in each pass.
+def Loom_MovesElements : NativeOpTrait<"MovesElements"> {
+  let cppNamespace = "::loom::OpTrait";
+}
+
 class Loom_Op<string mnemonic, list<Trait> traits = []>
     : Op<Loom_Dialect, mnemonic, traits>;
 
@@ -309,7 +318,7 @@ def Loom_ExpandDimsOp : Loom_DiffOp<"expand_dims", [Loom_ViewOfOperand]> {
       "$input $dims attr-dict `:` functional-type(operands, results)";
 }
 
-def Loom_TransposeOp : Loom_DiffOp<"transpose"> {
+def Loom_TransposeOp : Loom_DiffOp<"transpose", [Loom_MovesElements]> {
   let summary = "Permute dims: result dim i is input dim perm[i]";
   let arguments = (ins Loom_AnyTensor:$input, DenseI64ArrayAttr:$perm);
   let results = (outs Loom_AnyTensor:$result);
@@ -317,7 +326,7 @@ def Loom_TransposeOp : Loom_DiffOp<"transpose"> {
       "$input $perm attr-dict `:` functional-type(operands, results)";
 }
 
-def Loom_SliceOp : Loom_DiffOp<"slice"> {
+def Loom_SliceOp : Loom_DiffOp<"slice", [Loom_MovesElements]> {
   let summary = "Elements [start, end) along `dim`";
   let description = [{
     A negative `start` counts from the end; an `end` of 0 or less counts from

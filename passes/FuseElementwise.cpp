@@ -32,9 +32,10 @@
 //      multi-output region; this makes the Adam updates of all parameters of
 //      one shape, which read the same schedule scalars, one region;
 //   3. multi-output producer-consumer: a producer read elsewhere too joins
-//      a consumer's group that already iterates over its output type (or
+//      a consumer's group that already iterates over its output shape (or
 //      any group, for a scalar) and is yielded for the other readers; the
-//      residual sum before a layer norm and Adam's schedule go this way.
+//      residual sum before a layer norm, Adam's schedule and a value's bf16
+//      copy (loom-mixed-precision's cast) go this way.
 // A kernel that reduces a whole tensor to a scalar iterates over that
 // tensor's shape: a group holding such a reduction merges only with groups
 // that reduce a tensor of the same shape, read values that broadcast to it
@@ -531,11 +532,16 @@ bool FusionGraph::onlyFeeds(unsigned pg, unsigned cg) {
 }
 
 bool FusionGraph::sharesIterationSpace(unsigned pg, unsigned cg) {
-  Type key = keyOf(pg);
-  if (cast<ShapedType>(key).getRank() == 0)
+  auto key = cast<ShapedType>(keyOf(pg));
+  if (key.getRank() == 0)
     return true;
+  // The shape, not the element type: a cast of the producer's output to
+  // bf16 (loom-mixed-precision's) iterates over the same elements.
   return llvm::any_of(members[cg], [&](unsigned m) {
-    return llvm::is_contained(ops[m]->getResultTypes(), key);
+    return llvm::any_of(ops[m]->getResultTypes(), [&](Type t) {
+      auto shaped = dyn_cast<ShapedType>(t);
+      return shaped && shaped.hasRank() && shaped.getShape() == key.getShape();
+    });
   });
 }
 
@@ -667,7 +673,7 @@ void FusionGraph::explainDeclinedEdges() {
                     << describe(ops[p]) << ": ";
       if (!onlyFeeds(pg, cg) && !sharesIterationSpace(pg, cg)) {
         remark << "the producer's region is read elsewhere too, and this "
-                  "region computes nothing of its output type "
+                  "region computes nothing of its output shape "
                << keyOf(pg);
         continue;
       }

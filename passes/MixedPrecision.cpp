@@ -1,28 +1,32 @@
-//===- MixedPrecision.cpp - bf16 products, f32 sums
-//------------------------===//
+//===- MixedPrecision.cpp - bf16 products, f32 sums -----------------------===//
 //
 // Mixed-precision training as one rewrite of the finished training step, so
 // that every target compiles the same graph. Runs after loom-optimizer on the
 // training entry points (@loss, @loss_grad, @train_step): the factors of
 // every product are rounded to bf16 once, and everything else stays f32.
 //
-//   %y = loom.linear %x, %w : tensor<?x8xf32>, tensor<4x8xf32> ->
-//   tensor<?x4xf32> %d = loom.matmul %g, %w : (tensor<?x4xf32>,
-//   tensor<4x8xf32>) -> tensor<?x8xf32>
+//   %y = loom.linear %x, %w : tensor<?x8xf32>, tensor<4x8xf32>
+//          -> tensor<?x4xf32>
+//   %d = loom.matmul %g, %w : (tensor<?x4xf32>, tensor<4x8xf32>)
+//          -> tensor<?x8xf32>
 //   ==>
-//   %w16 = loom.cast %w : tensor<4x8xf32> to tensor<4x8xbf16>      // once
+//   %w16 = loom.cast %w : tensor<4x8xf32> to tensor<4x8xbf16>    // once
 //   %x16 = loom.cast %x : tensor<?x8xf32> to tensor<?x8xbf16>
-//   %y = loom.linear %x16, %w16 : tensor<?x8xbf16>, tensor<4x8xbf16> ->
-//   tensor<?x4xf32> %g16 = loom.cast %g : tensor<?x4xf32> to tensor<?x4xbf16>
-//   %d = loom.matmul %g16, %w16 : (tensor<?x4xbf16>, tensor<4x8xbf16>) ->
-//   tensor<?x8xf32>
+//   %y = loom.linear %x16, %w16 : tensor<?x8xbf16>, tensor<4x8xbf16>
+//          -> tensor<?x4xf32>
+//   %g16 = loom.cast %g : tensor<?x4xf32> to tensor<?x4xbf16>
+//   %d = loom.matmul %g16, %w16 : (tensor<?x4xbf16>, tensor<4x8xbf16>)
+//          -> tensor<?x8xf32>
 //
 // A cast sits right after the value's definition (at the function's entry
 // for a parameter), so elementwise fusion puts it in the kernel that made the
 // value, and there is one per value: a weight is rounded once per step and
 // read in bf16 by its forward product and by the gradient's. A view of a
 // value (reshape, expand_dims) views the value's cast, so dW's product over
-// the flattened rows reads the same rounded x as the forward's.
+// the flattened rows reads the same rounded x as the forward's; a slice or a
+// transpose (MovesElements) moves the cast of its source, so a packed
+// projection's weight is rounded once, not once per slice, and the move
+// copies half the bytes.
 //
 // What runs in bf16, what stays f32, and why:
 //
@@ -125,10 +129,13 @@ private:
     Operation *def = v.getDefiningOp();
     OpBuilder b(&getContext());
     Value result;
-    if (def && def->hasTrait<loom::OpTrait::ViewOfOperand>() &&
+    if (def &&
+        (def->hasTrait<loom::OpTrait::ViewOfOperand>() ||
+         def->hasTrait<loom::OpTrait::MovesElements>()) &&
         def->getNumResults() == 1 &&
         getElementTypeOrSelf(def->getOperand(0)).isF32()) {
-      // The view of the viewed value's cast: one rounding per tensor.
+      // The view (or the slice, the transpose) of the source's cast: one
+      // rounding per tensor, and a move of half the bytes.
       Value source = narrowOf(def->getOperand(0));
       b.setInsertionPointAfter(def);
       Operation *view = b.clone(*def);

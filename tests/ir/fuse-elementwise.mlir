@@ -89,6 +89,26 @@ func.func @multi_output(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>, %w: tensor<8x8
   return %m, %s : tensor<4x8xf32>, tensor<4x8xf32>
 }
 
+// A value's bf16 copy (loom-mixed-precision's cast) iterates over the same
+// elements: it joins the region that makes the value, which yields both, the
+// f32 value for the add and the bf16 copy for the product.
+// CHECK-LABEL: func.func @narrow_copy(
+// CHECK-NEXT:    %[[F:.*]]:2 = loom.fusion
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      %[[E:.*]] = loom.exp
+// CHECK-NEXT:      %[[C:.*]] = loom.cast %[[E]] : tensor<?x8xf32> to tensor<?x8xbf16>
+// CHECK-NEXT:      loom.yield %[[E]], %[[C]]
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %[[M:.*]] = loom.matmul %[[F]]#1, %{{.*}} : (tensor<?x8xbf16>, tensor<8x8xbf16>) -> tensor<?x8xf32>
+// CHECK-NEXT:    %[[S:.*]] = loom.fusion(%[[M]], %[[F]]#0)
+func.func @narrow_copy(%x: tensor<?x8xf32>, %w: tensor<8x8xbf16>) -> tensor<?x8xf32> {
+  %e = loom.exp %x : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  %e16 = loom.cast %e : tensor<?x8xf32> to tensor<?x8xbf16>
+  %m = loom.matmul %e16, %w : (tensor<?x8xbf16>, tensor<8x8xbf16>) -> tensor<?x8xf32>
+  %s = loom.add %m, %e : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %s : tensor<?x8xf32>
+}
+
 // Declined: here the add also reads the matmul of %e, so a region holding
 // both exp and add would feed the matmul and read it back. %e stays a region
 // of its own, materialized for both readers.
