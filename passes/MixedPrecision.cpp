@@ -24,9 +24,9 @@
 // read in bf16 by its forward product and by the gradient's. A view of a
 // value (reshape, expand_dims) views the value's cast, so dW's product over
 // the flattened rows reads the same rounded x as the forward's; a slice or a
-// transpose (MovesElements) moves the cast of its source, so a packed
-// projection's weight is rounded once, not once per slice, and the move
-// copies half the bytes.
+// transpose (MovesElements) that only products read moves the cast of its
+// source, so a packed projection's weight is rounded once, not once per
+// slice, and the move copies half the bytes.
 //
 // What runs in bf16, what stays f32, and why:
 //
@@ -118,6 +118,23 @@ private:
     return llvm::is_contained(entries, name.str());
   }
 
+  /// Whether every reader of `v` reads it as a product's factor, or views
+  /// it for one.
+  static bool readOnlyAsFactors(Value v) {
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (user->hasTrait<loom::OpTrait::ViewOfOperand>() &&
+          user->getNumResults() == 1 && use.getOperandNumber() == 0 &&
+          readOnlyAsFactors(user->getResult(0)))
+        continue;
+      auto product = dyn_cast<ProductOpInterface>(user);
+      if (!product || !llvm::is_contained(product.getProductOperands(),
+                                          use.getOperandNumber()))
+        return false;
+    }
+    return true;
+  }
+
   Type narrowType(Value v) const {
     return cast<RankedTensorType>(v.getType()).clone(narrow);
   }
@@ -129,9 +146,12 @@ private:
     Operation *def = v.getDefiningOp();
     OpBuilder b(&getContext());
     Value result;
-    if (def &&
-        (def->hasTrait<loom::OpTrait::ViewOfOperand>() ||
-         def->hasTrait<loom::OpTrait::MovesElements>()) &&
+    // A view costs nothing, so its source's cast is always viewed; a move
+    // (slice, transpose) only when products alone read it, or the f32 move
+    // would stay for its other readers beside a bf16 one.
+    bool movesCast = def && def->hasTrait<loom::OpTrait::MovesElements>() &&
+                     readOnlyAsFactors(v);
+    if (def && (def->hasTrait<loom::OpTrait::ViewOfOperand>() || movesCast) &&
         def->getNumResults() == 1 &&
         getElementTypeOrSelf(def->getOperand(0)).isF32()) {
       // The view (or the slice, the transpose) of the source's cast: one
