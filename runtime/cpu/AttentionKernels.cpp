@@ -281,6 +281,9 @@ void forwardTileBf16(const Problem &p, int64_t b, int64_t i0, int64_t rows,
 /// Keys whose scores forwardQueryRow holds on the stack; rows over more keys
 /// go through forwardTile.
 constexpr int64_t kQueryRowMaxKeys = 1024;
+/// The largest head dim whose split query forwardQueryRow holds on the stack
+/// for bf16 keys (larger ones widen in order).
+constexpr int64_t kSplitMaxD = 256;
 
 /// Lane i of the result is the sum of v[i]'s lanes: eight dot products
 /// reduced together, 14 shuffles and 7 adds where eight sum8 take 48
@@ -328,6 +331,19 @@ forwardQueryRowOf(const Problem &p, int64_t b, int64_t i, const KV *kb,
   const int64_t sk8 = roundUp(sk, 8);
   alignas(32) float s[kQueryRowMaxKeys];
   const Vec8 scale = splat8(p.scale);
+  // bf16 keys and values sixteen at a time, split into even and odd
+  // elements (load16Split): the query is split the same way once, and the
+  // output's even and odd channels are put back in order at the end.
+  constexpr bool narrow = std::is_same_v<KV, uint16_t>;
+  const bool split = narrow && d % 16 == 0 && dv % 16 == 0 && d <= kSplitMaxD;
+  alignas(32) float qSplit[narrow ? kSplitMaxD : 1];
+  if constexpr (narrow)
+    if (split)
+      for (int64_t c = 0; c < d; c += 16)
+        for (int64_t l = 0; l < 8; ++l) {
+          qSplit[c + l] = q[c + 2 * l];
+          qSplit[c + 8 + l] = q[c + 2 * l + 1];
+        }
   for (int64_t j = 0; j < sk; j += 8) {
     // Keys past the last read the last again; their lanes become -inf.
     const KV *key[8];
@@ -336,6 +352,21 @@ forwardQueryRowOf(const Problem &p, int64_t b, int64_t i, const KV *kb,
     Vec8 acc[8];
     for (int g = 0; g < 8; ++g)
       acc[g] = splat8(0.0f);
+    if constexpr (narrow) {
+      if (split) {
+        for (int64_t t = 0; t < d; t += 16) {
+          Vec8 xe = load8(qSplit + t), xo = load8(qSplit + t + 8);
+          for (int g = 0; g < 8; ++g) {
+            Vec8 ke, ko;
+            load16Split(key[g] + t, ke, ko);
+            acc[g] += xe * ke;
+            acc[g] += xo * ko;
+          }
+        }
+        store8(s + j, laneSums(acc) * scale);
+        continue;
+      }
+    }
     for (int64_t t = 0; t < d; t += 8) {
       Vec8 x = load8(q + t);
       for (int g = 0; g < 8; ++g)
@@ -367,6 +398,46 @@ forwardQueryRowOf(const Problem &p, int64_t b, int64_t i, const KV *kb,
   float sum = sum8(sums);
   float inv = sum > 0 ? 1.0f / sum : 0.0f;
   float *o = out + row * dv;
+  if constexpr (narrow) {
+    if (split) {
+      // Thirty-two channels at a time (then sixteen), as even and odd
+      // halves, each summed over the keys in order as below.
+      auto store = [&](int64_t at, Vec8 even, Vec8 odd) {
+        store8(o + at,
+               LOOM_SHUFFLE8(even, odd, 0, 8, 1, 9, 2, 10, 3, 11) * inv);
+        store8(o + at + 8,
+               LOOM_SHUFFLE8(even, odd, 4, 12, 5, 13, 6, 14, 7, 15) * inv);
+      };
+      int64_t c = 0;
+      for (; c + 32 <= dv; c += 32) {
+        Vec8 e0{}, o0{}, e1{}, o1{};
+        for (int64_t j = 0; j < sk; ++j) {
+          const uint16_t *vr = vb + j * vs + c;
+          Vec8 w = splat8(s[j]), ve, vo;
+          load16Split(vr, ve, vo);
+          e0 += w * ve;
+          o0 += w * vo;
+          load16Split(vr + 16, ve, vo);
+          e1 += w * ve;
+          o1 += w * vo;
+        }
+        store(c, e0, o0);
+        store(c + 16, e1, o1);
+      }
+      for (; c < dv; c += 16) {
+        Vec8 e{}, od{};
+        for (int64_t j = 0; j < sk; ++j) {
+          Vec8 w = splat8(s[j]), ve, vo;
+          load16Split(vb + j * vs + c, ve, vo);
+          e += w * ve;
+          od += w * vo;
+        }
+        store(c, e, od);
+      }
+      lse[row] = static_cast<float>(shift + double(mx) + std::log(double(sum)));
+      return;
+    }
+  }
   // Four vectors of the output at a time (then one), each summed over the
   // keys in order.
   int64_t c = 0;

@@ -169,6 +169,20 @@ LOOM_ATTENTION_INLINE Vec8 load8(const uint16_t *p) {
   Int8 wide = __builtin_convertvector(h, Int8) << 16;
   return reinterpret_cast<Vec8>(wide);
 }
+/// Sixteen bf16 values as two vectors of f32, `even` holding elements 0, 2,
+/// ..., 14 and `odd` 1, 3, ..., 15: each 32-bit word holds an even element
+/// in its low half and the next in its high half, so a shift and a mask
+/// widen sixteen, where widening them in order takes two zero-extensions
+/// and two shifts.
+LOOM_ATTENTION_INLINE void load16Split(const uint16_t *p, Vec8 &even,
+                                       Vec8 &odd) {
+  Int8 words;
+  std::memcpy(&words, p, sizeof(words));
+  const int32_t high = int32_t(0xffff0000u);
+  even = reinterpret_cast<Vec8>(words << 16);
+  odd = reinterpret_cast<Vec8>(
+      words & Int8{high, high, high, high, high, high, high, high});
+}
 LOOM_ATTENTION_INLINE float widen(float x) { return x; }
 LOOM_ATTENTION_INLINE float widen(uint16_t x) {
   uint32_t bits = uint32_t(x) << 16;
