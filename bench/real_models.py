@@ -3,7 +3,7 @@
 
     bench/real_models.py --data DATA_DIR --models MODELS_DIR
         [--names multi30k small base] [--runs 3] [--latency-sentences 200]
-        [--batches 1 8 32] [--beams 1 4] [--precisions fp32 int8]
+        [--batches 1 8 32] [--beams 1 4] [--precisions fp32 int8 [bf16]]
         [--threads 1 2 2w] [--loom build/bin/loom] > records.jsonl
 
 MODELS_DIR/NAME is a Loom model directory (bench/real_models_train.sh trains
@@ -27,7 +27,8 @@ them). For each model:
 A thread count N runs one decoder on N threads; Nw runs N decoders of one
 thread each, translating batches side by side (`loom translate --workers N`,
 CTranslate2's inter_threads through bench/ct2_translate.py --workers N).
-Loom's precisions fp32 and int8 face CTranslate2's float32 and int8. Every
+Loom's precisions fp32 and int8 face CTranslate2's float32 and int8; bf16
+(on a CPU with AVX512-BF16) faces float32, CTranslate2 having no CPU bf16. Every
 record is one JSON line on stdout; the table on stderr gives per cell each
 engine's target tokens/s at each thread count and Loom's speed over
 CTranslate2's at its best thread count, from the median run's seconds.
@@ -43,7 +44,9 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = sys.executable
-CT2_TYPE = {"fp32": "float32", "int8": "int8"}
+# CTranslate2 has no bf16 on the CPU (its bfloat16 is CUDA's): Loom's bf16
+# (products and caches) faces its float32.
+CT2_TYPE = {"fp32": "float32", "int8": "int8", "bf16": "float32"}
 
 
 def run(cmd, out_path, timed=True):

@@ -9,14 +9,15 @@
 // Every tensor is f32 except the seed (one i64), and the forward's keys and
 // values, which may be bf16 (a decoder's caches at --precision bf16): they are
 // widened to f32 as they are read, and every product, max and sum is the f32
-// one the same values held in f32 would give. The values are those of the
-// reference interpreter (ir/InterpreterAttention.cpp): the mask broadcasts
-// to the scores [..., Sq, Sk] as numpy broadcasts; `causal` adds -1e9 where
-// key j > query i, counted from the first key whatever Sq and Sk are (a
-// one-query decode step attends only to key 0 under it); dropout keeps
-// probability [..., i, j] as loom.dropout keeps element (b * Sq + i) * Sk + j
-// of the probability tensor; lse is the log-sum-exp of each row of masked
-// scores.
+// one the same values held in f32 would give, except that a decode step's
+// scores sum their products in another order (load16Split). The values are
+// those of the reference interpreter (ir/InterpreterAttention.cpp): the mask
+// broadcasts to the scores [..., Sq, Sk] as numpy broadcasts; `causal` adds
+// -1e9 where key j > query i, counted from the first key whatever Sq and Sk
+// are (a one-query decode step attends only to key 0 under it); dropout
+// keeps probability [..., i, j] as loom.dropout keeps element
+// (b * Sq + i) * Sk + j of the probability tensor; lse is the log-sum-exp of
+// each row of masked scores.
 //
 // Keys and values may be held position first ([Sk, ..., D], a decoder cache
 // that grows by appending), which only changes the strides they are read
