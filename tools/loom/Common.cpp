@@ -250,9 +250,10 @@ CLI::Option *addPrecisionOption(CLI::App *cmd, std::string &precision) {
                    "What the linear layers multiply in on the CPU: fp32, "
                    "int8 (decoding: weights quantized per output channel "
                    "when loaded, rows per row at run time) or bf16 (a CPU "
-                   "with AVX512-BF16; decoding, and for `compile` the "
-                   "training step too: bf16 factors, f32 sums, master "
-                   "weights and Adam)")
+                   "with AVX512-BF16; decoding, with the decoder's "
+                   "attention caches in bf16 too, and for `compile` the "
+                   "training step: bf16 factors, f32 sums, master weights "
+                   "and Adam)")
       ->check(CLI::IsMember({"fp32", "int8", "bf16"}))
       ->capture_default_str();
 }
