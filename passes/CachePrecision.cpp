@@ -1,13 +1,12 @@
 //===- CachePrecision.cpp - A decoder's caches held in bf16 ---------------===//
 //
-// A decode step of a small batch reads every key and value its sentences
-// have: the cross-attention caches of the source and the self-attention
-// caches of the positions so far, each a few dozen floats per position and
-// head, read once per step and never reused while in cache. Attention over
-// them is bound by the bytes it reads. Held in bf16 they are half the bytes;
-// the products with the f32 queries and the weighted sums of the values are
-// still formed and summed in f32 (loom.attention takes bf16 k and v with an
-// f32 q).
+// A decode step reads every key and value its sentences have: the
+// cross-attention caches of the source and the self-attention caches of the
+// positions so far, each read once per step. Held in bf16 they are half the
+// bytes to read, append, gather and keep (once they outgrow the CPU's caches,
+// attention over them is bound by those bytes); the products with the f32
+// queries and the weighted sums of the values are still formed and summed in
+// f32 (loom.attention takes bf16 k and v with an f32 q).
 //
 // Runs on the decoding entry points after loom-attention-key-layout (so that
 // attention reads the self-attention caches where they lie) and before
