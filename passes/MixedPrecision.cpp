@@ -24,9 +24,9 @@
 // read in bf16 by its forward product and by the gradient's. A view of a
 // value (reshape, expand_dims) views the value's cast, so dW's product over
 // the flattened rows reads the same rounded x as the forward's; a slice or a
-// transpose (MovesElements) that only products read moves the cast of its
-// source, so a packed projection's weight is rounded once, not once per
-// slice, and the move copies half the bytes.
+// transpose (MovesElements) of a value made in the step, that only products
+// read, moves the cast of its source, so the move copies half the bytes and
+// the cast joins the source's kernel.
 //
 // What runs in bf16, what stays f32, and why:
 //
@@ -148,8 +148,12 @@ private:
     Value result;
     // A view costs nothing, so its source's cast is always viewed; a move
     // (slice, transpose) only when products alone read it, or the f32 move
-    // would stay for its other readers beside a bf16 one.
+    // would stay for its other readers beside a bf16 one, and not of a
+    // parameter: the memory plan places a parameter's rows (a packed
+    // projection's slices) on the parameter, where they cost no copy, and a
+    // bf16 copy of the whole weight would then be sliced by copying.
     bool movesCast = def && def->hasTrait<loom::OpTrait::MovesElements>() &&
+                     !isa<BlockArgument>(def->getOperand(0)) &&
                      readOnlyAsFactors(v);
     if (def && (def->hasTrait<loom::OpTrait::ViewOfOperand>() || movesCast) &&
         def->getNumResults() == 1 &&

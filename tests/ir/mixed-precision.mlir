@@ -75,26 +75,35 @@ func.func @decode_step(%x: tensor<1x8xf32>, %w: tensor<4x8xf32>) -> tensor<1x4xf
 
 // BAD: loom-mixed-precision: unknown precision 'f8' (bf16)
 
-// A slice or a transpose moves its source's cast (MovesElements): a packed
-// projection's weight is rounded once, not once per slice, and the moves
-// copy bf16. The f32 slices and transpose, read by nothing else, go.
+// A transpose (MovesElements) of a value made in the step, read only by
+// products, moves its source's cast: the cast joins the source's kernel and
+// the transpose copies bf16, and the f32 transpose goes. Not a transpose
+// that something else reads in f32 (a second, f32 move would stay), nor a
+// slice of a parameter (the memory plan places a packed projection's rows on
+// the parameter, free, so each slice is rounded itself).
 // PACKED-LABEL: func.func @packed(
 // PACKED-SAME:    %[[Z:[a-z0-9]+]]: tensor<8x5xf32>, %[[W:[a-z0-9]+]]: tensor<8x8xf32>
-// PACKED-NEXT:    %[[W16:.*]] = loom.cast %[[W]] : tensor<8x8xf32> to tensor<8x8xbf16>
 // PACKED-NEXT:    %[[H:.*]] = loom.relu %[[Z]]
 // PACKED-NEXT:    %[[H16:.*]] = loom.cast %[[H]] : tensor<8x5xf32> to tensor<8x5xbf16>
 // PACKED-NEXT:    %[[T16:.*]] = loom.transpose %[[H16]] [1, 0] : (tensor<8x5xbf16>) -> tensor<5x8xbf16>
-// PACKED-NEXT:    %[[WQ16:.*]] = loom.slice %[[W16]] {dim = 0 : i64, end = 4 : i64, start = 0 : i64} : (tensor<8x8xbf16>) -> tensor<4x8xbf16>
-// PACKED-NEXT:    %[[WK16:.*]] = loom.slice %[[W16]] {dim = 0 : i64, end = 8 : i64, start = 4 : i64} : (tensor<8x8xbf16>) -> tensor<4x8xbf16>
+// PACKED-NEXT:    %[[G:.*]] = loom.exp %[[Z]]
+// PACKED-NEXT:    %[[U:.*]] = loom.transpose %[[G]] [1, 0] : (tensor<8x5xf32>) -> tensor<5x8xf32>
+// PACKED-NEXT:    %[[U16:.*]] = loom.cast %[[U]] : tensor<5x8xf32> to tensor<5x8xbf16>
+// PACKED-NEXT:    %[[WQ:.*]] = loom.slice %[[W]] {dim = 0 : i64, end = 4 : i64, start = 0 : i64} : (tensor<8x8xf32>) -> tensor<4x8xf32>
+// PACKED-NEXT:    %[[WQ16:.*]] = loom.cast %[[WQ]] : tensor<4x8xf32> to tensor<4x8xbf16>
+// PACKED-NEXT:    %[[WK:.*]] = loom.slice %[[W]] {dim = 0 : i64, end = 8 : i64, start = 4 : i64} : (tensor<8x8xf32>) -> tensor<4x8xf32>
+// PACKED-NEXT:    %[[WK16:.*]] = loom.cast %[[WK]] : tensor<4x8xf32> to tensor<4x8xbf16>
 // PACKED-NEXT:    loom.linear %[[T16]], %[[WQ16]] : tensor<5x8xbf16>, tensor<4x8xbf16> -> tensor<5x4xf32>
-// PACKED-NEXT:    loom.linear %[[T16]], %[[WK16]] : tensor<5x8xbf16>, tensor<4x8xbf16> -> tensor<5x4xf32>
-// PACKED-NOT:     loom.cast
-func.func @packed(%z: tensor<8x5xf32>, %w: tensor<8x8xf32>) -> (tensor<5x4xf32>, tensor<5x4xf32>) {
+// PACKED-NEXT:    loom.linear %[[U16]], %[[WK16]] : tensor<5x8xbf16>, tensor<4x8xbf16> -> tensor<5x4xf32>
+// PACKED-NEXT:    return %{{.*}}, %{{.*}}, %[[U]]
+func.func @packed(%z: tensor<8x5xf32>, %w: tensor<8x8xf32>) -> (tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x8xf32>) {
   %h = loom.relu %z : (tensor<8x5xf32>) -> tensor<8x5xf32>
   %t = loom.transpose %h [1, 0] : (tensor<8x5xf32>) -> tensor<5x8xf32>
+  %g = loom.exp %z : (tensor<8x5xf32>) -> tensor<8x5xf32>
+  %u = loom.transpose %g [1, 0] : (tensor<8x5xf32>) -> tensor<5x8xf32>
   %wq = loom.slice %w {dim = 0 : i64, start = 0 : i64, end = 4 : i64} : (tensor<8x8xf32>) -> tensor<4x8xf32>
   %wk = loom.slice %w {dim = 0 : i64, start = 4 : i64, end = 8 : i64} : (tensor<8x8xf32>) -> tensor<4x8xf32>
   %q = loom.linear %t, %wq : tensor<5x8xf32>, tensor<4x8xf32> -> tensor<5x4xf32>
-  %k = loom.linear %t, %wk : tensor<5x8xf32>, tensor<4x8xf32> -> tensor<5x4xf32>
-  return %q, %k : tensor<5x4xf32>, tensor<5x4xf32>
+  %k = loom.linear %u, %wk : tensor<5x8xf32>, tensor<4x8xf32> -> tensor<5x4xf32>
+  return %q, %k, %u : tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x8xf32>
 }
