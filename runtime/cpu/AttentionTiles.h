@@ -17,6 +17,7 @@
 #ifndef LOOM_RUNTIME_CPU_ATTENTIONTILES_H
 #define LOOM_RUNTIME_CPU_ATTENTIONTILES_H
 
+#include "runtime/cpu/Bf16Gemm.h"
 #include "runtime/cpu/Kernels.h"
 
 #include "abi/CounterRng.h"
@@ -183,13 +184,6 @@ LOOM_ATTENTION_INLINE void load16Split(const uint16_t *p, Vec8 &even,
   odd = reinterpret_cast<Vec8>(
       words & Int8{high, high, high, high, high, high, high, high});
 }
-LOOM_ATTENTION_INLINE float widen(float x) { return x; }
-LOOM_ATTENTION_INLINE float widen(uint16_t x) {
-  uint32_t bits = uint32_t(x) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
 /// dst[r][0, cols) = src[r * stride + 0, cols) widened to f32 (dst rows
 /// `cols` apart), for rows of bf16 keys or values read by the f32 loops.
 LOOM_ATTENTION_INLINE void widenRows(const uint16_t *src, int64_t rows,
@@ -202,7 +196,7 @@ LOOM_ATTENTION_INLINE void widenRows(const uint16_t *src, int64_t rows,
     for (; c < cols8; c += 8)
       store8(out + c, load8(in + c));
     for (; c < cols; ++c)
-      out[c] = widen(in[c]);
+      out[c] = floatFromBf16(in[c]);
   }
 }
 LOOM_ATTENTION_INLINE float sum8(Vec8 v) {
