@@ -190,10 +190,16 @@ llvm::Error compile(const CompileOptions &options) {
   // they lie (the IR printed with --target ir is the CPU's), unless asked
   // for the CUDA executable's steps.
   pipeline.keysPositionMajor = options.target != "cuda" && !options.cudaLayouts;
-  // Decoding in bf16 holds the decoder's caches in bf16 where attention
-  // reads them in place (the CPU's kernel).
-  if (options.precision == "bf16" && pipeline.keysPositionMajor)
-    pipeline.cachePrecision = "bf16";
+  // What the code is for. Decoding in bf16 holds the decoder's caches in
+  // bf16 on the CPU (with --cuda-layouts, loom-cache-precision declines:
+  // attention reads them through transposes).
+  CodeTarget target;
+  if (options.target == "cuda")
+    target.cudaArch = options.cudaArch;
+  else
+    target.cpu = options.cpu;
+  target.precision = options.precision;
+  pipeline.cachePrecision = target.cachesIn();
 
   mlir::MLIRContext ctx;
   ctx.printOpOnDiagnostic(false);
@@ -255,12 +261,6 @@ llvm::Error compile(const CompileOptions &options) {
   }
 
   if (options.target != "ir") {
-    CodeTarget target;
-    if (options.target == "cuda")
-      target.cudaArch = options.cudaArch;
-    else
-      target.cpu = options.cpu;
-    target.precision = options.precision;
     SizeBounds bounds{options.maxTokens, options.maxLen, options.maxBatch};
     auto exe = imported
                    ? writeExecutable(*module, std::string(), bounds, target)
