@@ -65,9 +65,8 @@ namespace {
 
 /// Whether `name` (an ABI name) is a decoder cache's.
 bool isCacheName(StringRef name) {
-  std::string s = name.str();
-  return abi::hasPrefix(s, abi::kCrossPrefix) ||
-         abi::hasPrefix(s, abi::kSelfPrefix);
+  return name.starts_with(abi::kCrossPrefix) ||
+         name.starts_with(abi::kSelfPrefix);
 }
 
 /// Whether `use` reads its value as an attention's keys or values.
@@ -142,14 +141,19 @@ private:
       BlockArgument arg = fn.getArgument(i);
       if (notF32(arg.getType()))
         return decline(fn, "input '" + name.getValue() + "' is not f32");
-      bool self = abi::hasPrefix(name.getValue().str(), abi::kSelfPrefix);
+      bool self = name.getValue().starts_with(abi::kSelfPrefix);
       for (OpOperand &use : arg.getUses()) {
         if (readAsKeys(use))
           continue;
         auto concat = dyn_cast<ConcatOp>(use.getOwner());
         if (self && concat && concat.getDim() == 0 &&
-            concat->getNumOperands() == 2 && use.getOperandNumber() == 0 &&
-            succeeded(checkAppended(concat))) {
+            concat->getNumOperands() == 2 && use.getOperandNumber() == 0) {
+          if (Operation *reader = appendedReader(concat))
+            return decline(reader, "input '" + name.getValue() +
+                                       "' with a position appended is read "
+                                       "by " +
+                                       reader->getName().getStringRef() +
+                                       ", which is not attention's keys");
           plan.appends.push_back(concat);
           continue;
         }
@@ -188,13 +192,14 @@ private:
     return plan;
   }
 
-  /// A self cache with one position appended is read only as keys and
-  /// returned (as the cache the next step reads).
-  LogicalResult checkAppended(ConcatOp concat) {
+  /// A self cache with one position appended must be read only as keys and
+  /// returned (as the cache the next step reads): the first reader that is
+  /// neither, or null.
+  Operation *appendedReader(ConcatOp concat) {
     for (OpOperand &use : concat->getUses())
       if (!readAsKeys(use) && !isa<func::ReturnOp>(use.getOwner()))
-        return failure();
-    return success(getElementTypeOrSelf(concat->getOperand(1)).isF32());
+        return use.getOwner();
+    return nullptr;
   }
 
   RankedTensorType narrowType(Type t) const {

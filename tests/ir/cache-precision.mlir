@@ -70,7 +70,7 @@ func.func @loss(%q: tensor<2x3x8xf32>, %k: tensor<2x5x8xf32> {loom.input = "cros
 // CUDA's layout: the self cache is transposed before attention reads it (its
 // kernel reads f32 keys [..., T, D]), so no cache is narrowed, not even the
 // cross caches @encode returns (the drivers give every cache one type).
-// REMARK: remark: the decoder's caches stay f32: input 'self_k.0' is read by loom.transpose, which is not attention's keys
+// REMARK: remark: the decoder's caches stay f32: input 'self_k.0' with a position appended is read by loom.transpose, which is not attention's keys
 // CHECK-LABEL: func.func @encode(
 // CHECK-SAME:    -> (tensor<?x2x?x8xf32> {loom.output = "cross_k.0"})
 // CHECK-NOT:     loom.cast
@@ -85,7 +85,7 @@ func.func @decode_step(%sk: tensor<?x?x2x8xf32> {loom.input = "self_k.0"},
         tensor<?x?x2x8xf32> {loom.output = "self_k.0"}) {
   %nk = loom.expand_dims %x [0] : (tensor<?x2x8xf32>) -> tensor<1x?x2x8xf32>
   %k = loom.concat %sk, %nk {dim = 0 : i64} : (tensor<?x?x2x8xf32>, tensor<1x?x2x8xf32>) -> tensor<?x?x2x8xf32>
-  %kt = loom.transpose %sk [1, 2, 0, 3] : (tensor<?x?x2x8xf32>) -> tensor<?x2x?x8xf32>
+  %kt = loom.transpose %k [1, 2, 0, 3] : (tensor<?x?x2x8xf32>) -> tensor<?x2x?x8xf32>
   %o, %l = loom.attention %q, %kt, %kt {scale = 0.35 : f64} : tensor<?x2x1x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32> -> tensor<?x2x1x8xf32>, tensor<?x2x1xf32>
   return %o, %k : tensor<?x2x1x8xf32>, tensor<?x?x2x8xf32>
 }
