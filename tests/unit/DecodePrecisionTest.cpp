@@ -27,6 +27,7 @@
 #include "frontend/Transformer.h"
 #include "passes/Pipeline.h"
 #include "runtime/Decoding.h"
+#include "runtime/ExecutableValidation.h"
 #include "runtime/TrainStep.h"
 #include "runtime/cpu/CpuFeatures.h"
 #include "runtime/cpu/PackedGemm.h"
@@ -88,8 +89,7 @@ TEST(DecodePrecision, Int8AndBf16AgreeWithFp32OnATrainedModel) {
       if (entry.name() == loom::abi::kDecodeStep)
         for (int32_t input : entry.inputs()) {
           const auto &buffer = exe->buffers(input);
-          // "decode_step/input/self_k.0"
-          std::string name = buffer.name().substr(buffer.name().rfind('/') + 1);
+          std::string name = runtime::localBufferName(buffer.name());
           if (!loom::abi::hasPrefix(name, loom::abi::kSelfPrefix) &&
               !loom::abi::hasPrefix(name, loom::abi::kCrossPrefix))
             continue;
