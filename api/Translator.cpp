@@ -259,10 +259,14 @@ std::vector<runtime::KernelProfile> Translator::profile() const {
   return merged;
 }
 
-ErrorOr<std::vector<std::vector<Translation>>>
-Translator::translate(const std::vector<std::string> &sentences,
-                      const TranslationOptions &o,
-                      const std::function<void(const std::string &)> &warn) {
+Translator::Translator(std::vector<std::unique_ptr<runtime::Session>> sessions,
+                       text::Tokenizer tokenizer)
+    : sessions(std::move(sessions)), tokenizer(std::move(tokenizer)) {
+  for (size_t i = 0; i < this->sessions.size(); ++i)
+    sessionInUse.push_back(std::make_unique<std::mutex>());
+}
+
+Status Translator::checkOptions(const TranslationOptions &o) const {
   if (o.beam < 1 || o.nbest < 1 || o.nbest > o.beam || o.batch < 1)
     return Status::failure("beam and batch must be positive, nbest between 1 "
                            "and beam");
@@ -278,39 +282,121 @@ Translator::translate(const std::vector<std::string> &sentences,
                            "got " +
                            std::to_string(o.alpha));
   const runtime::Executable &exe = sessions[0]->program().executable();
-  // The executable was planned for at most max_batch rows of max_len; a
-  // larger batch is decoded in parts rather than refused.
-  int64_t limit = exe.max_len();
   if (o.beam > exe.max_batch())
     return Status::failure(
         "beam " + std::to_string(o.beam) + " needs more rows than the " +
         std::to_string(exe.max_batch()) + " the executable was compiled for");
-  int64_t batch = std::min<int64_t>(o.batch, exe.max_batch() / o.beam);
-  if (limit < 2)
+  if (exe.max_len() < 2)
     return Status::failure("the executable takes sentences of at most " +
-                               std::to_string(limit) + " tokens",
+                               std::to_string(exe.max_len()) + " tokens",
                            ErrorCode::Unsupported);
+  return Status::success();
+}
+
+int64_t Translator::maxBatchSentences(const TranslationOptions &o) const {
+  // The executable was planned for at most max_batch rows; a larger batch
+  // is decoded in parts rather than refused.
+  const runtime::Executable &exe = sessions[0]->program().executable();
+  return std::max<int64_t>(
+      1, std::min<int64_t>(o.batch,
+                           exe.max_batch() / std::max<int64_t>(1, o.beam)));
+}
+
+ErrorOr<std::vector<int32_t>> Translator::encodeSentence(
+    const std::string &sentence, int64_t number,
+    const std::function<void(const std::string &)> &warn) const {
+  if (!text::isValidUtf8(sentence))
+    return Status::failure("sentence " + std::to_string(number) +
+                           " is not valid UTF-8");
+  if (text::splitWhitespace(sentence).empty())
+    return std::vector<int32_t>{};
+  ErrorOr<std::vector<int32_t>> ids = tokenizer.encode(sentence);
+  if (!ids)
+    return ids.status();
+  int64_t limit = maxSourceTokens();
+  if (int64_t(ids->size()) + 1 > limit) {
+    if (warn)
+      warn("line " + std::to_string(number) + " has " +
+           std::to_string(ids->size() + 1) + " tokens; the model takes " +
+           std::to_string(limit) + ", so it is cut");
+    ids->resize(limit - 1);
+  }
+  ids->push_back(abi::kEosId);
+  return ids;
+}
+
+ErrorOr<std::vector<std::vector<Translation>>> Translator::decodeBatch(
+    int worker, const std::vector<const std::vector<int32_t> *> &sources,
+    const std::vector<int64_t> &numbers, const TranslationOptions &o) {
+  if (worker < 0 || worker >= workers())
+    return Status::failure("no decoder " + std::to_string(worker) + " (of " +
+                               std::to_string(workers()) + ")",
+                           ErrorCode::Internal);
+  if (sources.empty() || numbers.size() != sources.size() ||
+      int64_t(sources.size()) > maxBatchSentences(o))
+    return Status::failure("a batch of " + std::to_string(sources.size()) +
+                               " sentences (" + std::to_string(numbers.size()) +
+                               " numbers, at most " +
+                               std::to_string(maxBatchSentences(o)) + ")",
+                           ErrorCode::Internal);
+  std::vector<std::vector<int64_t>> part;
+  for (const std::vector<int32_t> *source : sources) {
+    if (source->empty())
+      return Status::failure("a blank sentence reached the decoder",
+                             ErrorCode::Internal);
+    part.emplace_back(source->begin(), source->end());
+  }
+  ErrorOr<runtime::Tensor> src = runtime::idsTensor(part);
+  if (!src)
+    return src.status();
+  runtime::BeamOptions beam;
+  beam.beam = o.beam;
+  beam.alpha = o.alpha;
+  beam.nbest = o.nbest;
+  beam.scores = o.scores;
+  // Messages name a sentence as the caller numbers it.
+  beam.sentenceNumbers = numbers;
+  // Each sentence's own limit, so that its translation does not depend on
+  // the sentences it is batched with. In double, clamped before the
+  // conversion: a large ratio means "up to the executable's limit".
+  int64_t limit = maxSourceTokens();
+  for (const std::vector<int32_t> *source : sources) {
+    double wanted = o.maxLenRatio * double(source->size()) + 1;
+    beam.maxLens.push_back(
+        std::max<int64_t>(2, int64_t(std::min(wanted, double(limit)))));
+  }
+  ErrorOr<std::vector<std::vector<runtime::Hypothesis>>> found = [&] {
+    std::lock_guard<std::mutex> busy(*sessionInUse[worker]);
+    return runtime::beamSearch(*sessions[worker], src->ref(), beam);
+  }();
+  if (!found)
+    return found.status();
+  std::vector<std::vector<Translation>> outputs(found->size());
+  for (size_t i = 0; i < found->size(); ++i)
+    for (const runtime::Hypothesis &h : (*found)[i]) {
+      ErrorOr<std::string> text = tokenizer.decode(h.tokens);
+      if (!text)
+        return text.status();
+      outputs[i].push_back(
+          {std::move(*text), h.score, h.logProb, int64_t(h.tokens.size())});
+    }
+  return outputs;
+}
+
+ErrorOr<std::vector<std::vector<Translation>>>
+Translator::translate(const std::vector<std::string> &sentences,
+                      const TranslationOptions &o,
+                      const std::function<void(const std::string &)> &warn) {
+  LOOM_RETURN_IF_ERROR(checkOptions(o));
   std::lock_guard<std::mutex> lock(calls);
 
   // Every sentence as ids + eos, cut to what the executable takes.
   std::vector<std::vector<int32_t>> sources(sentences.size());
   for (size_t i = 0; i < sentences.size(); ++i) {
-    if (!text::isValidUtf8(sentences[i]))
-      return Status::failure("sentence " + std::to_string(i + 1) +
-                             " is not valid UTF-8");
-    if (text::splitWhitespace(sentences[i]).empty())
-      continue;
-    ErrorOr<std::vector<int32_t>> ids = tokenizer.encode(sentences[i]);
+    ErrorOr<std::vector<int32_t>> ids =
+        encodeSentence(sentences[i], int64_t(i) + 1, warn);
     if (!ids)
       return ids.status();
-    if (int64_t(ids->size()) + 1 > limit) {
-      if (warn)
-        warn("line " + std::to_string(i + 1) + " has " +
-             std::to_string(ids->size() + 1) + " tokens; the model takes " +
-             std::to_string(limit) + ", so it is cut");
-      ids->resize(limit - 1);
-    }
-    ids->push_back(abi::kEosId);
     sources[i] = std::move(*ids);
   }
 
@@ -325,53 +411,35 @@ Translator::translate(const std::vector<std::string> &sentences,
   // The batches, decoded by the workers side by side: each takes the next
   // batch not taken, and a batch's result does not depend on which worker
   // (same executable, same thread count) decoded it.
+  size_t batch = size_t(maxBatchSentences(o));
   std::vector<size_t> starts;
   for (size_t start = 0; start < order.size(); start += batch)
     starts.push_back(start);
-  std::vector<ErrorOr<std::vector<std::vector<runtime::Hypothesis>>>> found(
+  std::vector<ErrorOr<std::vector<std::vector<Translation>>>> found(
       starts.size(), Status::failure("not decoded", ErrorCode::Internal));
-  auto decodeBatch = [&](runtime::Session &session, size_t b) {
-    size_t start = starts[b],
-           end = std::min(order.size(), start + size_t(batch));
-    std::vector<std::vector<int64_t>> part;
-    for (size_t i = start; i < end; ++i)
-      part.emplace_back(sources[order[i]].begin(), sources[order[i]].end());
-    ErrorOr<runtime::Tensor> src = runtime::idsTensor(part);
-    if (!src) {
-      found[b] = src.status();
-      return;
-    }
-    runtime::BeamOptions beam;
-    beam.beam = o.beam;
-    beam.alpha = o.alpha;
-    beam.nbest = o.nbest;
-    beam.scores = o.scores;
+  auto decodeOne = [&](int worker, size_t b) {
+    size_t start = starts[b], end = std::min(order.size(), start + batch);
+    std::vector<const std::vector<int32_t> *> part;
+    std::vector<int64_t> numbers;
     // Messages name a sentence by its place in `sentences`.
-    for (size_t i = start; i < end; ++i)
-      beam.sentenceNumbers.push_back(int64_t(order[i]) + 1);
-    // Each sentence's own limit, so that its translation does not depend
-    // on the sentences it is batched with.
-    // In double, clamped before the conversion: a large ratio means "up to
-    // the executable's limit".
     for (size_t i = start; i < end; ++i) {
-      double wanted = o.maxLenRatio * double(sources[order[i]].size()) + 1;
-      beam.maxLens.push_back(
-          std::max<int64_t>(2, int64_t(std::min(wanted, double(limit)))));
+      part.push_back(&sources[order[i]]);
+      numbers.push_back(int64_t(order[i]) + 1);
     }
-    found[b] = runtime::beamSearch(session, src->ref(), beam);
+    found[b] = decodeBatch(worker, part, numbers, o);
   };
   // Longest batches first: a worker that takes the last one then waits for
   // no long batch, and each session's memory grows to its largest size at
   // once instead of step by step.
   std::atomic<size_t> next{0};
-  auto work = [&](runtime::Session &session) {
+  auto work = [&](int worker) {
     for (size_t taken = next++; taken < starts.size(); taken = next++)
-      decodeBatch(session, starts.size() - 1 - taken);
+      decodeOne(worker, starts.size() - 1 - taken);
   };
   std::vector<std::thread> helpers;
   for (size_t w = 1; w < sessions.size() && w < starts.size(); ++w)
-    helpers.emplace_back(work, std::ref(*sessions[w]));
-  work(*sessions[0]);
+    helpers.emplace_back(work, int(w));
+  work(0);
   for (std::thread &helper : helpers)
     helper.join();
 
@@ -381,12 +449,7 @@ Translator::translate(const std::vector<std::string> &sentences,
       return found[b].status();
     size_t start = starts[b];
     for (size_t i = start; i < start + found[b]->size(); ++i)
-      for (const runtime::Hypothesis &h : (*found[b])[i - start]) {
-        ErrorOr<std::string> text = tokenizer.decode(h.tokens);
-        if (!text)
-          return text.status();
-        outputs[order[i]].push_back({std::move(*text), h.score, h.logProb});
-      }
+      outputs[order[i]] = std::move((*found[b])[i - start]);
   }
   // A blank sentence has n-best empty translations.
   for (size_t i = 0; i < sources.size(); ++i)

@@ -16,7 +16,8 @@
 // empty text; one longer than the executable takes is cut, with a warning.
 //
 // translate() may be called from several threads; the calls run one at a
-// time (each already uses every thread the translator was given).
+// time (each already uses every thread the translator was given). A caller
+// that batches sentences itself uses encodeSentence() and decodeBatch().
 //
 //===----------------------------------------------------------------------===//
 
@@ -90,6 +91,7 @@ struct Translation {
   std::string text;
   double score = 0;   // logProb / length penalty
   double logProb = 0; // sum of the tokens' log-probabilities
+  int64_t tokens = 0; // target tokens, eos left out
 };
 
 class Translator {
@@ -129,6 +131,31 @@ public:
             const TranslationOptions &options,
             const std::function<void(const std::string &)> &warn = {});
 
+  // The parts of translate(), for callers that form batches themselves
+  // (`loom serve` batches the sentences of concurrent requests): a sentence
+  // is encoded once, then decoded in any batch on any worker, and its
+  // translation is the same whatever it was batched with.
+
+  /// Whether `options` can be decoded by this executable (beam within its
+  /// rows, finite positive ratios); the message names the option.
+  Status checkOptions(const TranslationOptions &options) const;
+  /// The most sentences one decodeBatch takes with `options`.
+  int64_t maxBatchSentences(const TranslationOptions &options) const;
+  /// `sentence` as the decoder takes it: its pieces followed by eos, cut to
+  /// maxSourceTokens() (then `warn` hears of it, naming line `number`);
+  /// empty when it is blank. Refuses invalid UTF-8. Thread-safe.
+  ErrorOr<std::vector<int32_t>> encodeSentence(
+      const std::string &sentence, int64_t number,
+      const std::function<void(const std::string &)> &warn = {}) const;
+  /// Decodes `sources` (encodeSentence's, none blank; at most
+  /// maxBatchSentences) together on decoder `worker`; per source its
+  /// n-best translations. `numbers` (one per source) name them in
+  /// messages. Calls on different workers run side by side; a call on a
+  /// busy worker waits for it. `options` must pass checkOptions.
+  ErrorOr<std::vector<std::vector<Translation>>> decodeBatch(
+      int worker, const std::vector<const std::vector<int32_t> *> &sources,
+      const std::vector<int64_t> &numbers, const TranslationOptions &options);
+
   const runtime::Program &program() const { return sessions[0]->program(); }
   /// Decoders translating side by side (TranslatorOptions::workers).
   int workers() const { return int(sessions.size()); }
@@ -144,10 +171,11 @@ public:
 
 private:
   Translator(std::vector<std::unique_ptr<runtime::Session>> sessions,
-             text::Tokenizer tokenizer)
-      : sessions(std::move(sessions)), tokenizer(std::move(tokenizer)) {}
+             text::Tokenizer tokenizer);
 
   std::vector<std::unique_ptr<runtime::Session>> sessions;
+  /// One per session: a session decodes one batch at a time.
+  std::vector<std::unique_ptr<std::mutex>> sessionInUse;
   text::Tokenizer tokenizer;
   std::mutex calls;
 };

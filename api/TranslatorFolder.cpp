@@ -18,9 +18,9 @@ namespace loom {
 namespace {
 
 /// The names a translator folder holds.
-constexpr const char *kFolderEntries[] = {"loom-translate", "lib",
-                                          kTranslateExecutable, kModelWeights,
-                                          kVocabulary, kModelConfig};
+constexpr const char *kFolderEntries[] = {
+    "loom-translate", "loom-serve", "lib",       kTranslateExecutable,
+    kModelWeights,    kVocabulary,  kModelConfig};
 
 /// `out` may be written when it is new, empty, or a translator folder an
 /// earlier export wrote (it holds loom-translate and nothing else but a
@@ -103,6 +103,7 @@ ErrorOr<uint64_t> writeTranslatorFolder(const std::string &out,
         std::tuple{parts.vocabulary, std::string(kVocabulary), false},
         std::tuple{parts.config, std::string(kModelConfig), false},
         std::tuple{parts.translator, std::string("loom-translate"), true},
+        std::tuple{parts.server, std::string("loom-serve"), true},
         std::tuple{parts.tokenizerModule, "lib/" + module, false}})
     LOOM_RETURN_IF_ERROR(copyFileAtomically(from, out + "/" + to, executable));
   return folderBytes(out);

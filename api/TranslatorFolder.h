@@ -4,6 +4,7 @@
 // compiler:
 //
 //   OUT/loom-translate                 the runtime-only translator binary
+//   OUT/loom-serve                     the runtime-only server (serve/)
 //   OUT/lib/<the tokenizer module>     the SentencePiece module it opens
 //   OUT/translate.loomx                @encode/@decode_step for its target
 //   OUT/model.safetensors              the parameters
@@ -34,8 +35,9 @@ struct TranslatorFolderParts {
   std::string weights;    // safetensors
   std::string vocabulary; // spm.model
   std::string config;     // config.pbtxt
-  /// loom-translate and the tokenizer module it opens.
+  /// loom-translate, loom-serve and the tokenizer module they open.
   std::string translator;
+  std::string server;
   std::string tokenizerModule;
 };
 

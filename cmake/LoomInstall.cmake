@@ -23,7 +23,7 @@ install(TARGETS LoomIR LoomPasses LoomFrontend LoomCodegenCommon LoomCodegen
                 LoomCudaCodegen LoomDriver LoomCompilerPackage
         EXPORT LoomCompilerTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(TARGETS loom loom-opt loom-translate loom-bench loom-train
+install(TARGETS loom loom-opt loom-translate loom-serve loom-bench loom-train
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # `loom train` and `loom plot` draw curves with the script beside `loom`.
 install(PROGRAMS ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/loom-plot

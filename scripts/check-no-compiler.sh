@@ -13,7 +13,7 @@ if [ "${1:-}" = "--sources" ]; then
   shift 2
   if hits=$(cd "$root" && grep -rnE \
       '#include *[<"](ir|passes|codegen|frontend|tools)/|#include *[<"](mlir|llvm)/' \
-      abi runtime text api include); then
+      abi runtime text api serve include); then
     echo "check-no-compiler: the runtime includes the compiler:" >&2
     echo "$hits" >&2
     status=1

@@ -15,10 +15,14 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libsentencepiece-dev libopenblas-dev libdnnl-dev
   nlohmann-json3-dev libcli11-dev
+  libboost-dev prometheus-cpp-dev
   zlib1g-dev libzstd-dev libedit-dev libxml2-dev libcurl4-openssl-dev
   python3 python3-torch python3-numpy python3-sentencepiece
   libonnx-dev python3-onnx libonnx-testdata
   python3-matplotlib
+  # The server's load benchmark (bench/serve_load.py) and its page's test
+  # in a headless browser (tests/serve).
+  wrk chromium chromium-driver python3-selenium
 )
 
 case "${1:-}" in

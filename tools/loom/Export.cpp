@@ -87,6 +87,9 @@ llvm::Error exportModel(const ExportOptions &o) {
   auto binary = programBesideLoom("loom-translate");
   if (!binary)
     return binary.takeError();
+  auto server = programBesideLoom("loom-serve");
+  if (!server)
+    return server.takeError();
   auto shim = toExpected(text::sentencePieceModulePath());
   if (!shim)
     return shim.takeError();
@@ -115,6 +118,7 @@ llvm::Error exportModel(const ExportOptions &o) {
   parts.vocabulary = o.model + "/" + kVocabulary;
   parts.config = o.model + "/" + kModelConfig;
   parts.translator = *binary;
+  parts.server = *server;
   parts.tokenizerModule = *shim;
   auto total = toExpected(writeTranslatorFolder(o.out, parts));
   if (!total)
@@ -124,9 +128,10 @@ llvm::Error exportModel(const ExportOptions &o) {
       target.cuda() ? exe.cuda_target().arch() + ", CUDA"
                     : exe.cpu_target().level() + ", " + exe.cpu_target().cpu();
   std::printf("exported %s to %s: %.1f MiB (translate.loomx for %s)\n"
-              "translate with: %s/loom-translate < input > output\n",
+              "translate with: %s/loom-translate < input > output\n"
+              "serve with: %s/loom-serve --port 8080\n",
               o.model.c_str(), o.out.c_str(), double(*total) / (1 << 20),
-              what.c_str(), o.out.c_str());
+              what.c_str(), o.out.c_str(), o.out.c_str());
   return llvm::Error::success();
 }
 

@@ -1,0 +1,311 @@
+//===- Batcher.cpp - Batches across requests ------------------------------===//
+
+#include "serve/Batcher.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace loom::serve {
+
+bool TranslationJob::finish(JobEnd how, Status why) {
+  int running = 0;
+  if (!state.compare_exchange_strong(running, int(how) + 1))
+    return false;
+  error = std::move(why);
+  // `state` is set before `error`: readers of failure() are the onEnd
+  // callback below, called after both.
+  if (onEnd)
+    onEnd(*this);
+  return true;
+}
+
+namespace {
+
+/// Whether two requests' sentences can share a batch: one search decodes
+/// them all (Translator::decodeBatch takes one options).
+bool sameSearch(const TranslationOptions &a, const TranslationOptions &b) {
+  return a.beam == b.beam && a.alpha == b.alpha &&
+         a.maxLenRatio == b.maxLenRatio && a.nbest == b.nbest &&
+         a.batch == b.batch && a.scores == b.scores;
+}
+
+} // namespace
+
+Batcher::Batcher(int workerCount, DecodeFn decode, RowsFn rows,
+                 BatcherOptions batcherOptions)
+    : decodeFn(std::move(decode)), rowsFn(std::move(rows)),
+      options(batcherOptions) {
+  for (int w = 0; w < workerCount; ++w)
+    workers.emplace_back([this, w] { work(w); });
+  expirer = std::thread([this] { expireLateJobs(); });
+}
+
+namespace {
+/// Orders a heap soonest first.
+bool later(
+    const std::pair<Clock::time_point, std::weak_ptr<TranslationJob>> &a,
+    const std::pair<Clock::time_point, std::weak_ptr<TranslationJob>> &b) {
+  return a.first > b.first;
+}
+} // namespace
+
+void Batcher::expireLateJobs() {
+  std::unique_lock<std::mutex> lock(mutex);
+  for (;;) {
+    if (stopping && (queue.empty() || deadlines.empty()))
+      return;
+    if (deadlines.empty()) {
+      deadlineAdded.wait(lock);
+      continue;
+    }
+    Clock::time_point soonest = deadlines.front().first;
+    if (Clock::now() < soonest) {
+      deadlineAdded.wait_until(lock, soonest);
+      continue;
+    }
+    std::pop_heap(deadlines.begin(), deadlines.end(), later);
+    std::shared_ptr<TranslationJob> job = deadlines.back().second.lock();
+    deadlines.pop_back();
+    if (job && !job->ended()) {
+      lock.unlock();
+      job->expire();
+      lock.lock();
+    }
+  }
+}
+
+Batcher::~Batcher() {
+  stop();
+  join();
+}
+
+void Batcher::setReportFn(std::function<void(const BatchReport &)> report) {
+  std::lock_guard<std::mutex> lock(mutex);
+  reportFn = std::move(report);
+}
+
+Batcher::Admission Batcher::submit(const std::shared_ptr<TranslationJob> &job) {
+  size_t toDecode = 0;
+  for (const std::vector<int32_t> &source : job->sources)
+    toDecode += !source.empty();
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (stopping)
+      return Admission::Stopped;
+    // Sentences of jobs that ended (cancelled, late) hold no room.
+    dropEnded();
+    if (int64_t(queue.size() + toDecode) > options.queueCapacity)
+      return Admission::QueueFull;
+    job->results.assign(job->sources.size(), {});
+    // A blank sentence has n-best empty translations.
+    for (size_t i = 0; i < job->sources.size(); ++i)
+      if (job->sources[i].empty())
+        job->results[i].assign(job->options.nbest, Translation{});
+    job->remaining = toDecode;
+    Clock::time_point now = Clock::now();
+    for (size_t i = 0; i < job->sources.size(); ++i)
+      if (!job->sources[i].empty())
+        queue.push_back({job, i, int64_t(job->sources[i].size()), now});
+    if (toDecode > 0 && job->deadline != Clock::time_point::max()) {
+      deadlines.emplace_back(job->deadline, job);
+      std::push_heap(deadlines.begin(), deadlines.end(), later);
+      deadlineAdded.notify_all();
+    }
+  }
+  if (toDecode == 0)
+    job->finish(JobEnd::Translated);
+  else
+    arrived.notify_all();
+  return Admission::Queued;
+}
+
+void Batcher::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    stopping = true;
+  }
+  arrived.notify_all();
+  deadlineAdded.notify_all();
+}
+
+void Batcher::join() {
+  for (std::thread &worker : workers)
+    if (worker.joinable())
+      worker.join();
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    deadlines.clear();
+  }
+  deadlineAdded.notify_all();
+  if (expirer.joinable())
+    expirer.join();
+}
+
+int64_t Batcher::queuedSentences() const {
+  std::lock_guard<std::mutex> lock(mutex);
+  return int64_t(queue.size());
+}
+
+void Batcher::dropEnded() {
+  Clock::time_point now = Clock::now();
+  std::vector<std::shared_ptr<TranslationJob>> late;
+  auto gone = [&](const Queued &q) {
+    if (!q.job->ended() && q.job->deadline <= now)
+      late.push_back(q.job);
+    return q.job->ended() || q.job->deadline <= now;
+  };
+  queue.erase(std::remove_if(queue.begin(), queue.end(), gone), queue.end());
+  // onEnd runs here under the queue's lock: it must not call back into
+  // the batcher (the server's only posts the answer to its connection).
+  for (const std::shared_ptr<TranslationJob> &job : late)
+    job->finish(JobEnd::TimedOut);
+}
+
+std::vector<size_t> Batcher::pickBatch(bool &full) const {
+  const Queued &oldest = queue.front();
+  const TranslationOptions &search = oldest.job->options;
+  // The sentences that may join the oldest, by length.
+  std::vector<size_t> candidates;
+  for (size_t i = 0; i < queue.size(); ++i) {
+    const Queued &q = queue[i];
+    bool joins = options.acrossRequests ? sameSearch(q.job->options, search)
+                                        : q.job == oldest.job;
+    if (joins)
+      candidates.push_back(i);
+  }
+  std::stable_sort(
+      candidates.begin(), candidates.end(),
+      [&](size_t a, size_t b) { return queue[a].length < queue[b].length; });
+  size_t at = std::find(candidates.begin(), candidates.end(), size_t(0)) -
+              candidates.begin();
+  int64_t rows = std::max<int64_t>(1, rowsFn(search));
+  // Grow a window of similar lengths around the oldest: each step takes
+  // whichever neighbour is nearer in length, if the budget holds it.
+  size_t lo = at, hi = at;
+  int64_t longest = oldest.length;
+  auto fits = [&](size_t candidate) {
+    int64_t count = int64_t(hi - lo + 2);
+    int64_t width = std::max(longest, queue[candidates[candidate]].length);
+    return count <= rows && count * width <= options.maxBatchTokens;
+  };
+  full = false;
+  for (;;) {
+    bool left = lo > 0, right = hi + 1 < candidates.size();
+    if (!left && !right)
+      break;
+    auto distance = [&](size_t candidate) {
+      return std::llabs(queue[candidates[candidate]].length - oldest.length);
+    };
+    // The nearer neighbour first; the shorter one on a tie (less padding).
+    std::vector<size_t> next;
+    if (left)
+      next.push_back(lo - 1);
+    if (right)
+      next.push_back(hi + 1);
+    if (next.size() == 2 && distance(hi + 1) < distance(lo - 1))
+      std::swap(next[0], next[1]);
+    auto fitting = std::find_if(next.begin(), next.end(), fits);
+    if (fitting == next.end()) {
+      full = true;
+      break;
+    }
+    size_t chosen = *fitting;
+    longest = std::max(longest, queue[candidates[chosen]].length);
+    if (chosen < lo)
+      lo = chosen;
+    else
+      hi = chosen;
+  }
+  if (int64_t(hi - lo + 1) >= rows)
+    full = true;
+  // Without cross-request batching, a request's batch never waits: what
+  // it has is all it will get.
+  if (!options.acrossRequests)
+    full = true;
+  std::vector<size_t> picked;
+  for (size_t c = lo; c <= hi; ++c)
+    picked.push_back(candidates[c]);
+  return picked;
+}
+
+Batcher::Batch Batcher::nextBatch() {
+  std::unique_lock<std::mutex> lock(mutex);
+  for (;;) {
+    dropEnded();
+    if (queue.empty()) {
+      if (stopping)
+        return {};
+      arrived.wait(lock);
+      continue;
+    }
+    bool full = false;
+    std::vector<size_t> picked = pickBatch(full);
+    Clock::time_point leaveBy = queue.front().arrived + options.maxWait;
+    // The deadline of a job in the batch also ends the wait: waiting past
+    // it would only time the job out.
+    for (size_t i : picked)
+      leaveBy = std::min(leaveBy, queue[i].job->deadline);
+    if (!full && !stopping && Clock::now() < leaveBy) {
+      arrived.wait_until(lock, leaveBy);
+      continue;
+    }
+    Batch batch;
+    for (size_t i : picked)
+      batch.push_back(queue[i]);
+    std::sort(picked.rbegin(), picked.rend());
+    for (size_t i : picked)
+      queue.erase(queue.begin() + std::ptrdiff_t(i));
+    return batch;
+  }
+}
+
+void Batcher::work(int worker) {
+  for (Batch batch = nextBatch(); !batch.empty(); batch = nextBatch())
+    decode(worker, batch);
+}
+
+void Batcher::decode(int worker, Batch &batch) {
+  std::vector<const std::vector<int32_t> *> sources;
+  std::vector<int64_t> numbers;
+  int64_t longest = 0;
+  for (const Queued &q : batch) {
+    sources.push_back(&q.job->sources[q.sentence]);
+    // Messages name a sentence by its place in its request.
+    numbers.push_back(int64_t(q.sentence) + 1);
+    longest = std::max(longest, q.length);
+  }
+  Clock::time_point start = Clock::now();
+  ErrorOr<std::vector<std::vector<Translation>>> decoded =
+      decodeFn(worker, sources, numbers, batch.front().job->options);
+  BatchReport report;
+  report.sentences = int64_t(batch.size());
+  report.paddedTokens = report.sentences * longest;
+  report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (!decoded) {
+    for (Queued &q : batch)
+      q.job->finish(JobEnd::Failed, decoded.status());
+  } else {
+    for (size_t i = 0; i < batch.size(); ++i) {
+      std::vector<Translation> &found = (*decoded)[i];
+      if (!found.empty())
+        report.targetTokens += found.front().tokens;
+      TranslationJob &job = *batch[i].job;
+      if (job.ended())
+        continue;
+      job.results[batch[i].sentence] = std::move(found);
+      // The last sentence in ends the job; acq_rel orders every worker's
+      // result before the end.
+      if (job.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1)
+        job.finish(JobEnd::Translated);
+    }
+  }
+  std::function<void(const BatchReport &)> report_;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    report_ = reportFn;
+  }
+  if (report_)
+    report_(report);
+}
+
+} // namespace loom::serve
