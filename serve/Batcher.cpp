@@ -13,9 +13,13 @@ bool TranslationJob::finish(JobEnd how, Status why) {
     return false;
   error = std::move(why);
   // `state` is set before `error`: readers of failure() are the onEnd
-  // callback below, called after both.
-  if (onEnd)
-    onEnd(*this);
+  // callback below, called after both. The callback is released once
+  // called: it holds the caller's connection, which must not outlive the
+  // answer however long the job stays referenced.
+  std::function<void(TranslationJob &)> callback = std::move(onEnd);
+  onEnd = nullptr;
+  if (callback)
+    callback(*this);
   return true;
 }
 
@@ -260,8 +264,14 @@ Batcher::Batch Batcher::nextBatch() {
 }
 
 void Batcher::work(int worker) {
-  for (Batch batch = nextBatch(); !batch.empty(); batch = nextBatch())
+  // A batch is dropped before the next is awaited: its jobs (and their
+  // callbacks) are not kept alive while the worker idles.
+  for (;;) {
+    Batch batch = nextBatch();
+    if (batch.empty())
+      return;
     decode(worker, batch);
+  }
 }
 
 void Batcher::decode(int worker, Batch &batch) {

@@ -6,7 +6,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -15,7 +14,6 @@
 
 #include <atomic>
 #include <cerrno>
-#include <csignal>
 #include <optional>
 #include <thread>
 #include <unordered_map>
@@ -111,7 +109,6 @@ struct HttpServer::Impl {
   Handler handler;
   asio::io_context io;
   tcp::acceptor acceptor;
-  asio::signal_set signals;
   /// Keeps run() going until a drain has closed every connection (a
   /// request waiting for its answer has no operation pending on asio).
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>>
@@ -124,8 +121,7 @@ struct HttpServer::Impl {
 
   Impl(HttpServerOptions o, Handler h)
       : options(std::move(o)), handler(std::move(h)),
-        io(std::max(1, options.threads)), acceptor(io),
-        signals(io, SIGTERM, SIGINT) {
+        io(std::max(1, options.threads)), acceptor(io) {
     working.emplace(io.get_executor());
   }
 
@@ -405,7 +401,6 @@ void HttpServer::Impl::beginDrain() {
     return;
   beast::error_code ignored;
   acceptor.close(ignored);
-  signals.cancel(ignored);
   if (onDrain)
     onDrain();
   std::vector<std::shared_ptr<Connection>> open;
@@ -452,11 +447,6 @@ HttpServer::listen(HttpServerOptions options, Handler handler) {
     return Status::failure("cannot listen on " + where + ": " + ec.message(),
                            ErrorCode::Unsupported);
   impl->boundPort = impl->acceptor.local_endpoint().port();
-  Impl *raw = impl.get();
-  impl->signals.async_wait([raw](beast::error_code ec, int) {
-    if (!ec)
-      raw->beginDrain();
-  });
   impl->accept();
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }

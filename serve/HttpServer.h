@@ -96,11 +96,11 @@ public:
   /// The port bound (the one chosen, when asked for 0).
   int port() const;
   /// Serves on the option's threads until drain() has finished; returns
-  /// then. Also drains on SIGTERM or SIGINT.
+  /// then.
   void run();
   /// The graceful stop (above); from any thread.
   void drain();
-  /// Called once when a drain begins (SIGTERM or drain()).
+  /// Called once when a drain begins.
   void setOnDrain(std::function<void()> callback);
 
   struct Impl;

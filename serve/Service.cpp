@@ -392,10 +392,11 @@ Handler Service::handler() {
   };
 }
 
-bool Service::authorized(const HttpRequest &request,
-                         const std::string &bodyKey) const {
+std::optional<HttpResponse>
+Service::refuseUnauthorized(const HttpRequest &request,
+                            const std::string &bodyKey) const {
   if (options.apiKey.empty())
-    return true;
+    return std::nullopt;
   std::string given = request.header("x-api-key");
   std::string bearer = request.header("authorization");
   if (given.empty() && bearer.rfind("Bearer ", 0) == 0)
@@ -404,7 +405,13 @@ bool Service::authorized(const HttpRequest &request,
     given = queryValue(request.query, "api_key");
   if (given.empty())
     given = bodyKey;
-  return sameKey(given, options.apiKey);
+  if (given.empty())
+    return errorResponse(401, "this server requires an API key: send it as "
+                              "'X-API-Key: KEY', 'Authorization: Bearer "
+                              "KEY' or ?api_key=KEY");
+  if (!sameKey(given, options.apiKey))
+    return errorResponse(403, "Invalid API key");
+  return std::nullopt;
 }
 
 void Service::handle(const HttpRequest &request, Respond respond,
@@ -454,12 +461,9 @@ void Service::handle(const HttpRequest &request, Respond respond,
     return wrongMethod("GET");
   // /translate may carry its key in the body (LibreTranslate's api_key):
   // checked once the body is read.
-  if (path != "/translate" && !authorized(request, "")) {
-    HttpResponse r = errorResponse(
-        401, "this server requires an API key: send it as 'X-API-Key: KEY', "
-             "'Authorization: Bearer KEY' or ?api_key=KEY");
-    return counted(std::move(r));
-  }
+  if (path != "/translate")
+    if (std::optional<HttpResponse> refused = refuseUnauthorized(request, ""))
+      return counted(std::move(*refused));
   if (path == "/") {
     HttpResponse r;
     r.contentType = "text/html; charset=utf-8";
@@ -491,24 +495,21 @@ void Service::translate(const HttpRequest &request, bool libreTranslate,
   bool fromForm = libreTranslate &&
                   request.header("content-type")
                           .rfind("application/x-www-form-urlencoded", 0) == 0;
-  if (!body)
+  if (!body) {
+    // Nothing about the request is said to a client without the key.
+    if (std::optional<HttpResponse> unauthorized =
+            refuseUnauthorized(request, ""))
+      return respond(std::move(*unauthorized));
     return respond(errorResponse(400, body.status().message()));
+  }
   Parsed p;
   std::optional<Refusal> refused =
       libreTranslate ? parseLibreTranslate(*body, fromForm, options, p)
                      : parseOwn(*body, options, p);
   // The key is checked before anything about the request is said.
-  if (!authorized(request, p.apiKey)) {
-    bool none =
-        options.apiKey.empty()
-            ? false
-            : (request.header("x-api-key").empty() &&
-               request.header("authorization").empty() && p.apiKey.empty() &&
-               queryValue(request.query, "api_key").empty());
-    return respond(
-        errorResponse(none ? 401 : 403, none ? "this server requires an API key"
-                                             : "Invalid API key"));
-  }
+  if (std::optional<HttpResponse> unauthorized =
+          refuseUnauthorized(request, p.apiKey))
+    return respond(std::move(*unauthorized));
   if (refused)
     return respond(errorResponse(refused->status, refused->message));
   if (int64_t(p.sentences.size()) > options.maxSentences)

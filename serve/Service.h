@@ -34,6 +34,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace loom::serve {
@@ -81,7 +82,11 @@ private:
   void translate(const HttpRequest &request, bool libreTranslate,
                  Respond respond,
                  const std::shared_ptr<Disconnect> &disconnect);
-  bool authorized(const HttpRequest &request, const std::string &bodyKey) const;
+  /// 401 without a key, 403 with a wrong one; none when the key is right
+  /// or none is required. `bodyKey`: LibreTranslate's api_key field.
+  std::optional<HttpResponse>
+  refuseUnauthorized(const HttpRequest &request,
+                     const std::string &bodyKey) const;
 
   ServeOptions options;
   Metrics metricsRegistry;
