@@ -249,10 +249,15 @@ Batcher::Batch Batcher::nextBatch() {
     // it would only time the job out.
     for (size_t i : picked)
       leaveBy = std::min(leaveBy, queue[i].job->deadline);
-    if (!full && !stopping && Clock::now() < leaveBy) {
+    // Waiting pays only when more sentences are on their way: as many as
+    // the last batch took (clients answered together ask again together).
+    // A lone client's sentence leaves at once.
+    bool expectMore = int64_t(picked.size()) < lastBatchSentences;
+    if (!full && expectMore && !stopping && Clock::now() < leaveBy) {
       arrived.wait_until(lock, leaveBy);
       continue;
     }
+    lastBatchSentences = int64_t(picked.size());
     Batch batch;
     for (size_t i : picked)
       batch.push_back(queue[i]);

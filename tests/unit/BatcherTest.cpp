@@ -15,6 +15,7 @@
 #include <future>
 #include <mutex>
 #include <set>
+#include <thread>
 
 using namespace loom;
 using namespace loom::serve;
@@ -113,15 +114,39 @@ BatcherOptions waiting(std::chrono::milliseconds wait, int64_t tokens = 4096) {
   return o;
 }
 
+/// Decodes a first batch of `n` sentences (queued while the worker is held),
+/// so that the batcher expects batches of that size.
+void warmUp(Batcher &batcher, RecordingDecoder &decoder, int n) {
+  decoder.close();
+  std::promise<JobEnd> held, batch;
+  ASSERT_EQ(batcher.submit(job({sentence(99, 3)}, held)),
+            Batcher::Admission::Queued);
+  decoder.waitUntilDecoding();
+  std::vector<std::vector<int32_t>> sources;
+  for (int i = 0; i < n; ++i)
+    sources.push_back(sentence(98, 3));
+  auto j = job(sources, batch);
+  ASSERT_EQ(batcher.submit(j), Batcher::Admission::Queued);
+  decoder.open();
+  ASSERT_EQ(batch.get_future().get(), JobEnd::Translated);
+  std::lock_guard<std::mutex> lock(decoder.mutex);
+  decoder.batches.clear();
+  decoder.paddedTokens.clear();
+}
+
 TEST(Batcher, SentencesOfConcurrentRequestsShareABatchInTheirOrder) {
   RecordingDecoder decoder;
   Batcher batcher(1, decoder.fn(), rows(32), waiting(300ms));
+  warmUp(batcher, decoder, 5);
   std::promise<JobEnd> a, b, c;
   auto ja = job({sentence(1, 5), sentence(2, 6), sentence(3, 4)}, a);
   auto jb = job({sentence(4, 5)}, b);
   auto jc = job({sentence(5, 5), {}}, c);
-  for (auto &j : {ja, jb, jc})
+  // A moment apart, as clients send: the wait gathers them.
+  for (auto &j : {ja, jb, jc}) {
     ASSERT_EQ(batcher.submit(j), Batcher::Admission::Queued);
+    std::this_thread::sleep_for(20ms);
+  }
   EXPECT_EQ(a.get_future().get(), JobEnd::Translated);
   EXPECT_EQ(b.get_future().get(), JobEnd::Translated);
   EXPECT_EQ(c.get_future().get(), JobEnd::Translated);
@@ -215,6 +240,7 @@ TEST(Batcher, WithoutCrossRequestBatchingABatchHoldsOneRequest) {
 TEST(Batcher, ABatchThatIsNotFullWaitsAtMostTheWait) {
   RecordingDecoder decoder;
   Batcher batcher(1, decoder.fn(), rows(32), waiting(150ms));
+  warmUp(batcher, decoder, 3);
   std::promise<JobEnd> ended;
   auto start = Clock::now();
   ASSERT_EQ(batcher.submit(job({sentence(1, 4)}, ended)),
@@ -223,6 +249,20 @@ TEST(Batcher, ABatchThatIsNotFullWaitsAtMostTheWait) {
   auto took = Clock::now() - start;
   EXPECT_GE(took, 140ms);
   EXPECT_LT(took, 1000ms);
+}
+
+TEST(Batcher, ALoneClientIsNotKeptWaiting) {
+  RecordingDecoder decoder;
+  Batcher batcher(1, decoder.fn(), rows(32), waiting(3000ms));
+  // One sentence at a time: no batch ever holds more, none waits.
+  for (int i = 0; i < 3; ++i) {
+    std::promise<JobEnd> ended;
+    auto start = Clock::now();
+    ASSERT_EQ(batcher.submit(job({sentence(1, 4)}, ended)),
+              Batcher::Admission::Queued);
+    EXPECT_EQ(ended.get_future().get(), JobEnd::Translated);
+    EXPECT_LT(Clock::now() - start, 1000ms);
+  }
 }
 
 TEST(Batcher, AFullBatchLeavesWithoutWaiting) {

@@ -1,0 +1,207 @@
+"""Load on loom-serve from wrk, against the same sentences offline.
+
+  serve_load.py --folder EXPORTED --sentences VAL.en [--clients 1,8,64]
+                [--seconds 20] [--threads 2] [--workers 1] [--beam 4]
+                [--soak-seconds 600]
+                [--json OUT.jsonl]
+
+For each client count, wrk (bench/serve_load.lua: one sentence per request,
+posted to /v1/translate over keep-alive connections) loads loom-serve twice:
+with batching across requests (the default) and with --no-cross-batching.
+Each run reports requests (= sentences) and target tokens per second, the
+p50/p95/p99 latency, and the batches the server formed (mean sentences and
+padded tokens, from /metrics). Beside them, loom-translate translates the
+same sentences offline (--time-runs) with the same threads and search: the
+throughput the server is measured against. With --soak-seconds, a last run
+at the largest client count samples the server's resident memory every
+10 s and counts every answer that is not 200.
+
+wrk and the server share the machine: run nothing else beside it.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Server:
+    def __init__(self, folder, flags):
+        self.proc = subprocess.Popen(
+            [os.path.join(folder, "loom-serve"), "--port", "0"] + flags,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.port = None
+        for line in self.proc.stderr:
+            m = re.search(r"listening on http://[^:]+:(\d+)", line)
+            if m:
+                self.port = int(m.group(1))
+            if "ready in" in line:
+                break
+            if "error" in line:
+                raise SystemExit(line)
+        threading.Thread(target=lambda: [None for _ in self.proc.stderr], daemon=True).start()
+
+    def metrics(self):
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.port) as r:
+            text = r.read().decode()
+        values = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, value = line.rsplit(" ", 1)
+                values[name] = float(value)
+        return values
+
+    def rss_mib(self):
+        with open("/proc/%d/status" % self.proc.pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        return 0.0
+
+    def stop(self):
+        self.proc.terminate()
+        return self.proc.wait(60)
+
+
+def wrk(port, clients, seconds, sentences):
+    threads = 1 if clients == 1 else 2
+    out = subprocess.run(
+        ["wrk", "-t", str(threads), "-c", str(clients), "-d", "%ds" % seconds,
+         "--timeout", "30s", "-s", os.path.join(HERE, "serve_load.lua"),
+         "http://127.0.0.1:%d/v1/translate" % port],
+        env=dict(os.environ, LOOM_SENTENCES=sentences),
+        check=True, capture_output=True, text=True).stdout
+    line = [l for l in out.splitlines() if l.startswith("{")][-1]
+    return json.loads(line)
+
+
+def delta(after, before, name):
+    return after.get(name, 0.0) - before.get(name, 0.0)
+
+
+def load_run(args, clients, batching, seconds):
+    flags = ["--threads", str(args.threads), "--workers", str(args.workers),
+             "--beam", str(args.beam)]
+    if not batching:
+        flags.append("--no-cross-batching")
+    server = Server(args.folder, flags + args.server_flags)
+    try:
+        # Warm-up: the first batches size the decoder's memory.
+        wrk(server.port, clients, 3, args.sentences)
+        before = server.metrics()
+        result = wrk(server.port, clients, seconds, args.sentences)
+        after = server.metrics()
+        batches = delta(after, before, "loom_batch_sentences_count")
+        result.update({
+            "system": "loom-serve" if batching else "loom-serve --no-cross-batching",
+            "clients": clients,
+            "sentences_per_s": result["requests"] / result["duration_s"],
+            "target_tokens_per_s":
+                delta(after, before, "loom_translated_tokens_total") / result["duration_s"],
+            "batch_sentences_mean":
+                delta(after, before, "loom_batch_sentences_sum") / max(batches, 1),
+            "batch_tokens_mean":
+                delta(after, before, "loom_batch_tokens_sum") / max(batches, 1),
+            "rss_mib": server.rss_mib(),
+        })
+    finally:
+        assert server.stop() == 0
+    return result
+
+
+def offline(args):
+    """loom-translate on the same sentences: its --time-runs JSON line."""
+    p = subprocess.run(
+        [os.path.join(args.folder, "loom-translate"), "--input", args.sentences,
+         "--threads", str(args.threads), "--workers", str(args.workers),
+         "--beam", str(args.beam), "--time-runs", "3"],
+        check=True, capture_output=True, text=True)
+    record = json.loads([l for l in p.stderr.splitlines() if l.startswith("{")][-1])
+    record["system"] = "loom-translate (offline)"
+    return record
+
+
+def soak(args, clients):
+    server = Server(args.folder, ["--threads", str(args.threads), "--workers",
+                                  str(args.workers), "--beam", str(args.beam)]
+                    + args.server_flags)
+    samples = []
+    result = {}
+    def load():
+        result.update(wrk(server.port, clients, args.soak_seconds, args.sentences))
+    t = threading.Thread(target=load)
+    start = time.time()
+    t.start()
+    while t.is_alive():
+        samples.append((round(time.time() - start), server.rss_mib()))
+        t.join(10)
+    metrics = server.metrics()
+    assert server.stop() == 0
+    errors = {k: v for k, v in metrics.items()
+              if k.startswith("loom_http_requests_total") and 'status="200"' not in k}
+    return {"system": "soak", "clients": clients, "seconds": args.soak_seconds,
+            "requests": result["requests"], "non200": result["non200"],
+            "socket_errors": result["socket_errors"], "p99_ms": result["p99_ms"],
+            "rss_mib": samples, "non200_by_status": errors}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--folder", required=True, help="a translator folder (loom export)")
+    parser.add_argument("--sentences", required=True, help="sentences, one per line")
+    parser.add_argument("--clients", default="1,8,64")
+    parser.add_argument("--seconds", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=1,
+                        help="decoders, the threads split between them (both sides)")
+    parser.add_argument("--beam", type=int, default=4)
+    parser.add_argument("--soak-seconds", type=int, default=0)
+    parser.add_argument("--server-flags", default="", help="more loom-serve flags")
+    parser.add_argument("--json", help="append every record here")
+    args = parser.parse_args()
+    args.server_flags = args.server_flags.split()
+    clients = [int(c) for c in args.clients.split(",")]
+
+    records = [offline(args)]
+    base = records[0]
+    print("offline loom-translate: %.1f sentences/s, %.0f target tokens/s (beam %d, %d threads, "
+          "%d workers)" % (base["sentences_per_s"], base["target_tokens_per_s"], args.beam,
+                           args.threads, args.workers))
+    print("| clients | batching | sentences/s | tokens/s | vs offline | p50 ms | p95 ms "
+          "| p99 ms | sentences/batch | tokens/batch | non-200 |")
+    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for c in clients:
+        for batching in (True, False):
+            r = load_run(args, c, batching, args.seconds)
+            records.append(r)
+            print("| %d | %s | %.1f | %.0f | %.2f | %.1f | %.1f | %.1f | %.1f | %.0f | %d |" % (
+                c, "across requests" if batching else "off", r["sentences_per_s"],
+                r["target_tokens_per_s"], r["sentences_per_s"] / base["sentences_per_s"],
+                r["p50_ms"], r["p95_ms"], r["p99_ms"], r["batch_sentences_mean"],
+                r["batch_tokens_mean"], r["non200"] + r["socket_errors"]), flush=True)
+    if args.soak_seconds:
+        s = soak(args, max(clients))
+        records.append(s)
+        rss = s["rss_mib"]
+        print("soak: %d clients, %d s, %d requests, %d non-200, %d socket errors, p99 %.1f ms; "
+              "RSS MiB at 60 s %.1f, at the end %.1f (min %.1f, max %.1f after 60 s)" % (
+                  s["clients"], s["seconds"], s["requests"], s["non200"], s["socket_errors"],
+                  s["p99_ms"], next((m for t, m in rss if t >= 60), rss[-1][1]), rss[-1][1],
+                  min(m for t, m in rss if t >= 60) if s["seconds"] > 60 else rss[-1][1],
+                  max(m for t, m in rss if t >= 60) if s["seconds"] > 60 else rss[-1][1]))
+    if args.json:
+        with open(args.json, "a") as f:
+            for r in records:
+                f.write(json.dumps(r) + "\n")
+
+
+if __name__ == "__main__":
+    main()
