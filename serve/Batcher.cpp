@@ -250,14 +250,18 @@ Batcher::Batch Batcher::nextBatch() {
     for (size_t i : picked)
       leaveBy = std::min(leaveBy, queue[i].job->deadline);
     // Waiting pays only when more sentences are on their way: as many as
-    // the last batch took (clients answered together ask again together).
-    // A lone client's sentence leaves at once.
+    // the last batch took (clients answered together ask again together),
+    // and only while no other worker decodes (sentences arriving meanwhile
+    // gather for the next free worker anyway, while this one's wait would
+    // leave a core idle). A lone client's sentence leaves at once.
     bool expectMore = int64_t(picked.size()) < lastBatchSentences;
-    if (!full && expectMore && !stopping && Clock::now() < leaveBy) {
+    if (!full && expectMore && busyWorkers == 0 && !stopping &&
+        Clock::now() < leaveBy) {
       arrived.wait_until(lock, leaveBy);
       continue;
     }
     lastBatchSentences = int64_t(picked.size());
+    ++busyWorkers;
     Batch batch;
     for (size_t i : picked)
       batch.push_back(queue[i]);
@@ -276,6 +280,8 @@ void Batcher::work(int worker) {
     if (batch.empty())
       return;
     decode(worker, batch);
+    std::lock_guard<std::mutex> lock(mutex);
+    --busyWorkers;
   }
 }
 

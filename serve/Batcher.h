@@ -7,11 +7,12 @@
 // penalty, n-best, length ratio), nearest to it in length first, until the
 // token budget (sentences x longest source) or the decoder's rows are full.
 // A batch that is full leaves at once. One that is not waits for more
-// sentences, at most maxWait after its oldest arrived, and only while it
-// holds fewer than the last batch took: clients answered together send
-// their next requests together, a moment apart, and the wait gathers them;
-// a lone client's sentence is not kept waiting for company that never
-// comes.
+// sentences, at most maxWait after its oldest arrived, only while it holds
+// fewer than the last batch took (clients answered together send their
+// next requests together, a moment apart, and the wait gathers them; a lone
+// client's sentence is not kept waiting for company that never comes), and
+// only while no other worker is decoding (what arrives meanwhile gathers
+// for the next free worker anyway).
 //
 //   queue: [a1 a2 a3] [b1] [c1 c2]          (requests a, b, c; a2 longest)
 //   worker 0 takes  a1 b1 c1 c2  (similar lengths, one budget)
@@ -174,6 +175,8 @@ private:
   /// Sentences the last batch took: what a batch that is not full waits
   /// for (at most maxWait).
   int64_t lastBatchSentences = 1;
+  /// Workers decoding a batch now.
+  int busyWorkers = 0;
   std::vector<std::thread> workers;
   /// Jobs with a deadline, soonest first, for expireLateJobs.
   std::vector<std::pair<Clock::time_point, std::weak_ptr<TranslationJob>>>

@@ -6,6 +6,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -108,7 +109,9 @@ struct HttpServer::Impl {
   HttpServerOptions options;
   Handler handler;
   asio::io_context io;
+  /// The acceptor and its retry timer run on one strand (drain() too).
   tcp::acceptor acceptor;
+  asio::steady_timer retryAccept;
   /// Keeps run() going until a drain has closed every connection (a
   /// request waiting for its answer has no operation pending on asio).
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>>
@@ -121,7 +124,8 @@ struct HttpServer::Impl {
 
   Impl(HttpServerOptions o, Handler h)
       : options(std::move(o)), handler(std::move(h)),
-        io(std::max(1, options.threads)), acceptor(io) {
+        io(std::max(1, options.threads)), acceptor(asio::make_strand(io)),
+        retryAccept(acceptor.get_executor()) {
     working.emplace(io.get_executor());
   }
 
@@ -247,6 +251,7 @@ private:
           std::string(field.value());
     request.body = std::move(message.body());
     keepAlive = message.keep_alive();
+    head = message.method() == http::verb::head;
     version = message.version();
     busy = true;
     clientGone = false;
@@ -304,6 +309,12 @@ private:
     m->body() = std::move(r.body);
     m->keep_alive(keep);
     m->prepare_payload();
+    if (head) {
+      // A HEAD answer says the length of the body it does not send.
+      uint64_t length = m->body().size();
+      m->body().clear();
+      m->content_length(length);
+    }
     return m;
   }
 
@@ -364,6 +375,7 @@ private:
   std::shared_ptr<Disconnect> disconnect;
   std::shared_ptr<std::array<char, 4096>> discard;
   bool keepAlive = false;
+  bool head = false;
   unsigned version = 0;
   bool busy = false;
   bool clientGone = false;
@@ -376,15 +388,22 @@ void HttpServer::Impl::accept() {
                                                       tcp::socket socket) {
     if (!acceptor.is_open())
       return;
-    if (!ec) {
-      auto connection = std::make_shared<Connection>(*this, std::move(socket));
-      {
-        std::lock_guard<std::mutex> lock(connectionsMutex);
-        connections[connection.get()] = connection;
-      }
-      connection->start();
+    if (ec) {
+      // Out of descriptors (or a connection reset while queued): try again
+      // a moment later rather than spin on the error.
+      retryAccept.expires_after(std::chrono::milliseconds(50));
+      retryAccept.async_wait([this](beast::error_code waitError) {
+        if (!waitError && acceptor.is_open())
+          accept();
+      });
+      return;
     }
-    // Out of descriptors, or a connection reset while queued: go on.
+    auto connection = std::make_shared<Connection>(*this, std::move(socket));
+    {
+      std::lock_guard<std::mutex> lock(connectionsMutex);
+      connections[connection.get()] = connection;
+    }
+    connection->start();
     accept();
   });
 }
@@ -401,6 +420,7 @@ void HttpServer::Impl::beginDrain() {
     return;
   beast::error_code ignored;
   acceptor.close(ignored);
+  retryAccept.cancel();
   if (onDrain)
     onDrain();
   std::vector<std::shared_ptr<Connection>> open;
@@ -458,7 +478,10 @@ void HttpServer::setOnDrain(std::function<void()> callback) {
 }
 
 void HttpServer::drain() {
-  asio::post(impl->io, [raw = impl.get()] { raw->beginDrain(); });
+  // On the acceptor's strand: the drain closes it, which must not race an
+  // accept completing.
+  asio::post(impl->acceptor.get_executor(),
+             [raw = impl.get()] { raw->beginDrain(); });
 }
 
 void HttpServer::run() {

@@ -73,7 +73,8 @@ ERROR_WORD = re.compile(r"\berror\b", re.I)
 # entries that did not exist before the run are removed.
 LOOM_OUTPUT_NAMES = {"checkpoints", "spm.model", "config.pbtxt",
                      "metrics.jsonl", "model.safetensors", "translate.loomx",
-                     "loom-translate", "libloom_sentencepiece.so"}
+                     "loom-translate", "loom-serve",
+                     "libloom_sentencepiece.so"}
 # Directories watched for such writes: the root and its lib/ (where an
 # exported folder's lib/ lands when the folder is '').
 WATCHED_DIRS = ["/", "/lib"]
