@@ -12,7 +12,8 @@ Each run reports requests (= sentences) and target tokens per second, the
 p50/p95/p99 latency, and the batches the server formed (mean sentences and
 padded tokens, from /metrics). Beside them, loom-translate translates the
 same sentences offline (--time-runs) with the same threads and search: the
-throughput the server is measured against. With --soak-seconds, a last run
+throughput the server is measured against, measured again before each
+client count (the machine's speed drifts). With --soak-seconds, a last run
 at the largest client count samples the server's resident memory every
 10 s and counts every answer that is not 200.
 
@@ -170,21 +171,25 @@ def main():
     args.server_flags = args.server_flags.split()
     clients = [int(c) for c in args.clients.split(",")]
 
-    records = [offline(args)]
-    base = records[0]
-    print("offline loom-translate: %.1f sentences/s, %.0f target tokens/s (beam %d, %d threads, "
-          "%d workers)" % (base["sentences_per_s"], base["target_tokens_per_s"], args.beam,
-                           args.threads, args.workers))
-    print("| clients | batching | sentences/s | tokens/s | vs offline | p50 ms | p95 ms "
-          "| p99 ms | sentences/batch | tokens/batch | non-200 |")
-    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    records = []
+    print("beam %d, %d threads, %d workers; offline: loom-translate on the same sentences "
+          "just before each pair of runs" % (args.beam, args.threads, args.workers))
+    print("| clients | batching | sentences/s | tokens/s | offline sentences/s | vs offline "
+          "| p50 ms | p95 ms | p99 ms | sentences/batch | tokens/batch | non-200 |")
+    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for c in clients:
+        # The machine's speed drifts: the offline figure each row is held
+        # against is measured beside it.
+        base = offline(args)
+        records.append(base)
         for batching in (True, False):
             r = load_run(args, c, batching, args.seconds)
+            r["offline_sentences_per_s"] = base["sentences_per_s"]
             records.append(r)
-            print("| %d | %s | %.1f | %.0f | %.2f | %.1f | %.1f | %.1f | %.1f | %.0f | %d |" % (
+            print("| %d | %s | %.1f | %.0f | %.1f | %.2f | %.1f | %.1f | %.1f | %.1f | %.0f | %d |" % (
                 c, "across requests" if batching else "off", r["sentences_per_s"],
-                r["target_tokens_per_s"], r["sentences_per_s"] / base["sentences_per_s"],
+                r["target_tokens_per_s"], base["sentences_per_s"],
+                r["sentences_per_s"] / base["sentences_per_s"],
                 r["p50_ms"], r["p95_ms"], r["p99_ms"], r["batch_sentences_mean"],
                 r["batch_tokens_mean"], r["non200"] + r["socket_errors"]), flush=True)
     if args.soak_seconds:
