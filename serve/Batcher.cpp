@@ -302,31 +302,34 @@ void Batcher::decode(int worker, Batch &batch) {
   report.sentences = int64_t(batch.size());
   report.paddedTokens = report.sentences * longest;
   report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (decoded)
+    for (const std::vector<Translation> &found : *decoded)
+      if (!found.empty())
+        report.targetTokens += found.front().tokens;
+  // Reported before any job ends: a client holding its answer finds its
+  // batch counted.
+  std::function<void(const BatchReport &)> reportNow;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    reportNow = reportFn;
+  }
+  if (reportNow)
+    reportNow(report);
   if (!decoded) {
     for (Queued &q : batch)
       q.job->finish(JobEnd::Failed, decoded.status());
-  } else {
-    for (size_t i = 0; i < batch.size(); ++i) {
-      std::vector<Translation> &found = (*decoded)[i];
-      if (!found.empty())
-        report.targetTokens += found.front().tokens;
-      TranslationJob &job = *batch[i].job;
-      if (job.ended())
-        continue;
-      job.results[batch[i].sentence] = std::move(found);
-      // The last sentence in ends the job; acq_rel orders every worker's
-      // result before the end.
-      if (job.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1)
-        job.finish(JobEnd::Translated);
-    }
+    return;
   }
-  std::function<void(const BatchReport &)> report_;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    report_ = reportFn;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    TranslationJob &job = *batch[i].job;
+    if (job.ended())
+      continue;
+    job.results[batch[i].sentence] = std::move((*decoded)[i]);
+    // The last sentence in ends the job; acq_rel orders every worker's
+    // result before the end.
+    if (job.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1)
+      job.finish(JobEnd::Translated);
   }
-  if (report_)
-    report_(report);
 }
 
 } // namespace loom::serve

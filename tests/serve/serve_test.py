@@ -314,14 +314,17 @@ def prime(server, sentences):
 
 
 def full_queue():
-    s = serve("--queue-size", "4", "--max-wait-ms", "1500")
+    s = serve("--queue-size", "4", "--max-wait-ms", "3000")
     prime(s, 3)
     result = {}
     def first():
         result["first"] = s.json("POST", "/v1/translate", {"sentences": SENTENCES[:1]})
     t = threading.Thread(target=first)
     t.start()
-    time.sleep(0.3)
+    # The first request waits in the queue for company (up to 3 s).
+    deadline = time.time() + 2
+    while s.metric("loom_queue_sentences") < 1 and time.time() < deadline:
+        time.sleep(0.02)
     status, hdrs, body = s.json("POST", "/v1/translate", {"sentences": SENTENCES[1:5]})
     assert status == 503 and hdrs.get("Retry-After") == "1" and "queue is full" in body["error"], \
         (status, hdrs, body)
@@ -395,14 +398,17 @@ def api_key():
 
 
 def graceful_shutdown():
-    s = serve("--max-wait-ms", "800")
+    s = serve("--max-wait-ms", "2000")
     prime(s, 5)
     result = {}
     def inflight():
         result["r"] = s.json("POST", "/v1/translate", {"sentences": SENTENCES[:4]})
     t = threading.Thread(target=inflight)
     t.start()
-    time.sleep(0.3)
+    # SIGTERM once the request waits in the queue.
+    deadline = time.time() + 1.5
+    while s.metric("loom_queue_sentences") < 4 and time.time() < deadline:
+        time.sleep(0.02)
     s.proc.send_signal(signal.SIGTERM)
     t.join(30)
     status, hdrs, body = result["r"]

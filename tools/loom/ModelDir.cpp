@@ -127,4 +127,43 @@ cachedTranslateProgram(const std::string &dir, const TransformerConfig &config,
   return toExpected(runtime::Program::create(std::move(*exe)));
 }
 
+llvm::Expected<std::unique_ptr<Translator>>
+openModelTranslator(const std::string &dir, const TranslatorOptions &opening,
+                    const std::string &precision, llvm::StringRef command) {
+  std::shared_ptr<runtime::Device> device;
+  CodeTarget target;
+  if (!opening.device.empty()) {
+    auto opened = openCommandDevice(opening.device, opening.threads);
+    if (!opened)
+      return opened.takeError();
+    device = std::move(*opened);
+    target = codeTargetOf(*device);
+  }
+  target.precision = precision;
+  auto config = loadConfig(dir + "/" + kModelConfig);
+  if (!config)
+    return config.takeError();
+  auto tokenizer =
+      toExpected(text::Tokenizer::loadFile(dir + "/" + kVocabulary));
+  if (!tokenizer)
+    return tokenizer.takeError();
+  auto program = cachedTranslateProgram(dir, *config, command, target);
+  if (!program)
+    return program.takeError();
+  std::string weights =
+      opening.weights.empty() ? dir + "/" + kModelWeights : opening.weights;
+  // One device per worker (the one opened above serves a single worker).
+  std::vector<std::shared_ptr<runtime::Device>> devices;
+  if (device && opening.workers == 1) {
+    devices.push_back(std::move(device));
+  } else {
+    auto opened = toExpected(Translator::openDevicesFor(**program, opening));
+    if (!opened)
+      return opened.takeError();
+    devices = std::move(*opened);
+  }
+  return toExpected(Translator::create(
+      std::move(*program), std::move(*tokenizer), weights, std::move(devices)));
+}
+
 } // namespace loom::cli

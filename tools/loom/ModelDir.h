@@ -15,6 +15,7 @@
 
 #include "tools/loom/Sessions.h"
 
+#include "api/Translator.h"
 #include "frontend/Config.h"
 #include "runtime/Program.h"
 
@@ -53,6 +54,16 @@ llvm::Expected<std::shared_ptr<const runtime::Program>>
 cachedTranslateProgram(const std::string &dir, const TransformerConfig &config,
                        llvm::StringRef command,
                        const CodeTarget &target = CodeTarget());
+
+/// The translator of model directory `dir`, as `loom translate` and `loom
+/// serve` open it: the device `opening` names first (a machine without it
+/// says so before anything compiles), the decoder for that device and
+/// `precision` (cachedTranslateProgram, notices prefixed with `command`),
+/// one device per worker, and the weights (`opening.weights`, else the
+/// directory's).
+llvm::Expected<std::unique_ptr<Translator>>
+openModelTranslator(const std::string &dir, const TranslatorOptions &opening,
+                    const std::string &precision, llvm::StringRef command);
 
 /// Compiles the translate executable of `config` and writes it to
 /// DIR/translate.loomx.

@@ -10,7 +10,6 @@
 #include "tools/loom/Commands.h"
 #include "tools/loom/Common.h"
 #include "tools/loom/ModelDir.h"
-#include "tools/loom/Sessions.h"
 
 #include "tools/ServeFlags.h"
 
@@ -25,45 +24,11 @@ struct ServeCommand {
 };
 
 ErrorOr<std::unique_ptr<Translator>> load(const ServeCommand &o) {
-  auto fromLlvm = [](llvm::Error err) {
-    return Status::failure(llvm::toString(std::move(err)));
-  };
-  CodeTarget target;
-  std::shared_ptr<runtime::Device> device;
-  if (!o.flags.opening.device.empty()) {
-    auto opened =
-        openCommandDevice(o.flags.opening.device, o.flags.opening.threads);
-    if (!opened)
-      return fromLlvm(opened.takeError());
-    device = std::move(*opened);
-    target = codeTargetOf(*device);
-  }
-  target.precision = o.precision;
-  auto config = loadConfig(o.model + "/" + kModelConfig);
-  if (!config)
-    return fromLlvm(config.takeError());
-  ErrorOr<text::Tokenizer> tokenizer =
-      text::Tokenizer::loadFile(o.model + "/" + kVocabulary);
-  if (!tokenizer)
-    return tokenizer.status();
-  auto program = cachedTranslateProgram(o.model, *config, "loom serve", target);
-  if (!program)
-    return fromLlvm(program.takeError());
-  std::vector<std::shared_ptr<runtime::Device>> devices;
-  if (device && o.flags.opening.workers == 1) {
-    devices.push_back(std::move(device));
-  } else {
-    ErrorOr<std::vector<std::shared_ptr<runtime::Device>>> opened =
-        Translator::openDevicesFor(**program, o.flags.opening);
-    if (!opened)
-      return opened.status();
-    devices = std::move(*opened);
-  }
-  std::string weights = o.flags.opening.weights.empty()
-                            ? o.model + "/" + kModelWeights
-                            : o.flags.opening.weights;
-  return Translator::create(std::move(*program), std::move(*tokenizer), weights,
-                            std::move(devices));
+  auto translator =
+      openModelTranslator(o.model, o.flags.opening, o.precision, "loom serve");
+  if (!translator)
+    return Status::failure(llvm::toString(translator.takeError()));
+  return std::move(*translator);
 }
 
 } // namespace

@@ -63,44 +63,8 @@ llvm::Error translate(const TranslateOptions &o) {
     return toError(Status::failure(
         "--beam, --batch and --max-len-ratio must be positive and --nbest "
         "between 1 and --beam"));
-  // A device asked for is opened first: one this machine lacks is said
-  // before anything is compiled. The decoder is compiled for it.
-  std::shared_ptr<runtime::Device> device;
-  CodeTarget target;
-  if (!o.opening.device.empty()) {
-    auto opened = openCommandDevice(o.opening.device, o.opening.threads);
-    if (!opened)
-      return opened.takeError();
-    device = std::move(*opened);
-    target = codeTargetOf(*device);
-  }
-  target.precision = o.precision;
-  auto config = loadConfig(o.model + "/" + kModelConfig);
-  if (!config)
-    return config.takeError();
-  auto tokenizer =
-      toExpected(text::Tokenizer::loadFile(o.model + "/" + kVocabulary));
-  if (!tokenizer)
-    return tokenizer.takeError();
-  auto program =
-      cachedTranslateProgram(o.model, *config, "loom translate", target);
-  if (!program)
-    return program.takeError();
-  std::string weights = o.opening.weights.empty()
-                            ? o.model + "/" + kModelWeights
-                            : o.opening.weights;
-  // One device per worker (the one opened above serves a single worker).
-  std::vector<std::shared_ptr<runtime::Device>> devices;
-  if (device && o.opening.workers == 1) {
-    devices.push_back(std::move(device));
-  } else {
-    auto opened = toExpected(Translator::openDevicesFor(**program, o.opening));
-    if (!opened)
-      return opened.takeError();
-    devices = std::move(*opened);
-  }
-  auto translator = toExpected(Translator::create(
-      std::move(*program), std::move(*tokenizer), weights, std::move(devices)));
+  auto translator =
+      openModelTranslator(o.model, o.opening, o.precision, "loom translate");
   if (!translator)
     return translator.takeError();
   if (o.profile)
