@@ -154,9 +154,12 @@ void Batcher::dropEnded() {
   Clock::time_point now = Clock::now();
   std::vector<std::shared_ptr<TranslationJob>> late;
   auto gone = [&](const Queued &q) {
-    if (!q.job->ended() && q.job->deadline <= now)
-      late.push_back(q.job);
-    return q.job->ended() || q.job->deadline <= now;
+    if (q.job->ended())
+      return true;
+    if (q.job->deadline > now)
+      return false;
+    late.push_back(q.job);
+    return true;
   };
   queue.erase(std::remove_if(queue.begin(), queue.end(), gone), queue.end());
   // onEnd runs here under the queue's lock: it must not call back into

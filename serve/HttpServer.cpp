@@ -339,8 +339,6 @@ private:
   }
 
   void answerAndClose(HttpResponse r) {
-    if (!version)
-      version = 11;
     keepAlive = false;
     answer(std::move(r), true);
   }

@@ -127,14 +127,16 @@ bool numberFromForm(json &value) {
   }
 }
 
-/// The request body as a JSON object: JSON, or a form (LibreTranslate's
-/// clients send either).
-ErrorOr<json> parseBody(const HttpRequest &request, bool formAllowed) {
-  // Without forms, the body is JSON whatever its declared type (curl -d
-  // declares a form).
-  bool form = formAllowed &&
-              request.header("content-type")
-                      .rfind("application/x-www-form-urlencoded", 0) == 0;
+/// Whether the body is declared a form (LibreTranslate's clients send
+/// forms or JSON).
+bool isForm(const HttpRequest &request) {
+  return request.header("content-type")
+             .rfind("application/x-www-form-urlencoded", 0) == 0;
+}
+
+/// The request body as a JSON object, parsed as a form when `form`, else
+/// as JSON whatever its declared type (curl -d declares a form).
+ErrorOr<json> parseBody(const HttpRequest &request, bool form) {
   json body;
   if (form) {
     body = parseForm(request.body);
@@ -491,10 +493,8 @@ void Service::handle(const HttpRequest &request, Respond respond,
 void Service::translate(const HttpRequest &request, bool libreTranslate,
                         Respond respond,
                         const std::shared_ptr<Disconnect> &disconnect) {
-  ErrorOr<json> body = parseBody(request, libreTranslate);
-  bool fromForm = libreTranslate &&
-                  request.header("content-type")
-                          .rfind("application/x-www-form-urlencoded", 0) == 0;
+  bool fromForm = libreTranslate && isForm(request);
+  ErrorOr<json> body = parseBody(request, fromForm);
   if (!body) {
     // Nothing about the request is said to a client without the key.
     if (std::optional<HttpResponse> unauthorized =

@@ -313,25 +313,33 @@ def prime(server, sentences):
     v1(server, SENTENCES[:sentences])
 
 
+def send_while_queued(server, sentences, queued, seconds=2):
+    """Posts `sentences` from a thread and returns once the server holds
+    `queued` sentences waiting (or `seconds` passed): the thread, and a dict
+    whose "answer" the thread fills."""
+    result = {}
+    def post():
+        result["answer"] = server.json("POST", "/v1/translate", {"sentences": sentences})
+    t = threading.Thread(target=post)
+    t.start()
+    deadline = time.time() + seconds
+    while server.metric("loom_queue_sentences") < queued and time.time() < deadline:
+        time.sleep(0.02)
+    return t, result
+
+
 def full_queue():
     s = serve("--queue-size", "4", "--max-wait-ms", "3000")
     prime(s, 3)
-    result = {}
-    def first():
-        result["first"] = s.json("POST", "/v1/translate", {"sentences": SENTENCES[:1]})
-    t = threading.Thread(target=first)
-    t.start()
     # The first request waits in the queue for company (up to 3 s).
-    deadline = time.time() + 2
-    while s.metric("loom_queue_sentences") < 1 and time.time() < deadline:
-        time.sleep(0.02)
+    t, result = send_while_queued(s, SENTENCES[:1], 1)
     status, hdrs, body = s.json("POST", "/v1/translate", {"sentences": SENTENCES[1:5]})
     assert status == 503 and hdrs.get("Retry-After") == "1" and "queue is full" in body["error"], \
         (status, hdrs, body)
     status, _, body = s.json("POST", "/v1/translate", {"sentences": SENTENCES[:5]})
     assert status == 413 and "queue holds" in body["error"], body
     t.join()
-    status, _, body = result["first"]
+    status, _, body = result["answer"]
     assert status == 200 and [x["hypotheses"][0]["text"] for x in body["translations"]] == \
         reference()[:1], "the queued request loses nothing"
     assert s.stop() == 0
@@ -400,18 +408,11 @@ def api_key():
 def graceful_shutdown():
     s = serve("--max-wait-ms", "2000")
     prime(s, 5)
-    result = {}
-    def inflight():
-        result["r"] = s.json("POST", "/v1/translate", {"sentences": SENTENCES[:4]})
-    t = threading.Thread(target=inflight)
-    t.start()
     # SIGTERM once the request waits in the queue.
-    deadline = time.time() + 1.5
-    while s.metric("loom_queue_sentences") < 4 and time.time() < deadline:
-        time.sleep(0.02)
+    t, result = send_while_queued(s, SENTENCES[:4], 4, seconds=1.5)
     s.proc.send_signal(signal.SIGTERM)
     t.join(30)
-    status, hdrs, body = result["r"]
+    status, hdrs, body = result["answer"]
     assert status == 200, (status, body)
     assert [x["hypotheses"][0]["text"] for x in body["translations"]] == reference()[:4]
     assert s.proc.wait(30) == 0, "".join(s.lines)
