@@ -4,7 +4,6 @@
 #include "runtime/Tensor.h"
 
 #include <cstring>
-#include <iterator>
 #include <vector>
 
 using namespace loom;
@@ -38,12 +37,18 @@ ErrorOr<void *> MappedBlocks::allocate(size_t bytes, runtime::Fill fill) {
   size_t size = classBytes(bytes);
   {
     std::lock_guard<std::mutex> lock(mutex);
-    for (auto it = free.rbegin(); it != free.rend(); ++it) {
-      if (it->first != size)
-        continue;
-      void *block = it->second;
-      free.erase(std::next(it).base());
-      keptSize -= size;
+    // The smallest kept block of at least the class and at most twice it,
+    // the most recently freed of equal ones (its pages likelier in cache).
+    auto best = free.end();
+    for (auto it = free.begin(); it != free.end(); ++it)
+      if (it->first >= size && it->first <= 2 * size &&
+          (best == free.end() || it->first <= best->first))
+        best = it;
+    if (best != free.end()) {
+      auto [blockSize, block] = *best;
+      free.erase(best);
+      keptSize -= blockSize;
+      lent.emplace(block, blockSize);
       if (fill == runtime::Fill::Zeros)
         std::memset(block, 0, bytes);
       return block;
@@ -55,6 +60,10 @@ ErrorOr<void *> MappedBlocks::allocate(size_t bytes, runtime::Fill fill) {
     trim();
     fresh = runtime::allocateHostMemory(size);
   }
+  if (fresh) {
+    std::lock_guard<std::mutex> lock(mutex);
+    lent.emplace(*fresh, size);
+  }
   return fresh;
 }
 
@@ -65,16 +74,21 @@ void MappedBlocks::release(void *memory, size_t bytes) {
     runtime::freeHostMemory(memory, bytes);
     return;
   }
-  size_t size = classBytes(bytes);
-  if (size > limit) {
-    runtime::freeHostMemory(memory, size);
-    return;
-  }
   std::vector<std::pair<size_t, void *>> evicted;
   {
     std::lock_guard<std::mutex> lock(mutex);
-    free.emplace_back(size, memory);
-    keptSize += size;
+    // The block's own size: a request may have been given a larger one.
+    size_t size = classBytes(bytes);
+    if (auto found = lent.find(memory); found != lent.end()) {
+      size = found->second;
+      lent.erase(found);
+    }
+    if (size > limit) {
+      evicted.emplace_back(size, memory);
+    } else {
+      free.emplace_back(size, memory);
+      keptSize += size;
+    }
     while (keptSize > limit) {
       evicted.push_back(free.front());
       keptSize -= free.front().first;

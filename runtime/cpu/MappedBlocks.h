@@ -6,11 +6,15 @@
 // step (the caches grow by one position, the log-probabilities and the
 // gathered caches come and go), and paying a page fault and the kernel's
 // zeroing for every page of each was a quarter of beam search's time on the
-// `base` model (docs/PERFORMANCE.md). MappedBlocks keeps freed mappings in
-// size classes (four per power of two, so a block fits requests up to 25%
-// apart) and hands them out again zeroed by memset, which on resident pages
-// costs a fraction of the faults, or as they are where the caller writes
-// before it reads.
+// `base` model (docs/PERFORMANCE.md). MappedBlocks keeps freed mappings,
+// maps new ones in size classes (four per power of two, so a class wastes at
+// most a quarter), and hands a request the smallest kept block of at least
+// its class and at most twice it, zeroed by memset, which on resident pages
+// costs a fraction of the faults, or as it is where the caller writes before
+// it reads. Not only its own class: a server's batches differ in rows and
+// lengths from one to the next, and with exact classes its kept blocks were
+// mostly of sizes not asked for again, while fresh mappings went on (RSS
+// twice the offline translator's, docs/PERFORMANCE.md).
 //
 // It holds at most `limit` bytes of free blocks, the most recently freed
 // (sizes drift as decoding goes on, and the oldest blocks are of classes no
@@ -29,6 +33,7 @@
 #include <cstddef>
 #include <deque>
 #include <mutex>
+#include <unordered_map>
 #include <utility>
 
 namespace loom::cpu {
@@ -48,7 +53,7 @@ public:
   /// reach, would otherwise be zeroed in full for every batch).
   ErrorOr<void *> allocate(size_t bytes,
                            runtime::Fill fill = runtime::Fill::Zeros);
-  /// Takes back what allocate(bytes) returned.
+  /// Takes back what allocate(bytes) returned, kept at the block's own size.
   void release(void *memory, size_t bytes);
   /// Returns every kept block to the system.
   void trim();
@@ -63,7 +68,8 @@ private:
 
   const size_t limit;
   mutable std::mutex mutex;
-  std::deque<std::pair<size_t, void *>> free; // class size, block; oldest first
+  std::deque<std::pair<size_t, void *>> free; // block size, block; oldest first
+  std::unordered_map<void *, size_t> lent;    // block, its size
   size_t keptSize = 0;
 };
 

@@ -78,6 +78,56 @@ TEST(MappedBlocks, AnUnspecifiedBlockIsReusedAsItWas) {
   blocks.release(*third, bytes);
 }
 
+// A server's batches differ in rows and lengths from one to the next, so a
+// request rarely finds a kept block of exactly its class; one up to twice
+// its size serves it (the smallest such), and goes back to the kept blocks
+// at its own size, not the request's.
+TEST(MappedBlocks, ASmallerRequestTakesTheSmallestBlockUpToTwiceItsSize) {
+  cpu::MappedBlocks blocks(64 * kMiB);
+  auto big = blocks.allocate(8 * kMiB, runtime::Fill::Unspecified);
+  auto mid = blocks.allocate(6 * kMiB, runtime::Fill::Unspecified);
+  ASSERT_TRUE(big && mid);
+  void *bigBlock = *big, *midBlock = *mid;
+  blocks.release(bigBlock, 8 * kMiB);
+  blocks.release(midBlock, 6 * kMiB);
+  EXPECT_EQ(blocks.keptBytes(), 14 * kMiB);
+
+  // 5 MiB fits both; the 6 MiB block is the smaller.
+  auto five = blocks.allocate(5 * kMiB);
+  ASSERT_TRUE(bool(five)) << five.error();
+  EXPECT_EQ(*five, midBlock);
+  EXPECT_TRUE(allZero(*five, 5 * kMiB));
+  EXPECT_EQ(blocks.keptBytes(), 8 * kMiB);
+  // 4 MiB fits the 8 MiB block (twice it), which is taken whole.
+  auto four = blocks.allocate(4 * kMiB);
+  ASSERT_TRUE(bool(four)) << four.error();
+  EXPECT_EQ(*four, bigBlock);
+  EXPECT_EQ(blocks.keptBytes(), 0u);
+
+  // Released with the sizes asked for, they are kept at their own.
+  blocks.release(*five, 5 * kMiB);
+  blocks.release(*four, 4 * kMiB);
+  EXPECT_EQ(blocks.keptBytes(), 14 * kMiB);
+  blocks.trim();
+  EXPECT_EQ(blocks.keptBytes(), 0u);
+}
+
+// More than twice the request would hold memory idle; a fresh mapping of
+// the request's class serves it, and the large block stays kept.
+TEST(MappedBlocks, ABlockOverTwiceTheRequestIsNotUsed) {
+  cpu::MappedBlocks blocks(64 * kMiB);
+  auto big = blocks.allocate(16 * kMiB, runtime::Fill::Unspecified);
+  ASSERT_TRUE(bool(big)) << big.error();
+  blocks.release(*big, 16 * kMiB);
+  auto small = blocks.allocate(7 * kMiB);
+  ASSERT_TRUE(bool(small)) << small.error();
+  EXPECT_NE(*small, *big);
+  EXPECT_EQ(blocks.keptBytes(), 16 * kMiB);
+  blocks.release(*small, 7 * kMiB);
+  EXPECT_EQ(blocks.keptBytes(),
+            16 * kMiB + cpu::MappedBlocks::classBytes(7 * kMiB));
+}
+
 TEST(MappedBlocks, KeepsTheMostRecentlyFreedWithinItsLimit) {
   const size_t bytes = 4 * kMiB;
   cpu::MappedBlocks blocks(2 * bytes);
