@@ -8,14 +8,18 @@
 For each client count, wrk (bench/serve_load.lua: one sentence per request,
 posted to /v1/translate over keep-alive connections) loads loom-serve twice:
 with batching across requests (the default) and with --no-cross-batching.
-Each run reports requests (= sentences) and target tokens per second, the
-p50/p95/p99 latency, and the batches the server formed (mean sentences and
-padded tokens, from /metrics). Beside them, loom-translate translates the
-same sentences offline (--time-runs) with the same threads and search: the
-throughput the server is measured against, measured again before each
-client count (the machine's speed drifts). With --soak-seconds, a last run
-at the largest client count samples the server's resident memory every
-10 s and counts every answer that is not 200.
+Each run starts after a 3 s warm-up and once the server is idle again (the
+warm-up's last batch, whose clients have gone, would otherwise take the
+start of the window), and reports requests (= sentences) and target tokens
+per second, the p50/p95/p99 latency, the batches the server formed (mean
+sentences and padded tokens, from /metrics) and the share of the window its
+workers spent decoding. Beside them, loom-translate translates the same
+sentences offline (--time-runs) with the same threads and search: the
+throughput the server is measured against, the mean of a run just before
+and one just after each pair (the machine's speed drifts), and the offline
+peak resident memory. With --soak-seconds, a last run at the largest client
+count samples the server's resident memory every 10 s and counts every
+answer that is not 200.
 
 wrk and the server share the machine: run nothing else beside it.
 """
@@ -59,6 +63,18 @@ class Server:
                 values[name] = float(value)
         return values
 
+    def wait_idle(self, seconds=120):
+        """Until nothing waits and no worker decodes: a batch left over from
+        the warm-up's clients, who have gone, would otherwise take the start
+        of the measured window."""
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            m = self.metrics()
+            if m.get("loom_queue_sentences", 0) == 0 and m.get("loom_busy_workers", 0) == 0:
+                return
+            time.sleep(0.05)
+        raise SystemExit("the server did not become idle after the warm-up")
+
     def rss_mib(self):
         with open("/proc/%d/status" % self.proc.pid) as f:
             for line in f:
@@ -96,6 +112,7 @@ def load_run(args, clients, batching, seconds):
     try:
         # Warm-up: the first batches size the decoder's memory.
         wrk(server.port, clients, 3, args.sentences)
+        server.wait_idle()
         before = server.metrics()
         result = wrk(server.port, clients, seconds, args.sentences)
         after = server.metrics()
@@ -110,6 +127,9 @@ def load_run(args, clients, batching, seconds):
                 delta(after, before, "loom_batch_sentences_sum") / max(batches, 1),
             "batch_tokens_mean":
                 delta(after, before, "loom_batch_tokens_sum") / max(batches, 1),
+            # The share of the window the workers spent decoding.
+            "busy": delta(after, before, "loom_batch_decode_seconds_sum")
+                    / (result["duration_s"] * args.workers),
             "rss_mib": server.rss_mib(),
         })
     finally:
@@ -118,14 +138,21 @@ def load_run(args, clients, batching, seconds):
 
 
 def offline(args):
-    """loom-translate on the same sentences: its --time-runs JSON line."""
-    p = subprocess.run(
+    """loom-translate on the same sentences: its --time-runs JSON line, and
+    its peak resident memory."""
+    p = subprocess.Popen(
         [os.path.join(args.folder, "loom-translate"), "--input", args.sentences,
          "--threads", str(args.threads), "--workers", str(args.workers),
-         "--beam", str(args.beam), "--time-runs", "3"],
-        check=True, capture_output=True, text=True)
-    record = json.loads([l for l in p.stderr.splitlines() if l.startswith("{")][-1])
+         "--beam", str(args.beam), "--time-runs", "2"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err = p.stderr.read()
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        raise SystemExit("loom-translate failed: " + err)
+    record = json.loads([l for l in err.splitlines() if l.startswith("{")][-1])
     record["system"] = "loom-translate (offline)"
+    record["max_rss_mib"] = usage.ru_maxrss / 1024
     return record
 
 
@@ -173,25 +200,32 @@ def main():
 
     records = []
     print("beam %d, %d threads, %d workers; offline: loom-translate on the same sentences "
-          "just before each pair of runs" % (args.beam, args.threads, args.workers))
+          "just before and just after each pair of runs (their mean)"
+          % (args.beam, args.threads, args.workers))
     print("| clients | batching | sentences/s | tokens/s | offline sentences/s | vs offline "
-          "| p50 ms | p95 ms | p99 ms | sentences/batch | tokens/batch | non-200 |")
-    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "| p50 ms | p95 ms | p99 ms | sentences/batch | tokens/batch | workers busy | non-200 |")
+    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    # The machine's speed drifts: each pair of runs is held against offline
+    # runs just before and just after it.
+    before = offline(args)
+    records.append(before)
     for c in clients:
-        # The machine's speed drifts: the offline figure each row is held
-        # against is measured beside it.
-        base = offline(args)
-        records.append(base)
-        for batching in (True, False):
-            r = load_run(args, c, batching, args.seconds)
-            r["offline_sentences_per_s"] = base["sentences_per_s"]
+        pair = [load_run(args, c, batching, args.seconds) for batching in (True, False)]
+        after = offline(args)
+        records.append(after)
+        base = (before["sentences_per_s"] + after["sentences_per_s"]) / 2
+        for r in pair:
+            r["offline_sentences_per_s"] = base
             records.append(r)
-            print("| %d | %s | %.1f | %.0f | %.1f | %.2f | %.1f | %.1f | %.1f | %.1f | %.0f | %d |" % (
-                c, "across requests" if batching else "off", r["sentences_per_s"],
-                r["target_tokens_per_s"], base["sentences_per_s"],
-                r["sentences_per_s"] / base["sentences_per_s"],
-                r["p50_ms"], r["p95_ms"], r["p99_ms"], r["batch_sentences_mean"],
-                r["batch_tokens_mean"], r["non200"] + r["socket_errors"]), flush=True)
+            print("| %d | %s | %.1f | %.0f | %.1f | %.2f | %.1f | %.1f | %.1f | %.1f | %.0f | %.0f%% | %d |" % (
+                c, "off" if "no-cross" in r["system"] else "across requests",
+                r["sentences_per_s"], r["target_tokens_per_s"], base,
+                r["sentences_per_s"] / base, r["p50_ms"], r["p95_ms"], r["p99_ms"],
+                r["batch_sentences_mean"], r["batch_tokens_mean"], 100 * r["busy"],
+                r["non200"] + r["socket_errors"]), flush=True)
+        before = after
+    print("offline peak resident memory: %.0f MiB" % max(r["max_rss_mib"] for r in records
+                                                        if "max_rss_mib" in r))
     if args.soak_seconds:
         s = soak(args, max(clients))
         records.append(s)

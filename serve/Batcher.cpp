@@ -150,6 +150,11 @@ int64_t Batcher::queuedSentences() const {
   return int64_t(queue.size());
 }
 
+int Batcher::decodingWorkers() const {
+  std::lock_guard<std::mutex> lock(mutex);
+  return busyWorkers;
+}
+
 void Batcher::dropEnded() {
   Clock::time_point now = Clock::now();
   std::vector<std::shared_ptr<TranslationJob>> late;

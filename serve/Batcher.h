@@ -139,6 +139,8 @@ public:
 
   /// Sentences waiting to be batched.
   int64_t queuedSentences() const;
+  /// Workers decoding a batch now.
+  int decodingWorkers() const;
   /// Called after every batch, from the worker that decoded it.
   void setReportFn(std::function<void(const BatchReport &)> report);
 

@@ -58,6 +58,11 @@ Metrics::Metrics()
                          .Help("Sentences waiting to be batched")
                          .Register(*registry)
                          .Add({})),
+      busyWorkers(prometheus::BuildGauge()
+                      .Name("loom_busy_workers")
+                      .Help("Workers decoding a batch now (of loom_workers)")
+                      .Register(*registry)
+                      .Add({})),
       sentences(prometheus::BuildCounter()
                     .Name("loom_translated_sentences_total")
                     .Help("Sentences decoded")
@@ -108,9 +113,11 @@ void Metrics::modelLoaded(double seconds, int workers) {
   workerCount.Set(workers);
 }
 
-void Metrics::setQueueDepth(std::function<int64_t()> depth) {
+void Metrics::setBatcherState(std::function<int64_t()> queued,
+                              std::function<int64_t()> decoding) {
   std::lock_guard<std::mutex> lock(mutex);
-  queueDepth = std::move(depth);
+  queueDepth = std::move(queued);
+  decodingWorkers = std::move(decoding);
 }
 
 double Metrics::tokensPerSecond() {
@@ -127,6 +134,7 @@ std::string Metrics::render() {
   {
     std::lock_guard<std::mutex> lock(mutex);
     queueSentences.Set(queueDepth ? double(queueDepth()) : 0.0);
+    busyWorkers.Set(decodingWorkers ? double(decodingWorkers()) : 0.0);
     tokensRate.Set(tokensPerSecond());
   }
   std::ostringstream out;

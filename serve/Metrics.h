@@ -10,6 +10,7 @@
 //                                                   tokens: padded source)
 //   loom_batch_decode_seconds                       histogram
 //   loom_queue_sentences                            gauge (waiting)
+//   loom_busy_workers                               gauge (decoding now)
 //   loom_translated_sentences_total,
 //   loom_translated_tokens_total                    counters (target tokens)
 //   loom_tokens_per_second                          gauge (last 10 s)
@@ -45,8 +46,9 @@ public:
   void requestDone(const std::string &endpoint, int status, double seconds);
   void batchDecoded(const BatchReport &report);
   void modelLoaded(double seconds, int workers);
-  /// Read when /metrics is scraped.
-  void setQueueDepth(std::function<int64_t()> depth);
+  /// Read when /metrics is scraped: sentences waiting, workers decoding.
+  void setBatcherState(std::function<int64_t()> queued,
+                       std::function<int64_t()> decoding);
 
   /// The text format, for GET /metrics.
   std::string render();
@@ -61,6 +63,7 @@ private:
   prometheus::Histogram &batchTokens;
   prometheus::Histogram &batchSeconds;
   prometheus::Gauge &queueSentences;
+  prometheus::Gauge &busyWorkers;
   prometheus::Counter &sentences;
   prometheus::Counter &tokens;
   prometheus::Gauge &tokensRate;
@@ -68,7 +71,7 @@ private:
   prometheus::Gauge &workerCount;
 
   std::mutex mutex;
-  std::function<int64_t()> queueDepth;
+  std::function<int64_t()> queueDepth, decodingWorkers;
   /// (when, target tokens) per batch of the last window, for the rate.
   std::deque<std::pair<Clock::time_point, int64_t>> recent;
 };

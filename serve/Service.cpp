@@ -372,7 +372,8 @@ void Service::ready(std::unique_ptr<Translator> loaded, double loadSeconds) {
     metricsRegistry.batchDecoded(report);
   });
   Batcher *b = batcher.get();
-  metricsRegistry.setQueueDepth([b] { return b->queuedSentences(); });
+  metricsRegistry.setBatcherState([b] { return b->queuedSentences(); },
+                                  [b] { return b->decodingWorkers(); });
   metricsRegistry.modelLoaded(loadSeconds, t->workers());
   isReady = true;
 }

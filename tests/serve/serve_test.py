@@ -142,7 +142,7 @@ def _(s):
     for name in ["loom_http_requests_total{endpoint=\"/v1/translate\",status=\"200\"}",
                  "loom_http_request_duration_seconds_bucket",
                  "loom_batch_sentences_bucket", "loom_batch_tokens_bucket",
-                 "loom_queue_sentences", "loom_translated_tokens_total",
+                 "loom_queue_sentences", "loom_busy_workers", "loom_translated_tokens_total",
                  "loom_tokens_per_second", "loom_model_load_seconds", "loom_workers 1"]:
         assert name in text, name + " missing from /metrics"
     assert s.metric("loom_translated_sentences_total") >= 3
@@ -300,9 +300,21 @@ def workers_share_weights():
     s = Server([os.path.join(ARGS.folder, "loom-serve"), "--port", "0", "--threads", "2",
                 "--workers", "2"])
     with ThreadPoolExecutor(16) as pool:
-        got = list(pool.map(lambda x: v1(s, [x])[0]["hypotheses"][0]["text"], SENTENCES))
-    assert got == reference(), "two workers"
+        futures = [pool.submit(lambda x: v1(s, [x])[0]["hypotheses"][0]["text"], x)
+                   for x in SENTENCES * 4]
+        # Meanwhile, how many workers /metrics says are decoding.
+        busy = []
+        while not all(f.done() for f in futures):
+            busy.append(s.metric("loom_busy_workers"))
+        got = [f.result() for f in futures]
+    assert got == reference() * 4, "two workers"
     assert s.metric("loom_workers") == 2
+    assert 1 <= max(busy) <= 2, busy
+    # A worker counts itself idle just after its clients have their answers.
+    deadline = time.time() + 5
+    while s.metric("loom_busy_workers") != 0 and time.time() < deadline:
+        time.sleep(0.01)
+    assert s.metric("loom_busy_workers") == 0
     assert s.stop() == 0
     print("PASS two workers translate as one")
 
