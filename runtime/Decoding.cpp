@@ -614,6 +614,17 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
     // and only 2k tokens a row come to the host, as log-probabilities (as
     // logits where ranksRawLogits: the search then needs only their order).
     int64_t vocab = scores->shape()[1];
+    if (t == 0)
+      LOOM_RETURN_IF_ERROR(checkDecodingControls(options.controls, vocab));
+    if (options.controls.any()) {
+      std::vector<Device::ScoreEdit> edits;
+      for (size_t i = 0; i < beams.size(); ++i)
+        for (int64_t j = 0; j < k; ++j)
+          if (beams[i].logProbs[j] != minusInf)
+            appendScoreEdits(options.controls, beams[i].tokens[j],
+                             int64_t(i) * k + j, vocab, edits);
+      LOOM_RETURN_IF_ERROR(device.editScores(scores->ref(), edits));
+    }
     int64_t perRow = std::min<int64_t>(2 * k, vocab);
     ErrorOr<Device::TopK> top =
         state->readsLogits && !ranksRawLogits
@@ -640,9 +651,16 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
           // The best value must be finite, the others not NaN (which
           // ranks last, so a NaN here means part of the row is NaN).
           float value = top->values[row * perRow + c];
-          if (c == 0 ? !std::isfinite(value) : std::isnan(value))
+          // Where controls ban tokens, -inf is a ban: that token and the
+          // rest of the row are out.
+          bool banned = options.controls.any() &&
+                        value == -std::numeric_limits<float>::infinity();
+          if (c == 0 ? !std::isfinite(value) && !banned : std::isnan(value))
             return nonFiniteScore(state->entry(), state->scores(), value,
                                   sentenceNumber(beam.sentence), t + 1);
+          if (banned)
+            break;
+
           candidates.push_back(
               {beam.logProbs[j] + value, j, top->indices[row * perRow + c]});
         }

@@ -22,6 +22,7 @@
 #ifndef LOOM_RUNTIME_DECODING_H
 #define LOOM_RUNTIME_DECODING_H
 
+#include "runtime/DecodingControls.h"
 #include "runtime/Session.h"
 
 #include "abi/ModelAbi.h"
@@ -67,6 +68,8 @@ struct BeamOptions {
   /// greedy search does without return_scores); logProb and score are then
   /// 0. The tokens are the same either way.
   bool scores = true;
+  /// Repetition penalty, banned n-grams and sequences (DecodingControls.h).
+  DecodingControls controls;
 };
 
 struct Hypothesis {

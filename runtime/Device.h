@@ -27,6 +27,7 @@
 #include "runtime/Tensor.h"
 #include "runtime/executable.pb.h"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -170,6 +171,22 @@ public:
   /// is never written: the row is read twice, for its best k and for its
   /// sum of exponentials. This default says it is not there.
   virtual ErrorOr<TopK> topKLogSoftmax(const TensorRef &logits, int64_t k);
+  /// One value of f32 scores [rows, n] to change, at flat index `cell`: Ban
+  /// makes it -inf (a token a hypothesis may not take next); Penalize
+  /// divides it by `penalty` where positive and multiplies it where
+  /// negative (a repetition penalty > 1 makes the token less likely).
+  struct ScoreEdit {
+    enum Kind : uint8_t { Ban, Penalize } kind = Ban;
+    int64_t cell = 0;
+    float penalty = 1;
+  };
+  /// Applies `edits` to `scores` in place, in order, before they are ranked
+  /// (decoding's controls: banned n-grams and tokens, a minimum length, a
+  /// repetition penalty). Each cell must lie in `scores`. This default
+  /// reads and writes each value through copy(), which is correct on every
+  /// device; a device overrides it to edit in place.
+  virtual Status editScores(const TensorRef &scores,
+                            const std::vector<ScoreEdit> &edits);
 };
 
 /// The kinds of device this runtime was built with ("cpu", ...).

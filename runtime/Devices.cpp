@@ -14,6 +14,7 @@
 #endif
 
 #include <cctype>
+#include <limits>
 #include <numeric>
 
 namespace loom::runtime {
@@ -80,6 +81,32 @@ ErrorOr<std::shared_ptr<Device>> openDevice(const std::string &kind,
 ErrorOr<Device::TopK> Device::topKLogSoftmax(const TensorRef &, int64_t) {
   return Status::failure(name() + " ranks log-probabilities, not logits",
                          ErrorCode::Unsupported);
+}
+
+namespace {
+
+float edited(float value, const Device::ScoreEdit &edit) {
+  if (edit.kind == Device::ScoreEdit::Ban)
+    return -std::numeric_limits<float>::infinity();
+  return value > 0 ? value / edit.penalty : value * edit.penalty;
+}
+
+} // namespace
+
+Status Device::editScores(const TensorRef &scores,
+                          const std::vector<ScoreEdit> &edits) {
+  LOOM_RETURN_IF_ERROR(kernels::checkScoreEdits(scores, edits));
+  for (const ScoreEdit &edit : edits) {
+    float *at = static_cast<float *>(scores.data) + edit.cell;
+    float value = 0;
+    if (edit.kind == ScoreEdit::Penalize)
+      LOOM_RETURN_IF_ERROR(
+          copy(&value, at, sizeof value, CopyDirection::DeviceToHost));
+    value = edited(value, edit);
+    LOOM_RETURN_IF_ERROR(
+        copy(at, &value, sizeof value, CopyDirection::HostToDevice));
+  }
+  return Status::success();
 }
 
 Status Device::moveRows(const TensorRef &t, const std::vector<int64_t> &from,

@@ -127,6 +127,18 @@ Status checkScores(const TensorRef &scores, const char *what) {
   return Status::success();
 }
 
+Status checkScoreEdits(const TensorRef &scores,
+                       const std::vector<runtime::Device::ScoreEdit> &edits) {
+  LOOM_RETURN_IF_ERROR(checkScores(scores, "editScores"));
+  int64_t cells = scores.shape[0] * scores.shape[1];
+  for (const runtime::Device::ScoreEdit &edit : edits)
+    if (edit.cell < 0 || edit.cell >= cells)
+      return Status::failure("editScores: cell " + std::to_string(edit.cell) +
+                             " is outside scores " +
+                             runtime::shapeString(scores.shape));
+  return Status::success();
+}
+
 Status checkTopK(const TensorRef &scores, int64_t k) {
   LOOM_RETURN_IF_ERROR(checkScores(scores, "topK"));
   int64_t n = scores.shape[1];

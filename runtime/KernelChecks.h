@@ -13,6 +13,7 @@
 #define LOOM_RUNTIME_KERNELCHECKS_H
 
 #include "abi/LibraryCalls.h"
+#include "runtime/Device.h"
 #include "runtime/Tensor.h"
 
 #include <cstdint>
@@ -58,6 +59,9 @@ Status checkMoveRows(const TensorRef &t, const std::vector<int64_t> &from,
                      const std::vector<int64_t> &to);
 /// Success when `scores` are f32 [rows, n] with n >= 1.
 Status checkScores(const TensorRef &scores, const char *what);
+/// checkScores, and every edit's cell within `scores`.
+Status checkScoreEdits(const TensorRef &scores,
+                       const std::vector<runtime::Device::ScoreEdit> &edits);
 /// checkScores, and k in [1, n].
 Status checkTopK(const TensorRef &scores, int64_t k);
 

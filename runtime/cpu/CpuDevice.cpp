@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 #include <dlfcn.h>
+#include <limits>
 #include <link.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -337,6 +338,20 @@ CpuDevice::topKLogSoftmax(const TensorRef &logits, int64_t k) {
       values[c] -= lse;
   }
   return out;
+}
+
+Status CpuDevice::editScores(const TensorRef &scores,
+                             const std::vector<ScoreEdit> &edits) {
+  LOOM_RETURN_IF_ERROR(kernels::checkScoreEdits(scores, edits));
+  float *values = static_cast<float *>(scores.data);
+  for (const ScoreEdit &edit : edits) {
+    float &v = values[edit.cell];
+    if (edit.kind == ScoreEdit::Ban)
+      v = -std::numeric_limits<float>::infinity();
+    else
+      v = v > 0 ? v / edit.penalty : v * edit.penalty;
+  }
+  return Status::success();
 }
 
 } // namespace loom::cpu

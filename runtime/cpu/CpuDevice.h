@@ -65,6 +65,8 @@ public:
   bool ranksLogits() const override { return true; }
   ErrorOr<TopK> topKLogSoftmax(const runtime::TensorRef &logits,
                                int64_t k) override;
+  Status editScores(const runtime::TensorRef &scores,
+                    const std::vector<ScoreEdit> &edits) override;
 
   /// Free blocks this device keeps for reuse, at most this many bytes: a
   /// beam of four over 32 sentences of a 256-wide model holds about 100 MiB

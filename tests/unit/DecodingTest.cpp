@@ -15,6 +15,7 @@
 #include "frontend/InterpretedModel.h"
 #include "frontend/Transformer.h"
 #include "passes/Pipeline.h"
+#include "runtime/DecodingControls.h"
 
 #include "TestUtil.h"
 
@@ -127,6 +128,48 @@ protected:
     return out;
   }
 
+  /// The log-probabilities after `prefix` with `o`'s controls applied as
+  /// a reader of DecodingControls.h would: the logits edited (a ban -inf,
+  /// a held token's logit divided by the penalty where positive, else
+  /// multiplied), then their log-softmax.
+  std::vector<float> controlledLogProbs(const runtime::Tensor &src,
+                                        const std::vector<int32_t> &prefix,
+                                        const runtime::DecodingControls &c) {
+    if (!c.any())
+      return nextLogProbs(src, prefix);
+    std::vector<float> logits = nextLogProbs(src, prefix, "decode_step_logits");
+    const float inf = std::numeric_limits<float>::infinity();
+    for (size_t v = 0; v < logits.size(); ++v) {
+      int32_t token = int32_t(v);
+      bool held =
+          std::find(prefix.begin(), prefix.end(), token) != prefix.end();
+      if (held && c.repetitionPenalty != 1)
+        logits[v] = logits[v] > 0 ? logits[v] / float(c.repetitionPenalty)
+                                  : logits[v] * float(c.repetitionPenalty);
+      // Would the token complete a forbidden sequence, or repeat an n-gram?
+      std::vector<int32_t> next = prefix;
+      next.push_back(token);
+      for (const std::vector<int32_t> &seq : c.forbidden)
+        if (next.size() >= seq.size() &&
+            std::equal(seq.begin(), seq.end(), next.end() - seq.size()))
+          logits[v] = -inf;
+      size_t n = size_t(c.noRepeatNgram);
+      // The n-gram `next` ends with, against every earlier one.
+      if (n > 0 && next.size() >= n)
+        for (size_t i = 0; i + n < next.size(); ++i)
+          if (std::equal(next.begin() + i, next.begin() + i + n,
+                         next.end() - n))
+            logits[v] = -inf;
+    }
+    float most = *std::max_element(logits.begin(), logits.end());
+    double sum = 0;
+    for (float l : logits)
+      sum += std::exp(double(l) - most);
+    for (float &l : logits)
+      l = float(double(l) - most - std::log(sum));
+    return logits;
+  }
+
   /// Beam search for one sentence, every prefix recomputed from scratch,
   /// decoding on to maxLen and keeping every hypothesis that ends.
   std::vector<runtime::Hypothesis>
@@ -146,9 +189,11 @@ protected:
       };
       std::vector<Cand> cands;
       for (size_t j = 0; j < live.size(); ++j) {
-        std::vector<float> lp = nextLogProbs(src, live[j].first);
+        std::vector<float> lp =
+            controlledLogProbs(src, live[j].first, o.controls);
         for (size_t v = 0; v < lp.size(); ++v)
-          cands.push_back({live[j].second + lp[v], j, int32_t(v)});
+          if (lp[v] != -std::numeric_limits<float>::infinity())
+            cands.push_back({live[j].second + lp[v], j, int32_t(v)});
       }
       std::sort(cands.begin(), cands.end(), [](const Cand &a, const Cand &b) {
         return a.lp > b.lp || (a.lp == b.lp && a.token < b.token);
@@ -329,6 +374,80 @@ TEST_F(DecodingTest, BeamWithTheCacheMatchesRecomputingEveryPrefix) {
       EXPECT_GE((*actual)[s][h - 1].score, (*actual)[s][h].score);
   }
   EXPECT_GT(distinct, 0u) << "the test needs hypotheses that differ";
+}
+
+// The controls of DecodingControls.h, each alone and together, at beam 4
+// and greedy: the search finds what the reference finds recomputing every
+// prefix with the controls applied to the logits, and the hypotheses obey
+// them: no bigram twice, no forbidden sequence.
+TEST_F(DecodingTest, ControlsMatchTheReferenceAndHold) {
+  runtime::Tensor src = sources(kSources);
+  // Without controls, the tokens the search likes best: forbidding them
+  // must change something.
+  runtime::BeamOptions plain;
+  plain.beam = 4;
+  plain.maxLen = 8;
+  auto free = runtime::beamSearch(*model, src.ref(), plain);
+  ASSERT_TRUE(bool(free)) << free.error();
+  const std::vector<int32_t> &favourite = (*free)[0][0].tokens;
+  ASSERT_GE(favourite.size(), 2u);
+  std::vector<runtime::DecodingControls> cases(5);
+  cases[0].noRepeatNgram = 2;
+  cases[1].noRepeatNgram = 1;
+  cases[2].forbidden = {{favourite[0]}, {favourite[1], favourite[0]}};
+  cases[3].repetitionPenalty = 3;
+  cases[4].noRepeatNgram = 3;
+  cases[4].forbidden = {{favourite[1]}};
+  cases[4].repetitionPenalty = 1.5;
+  size_t changed = 0;
+  for (int64_t beam : {int64_t(4), int64_t(1)}) {
+    for (size_t c = 0; c < cases.size(); ++c) {
+      SCOPED_TRACE("beam " + std::to_string(beam) + ", case " +
+                   std::to_string(c));
+      runtime::BeamOptions o = plain;
+      o.beam = beam;
+      o.nbest = beam == 4 ? 2 : 1;
+      o.controls = cases[c];
+      auto actual = runtime::beamSearch(*model, src.ref(), o);
+      ASSERT_TRUE(bool(actual)) << actual.error();
+      for (size_t s = 0; s < kSources.size(); ++s) {
+        std::vector<runtime::Hypothesis> expected =
+            referenceBeam(kSources[s], o);
+        ASSERT_EQ((*actual)[s].size(), expected.size()) << "sentence " << s;
+        for (size_t h = 0; h < expected.size(); ++h) {
+          const std::vector<int32_t> &got = (*actual)[s][h].tokens;
+          EXPECT_EQ(got, expected[h].tokens) << "sentence " << s;
+          EXPECT_NEAR((*actual)[s][h].logProb, expected[h].logProb, 1e-4);
+          changed += got != (*free)[s][0].tokens;
+          for (const std::vector<int32_t> &seq : o.controls.forbidden)
+            EXPECT_EQ(
+                std::search(got.begin(), got.end(), seq.begin(), seq.end()),
+                got.end());
+          size_t n = size_t(o.controls.noRepeatNgram);
+          for (size_t i = 0; n && i + n <= got.size(); ++i)
+            for (size_t j = i + 1; j + n <= got.size(); ++j)
+              EXPECT_FALSE(std::equal(got.begin() + i, got.begin() + i + n,
+                                      got.begin() + j))
+                  << "an n-gram at " << i << " and " << j;
+        }
+      }
+    }
+  }
+  EXPECT_GT(changed, 0u) << "the controls changed no translation";
+
+  // Refused, naming the control, before anything is decoded.
+  for (auto [bad, what] :
+       std::vector<std::pair<runtime::DecodingControls, std::string>>{
+           {{-1.0, 0, {}}, "repetition penalty"},
+           {{1.0, -2, {}}, "n-gram"},
+           {{1.0, 0, {{}}}, "empty"},
+           {{1.0, 0, {{3, 999}}}, "outside the vocabulary"}}) {
+    runtime::BeamOptions o = plain;
+    o.controls = bad;
+    auto out = runtime::beamSearch(*model, src.ref(), o);
+    ASSERT_FALSE(bool(out)) << what;
+    EXPECT_NE(out.error().find(what), std::string::npos) << out.error();
+  }
 }
 
 // The rule that lets a sentence leave the beam early: its n-best finished

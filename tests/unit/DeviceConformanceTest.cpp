@@ -590,6 +590,44 @@ TEST_P(Primitives, TopKRefusesKOutOfRangeAndOtherScores) {
   }
 }
 
+// Decoding's controls edit a step's scores before they are ranked: a ban
+// is -inf, a penalty divides a positive score and multiplies a negative
+// one, edits apply in order. The device's own editScores and the default
+// built on copy() (which a device without its own runs) agree.
+TEST_P(Primitives, EditScoresBansAndPenalizesInOrder) {
+  const float inf = std::numeric_limits<float>::infinity();
+  using Edit = Device::ScoreEdit;
+  std::vector<Edit> edits = {{Edit::Ban, 1},
+                             {Edit::Penalize, 2, 2.0f},
+                             {Edit::Penalize, 3, 2.0f},
+                             {Edit::Penalize, 5, 4.0f},
+                             {Edit::Penalize, 5, 0.5f},
+                             {Edit::Ban, 7},
+                             {Edit::Penalize, 7, 3.0f}};
+  std::vector<float> expected = {1, -inf, 1.5f, -4, 0, 3, 7, -inf};
+  for (bool base : {false, true}) {
+    SCOPED_TRACE(base ? "Device::editScores" : "the device's own");
+    Tensor t =
+        upload(DType::F32, {2, 4}, std::vector<float>{1, 9, 3, -2, 0, 6, 7, 8});
+    Status edited = base ? device->Device::editScores(t.ref(), edits)
+                         : device->editScores(t.ref(), edits);
+    ASSERT_TRUE(edited.ok()) << edited.message();
+    EXPECT_EQ(download<float>(t), expected);
+    // A cell outside the scores is refused, and nothing is edited.
+    Tensor u = upload(DType::F32, {2, 4}, std::vector<float>(8, 1.0f));
+    for (int64_t cell : {int64_t(-1), int64_t(8)}) {
+      Status refused = base ? device->Device::editScores(
+                                  u.ref(), {{Edit::Ban, 0}, {Edit::Ban, cell}})
+                            : device->editScores(
+                                  u.ref(), {{Edit::Ban, 0}, {Edit::Ban, cell}});
+      EXPECT_FALSE(refused.ok()) << cell;
+      EXPECT_NE(refused.message().find("outside"), std::string::npos)
+          << refused.message();
+    }
+    EXPECT_EQ(download<float>(u), std::vector<float>(8, 1.0f));
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Library calls by name
 //===----------------------------------------------------------------------===//
