@@ -40,7 +40,8 @@ loom_status fail(char **error, const loom::Status &status) {
   return static_cast<loom_status>(status.code());
 }
 
-loom_status failWith(char **error, loom_status code, const char *message) {
+loom_status failWith(char **error, loom_status code,
+                     const std::string &message) {
   report(error, message);
   return code;
 }
@@ -74,6 +75,14 @@ void loom_translation_options_init(loom_translation_options *options) {
   options->max_len_ratio = defaults.maxLenRatio;
   options->nbest = static_cast<int>(defaults.nbest);
   options->batch = static_cast<int>(defaults.batch);
+  options->batch_tokens = static_cast<int>(defaults.batchTokens);
+  options->split_long = defaults.splitLong ? 1 : 0;
+  options->min_length = static_cast<int>(defaults.minLength);
+  options->max_length = static_cast<int>(defaults.maxLength);
+  options->repetition_penalty = defaults.repetitionPenalty;
+  options->no_repeat_ngram_size = static_cast<int>(defaults.noRepeatNgram);
+  options->forbidden = nullptr;
+  options->forbidden_count = 0;
 }
 
 loom_status loom_translator_create(const char *folder,
@@ -127,6 +136,23 @@ loom_status loom_translate(loom_translator *translator,
       o.maxLenRatio = options->max_len_ratio;
       o.nbest = options->nbest;
       o.batch = options->batch;
+      o.batchTokens = options->batch_tokens;
+      o.splitLong = options->split_long != 0;
+      o.minLength = options->min_length;
+      o.maxLength = options->max_length;
+      o.repetitionPenalty = options->repetition_penalty;
+      o.noRepeatNgram = options->no_repeat_ngram_size;
+      if (options->forbidden_count > 0 && !options->forbidden)
+        return failWith(error, LOOM_ERROR_INVALID_ARGUMENT,
+                        "forbidden_count is " +
+                            std::to_string(options->forbidden_count) +
+                            " but forbidden is NULL");
+      for (size_t i = 0; i < options->forbidden_count; ++i) {
+        if (!options->forbidden[i])
+          return failWith(error, LOOM_ERROR_INVALID_ARGUMENT,
+                          "forbidden[" + std::to_string(i) + "] is NULL");
+        o.forbidden.push_back(options->forbidden[i]);
+      }
     }
     std::vector<std::string> input;
     input.reserve(count);

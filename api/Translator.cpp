@@ -1,9 +1,12 @@
 //===- Translator.cpp - A model directory that translates text ------------===//
 
 #include "api/Translator.h"
+#include "api/BatchPlan.h"
+#include "api/LongSentences.h"
 
 #include "abi/ModelAbi.h"
 #include "runtime/Decoding.h"
+#include "runtime/DecodingControls.h"
 #include "runtime/TrainStep.h"
 #include "runtime/Weights.h"
 #include "text/Bleu.h"
@@ -270,6 +273,32 @@ Status Translator::checkOptions(const TranslationOptions &o) const {
   if (o.beam < 1 || o.nbest < 1 || o.nbest > o.beam || o.batch < 1)
     return Status::failure("beam and batch must be positive, nbest between 1 "
                            "and beam");
+  if (o.minLength < 0 || o.maxLength < 0)
+    return Status::failure("the minimum and maximum lengths must not be "
+                           "negative, got " +
+                           std::to_string(o.minLength) + " and " +
+                           std::to_string(o.maxLength));
+  if (o.minLength >= sessions[0]->program().executable().max_len())
+    return Status::failure(
+        "the minimum length " + std::to_string(o.minLength) +
+        " leaves no room in the model's " +
+        std::to_string(sessions[0]->program().executable().max_len()) +
+        " positions");
+  if (o.maxLength > 0 && o.minLength > o.maxLength)
+    return Status::failure("the minimum length " + std::to_string(o.minLength) +
+                           " is above the maximum " +
+                           std::to_string(o.maxLength));
+  runtime::DecodingControls controls;
+  controls.repetitionPenalty = o.repetitionPenalty;
+  controls.noRepeatNgram = o.noRepeatNgram;
+  LOOM_RETURN_IF_ERROR(
+      runtime::checkDecodingControls(controls, tokenizer.vocabSize()));
+  for (const std::string &phrase : o.forbidden)
+    if (text::splitWhitespace(phrase).empty())
+      return Status::failure("a forbidden phrase is blank");
+  if (o.batchTokens < 0)
+    return Status::failure("the batch's tokens must not be negative, got " +
+                           std::to_string(o.batchTokens));
   // Non-finite values would reach a float-to-integer conversion below,
   // which is undefined (an infinite ratio used to cut every translation to
   // one token).
@@ -295,34 +324,56 @@ Status Translator::checkOptions(const TranslationOptions &o) const {
 
 int64_t Translator::maxBatchSentences(const TranslationOptions &o) const {
   // The executable was planned for at most max_batch rows; a larger batch
-  // is decoded in parts rather than refused.
+  // is decoded in parts rather than refused. A token budget replaces the
+  // count of sentences.
   const runtime::Executable &exe = sessions[0]->program().executable();
+  int64_t rows = exe.max_batch() / std::max<int64_t>(1, o.beam);
   return std::max<int64_t>(
-      1, std::min<int64_t>(o.batch,
-                           exe.max_batch() / std::max<int64_t>(1, o.beam)));
+      1, o.batchTokens > 0 ? rows : std::min<int64_t>(o.batch, rows));
 }
 
-ErrorOr<std::vector<int32_t>> Translator::encodeSentence(
-    const std::string &sentence, int64_t number,
-    const std::function<void(const std::string &)> &warn) const {
+ErrorOr<std::vector<int32_t>>
+Translator::encodeSentence(const std::string &sentence, int64_t number) const {
+  ErrorOr<std::vector<std::vector<int32_t>>> parts =
+      encodeParts(sentence, number, /*splitLong=*/false);
+  if (!parts)
+    return parts.status();
+  return parts->empty() ? std::vector<int32_t>{} : std::move(parts->front());
+}
+
+ErrorOr<std::vector<std::vector<int32_t>>>
+Translator::encodeParts(const std::string &sentence, int64_t number,
+                        bool splitLong) const {
   if (!text::isValidUtf8(sentence))
     return Status::failure("sentence " + std::to_string(number) +
                            " is not valid UTF-8");
+  std::vector<std::vector<int32_t>> parts;
   if (text::splitWhitespace(sentence).empty())
-    return std::vector<int32_t>{};
+    return parts;
   ErrorOr<std::vector<int32_t>> ids = tokenizer.encode(sentence);
   if (!ids)
     return ids.status();
-  int64_t limit = maxSourceTokens();
-  if (int64_t(ids->size()) + 1 > limit) {
-    if (warn)
-      warn("line " + std::to_string(number) + " has " +
-           std::to_string(ids->size() + 1) + " tokens; the model takes " +
-           std::to_string(limit) + ", so it is cut");
-    ids->resize(limit - 1);
+  // Each part is followed by eos.
+  size_t limit = size_t(maxSourceTokens()) - 1;
+  if (ids->size() > limit && !splitLong)
+    return Status::failure(
+        "sentence " + std::to_string(number) + " has " +
+            std::to_string(ids->size() + 1) +
+            " tokens (eos included), more than the " +
+            std::to_string(limit + 1) +
+            " the model takes: shorten it, or have long sentences translated "
+            "in parts (--split-long)",
+        ErrorCode::InvalidArgument);
+  std::vector<size_t> cuts =
+      splitPoints(*ids, limit, [&](int32_t id) { return tokenizer.piece(id); });
+  cuts.push_back(ids->size());
+  size_t start = 0;
+  for (size_t cut : cuts) {
+    parts.emplace_back(ids->begin() + start, ids->begin() + cut);
+    parts.back().push_back(abi::kEosId);
+    start = cut;
   }
-  ids->push_back(abi::kEosId);
-  return ids;
+  return parts;
 }
 
 ErrorOr<std::vector<std::vector<Translation>>> Translator::decodeBatch(
@@ -354,6 +405,16 @@ ErrorOr<std::vector<std::vector<Translation>>> Translator::decodeBatch(
   beam.alpha = o.alpha;
   beam.nbest = o.nbest;
   beam.scores = o.scores;
+  beam.minLen = o.minLength;
+  beam.controls.repetitionPenalty = o.repetitionPenalty;
+  beam.controls.noRepeatNgram = o.noRepeatNgram;
+  for (const std::string &phrase : o.forbidden) {
+    ErrorOr<std::vector<int32_t>> ids = tokenizer.encode(phrase);
+    if (!ids)
+      return ids.status();
+    if (!ids->empty())
+      beam.controls.forbidden.push_back(std::move(*ids));
+  }
   // Messages name a sentence as the caller numbers it.
   beam.sentenceNumbers = numbers;
   // Each sentence's own limit, so that its translation does not depend on
@@ -362,8 +423,13 @@ ErrorOr<std::vector<std::vector<Translation>>> Translator::decodeBatch(
   int64_t limit = maxSourceTokens();
   for (const std::vector<int32_t> *source : sources) {
     double wanted = o.maxLenRatio * double(source->size()) + 1;
-    beam.maxLens.push_back(
-        std::max<int64_t>(2, int64_t(std::min(wanted, double(limit)))));
+    int64_t most =
+        std::max<int64_t>(2, int64_t(std::min(wanted, double(limit))));
+    // An absolute bound, and room for the minimum. Out of steps, a
+    // hypothesis ends with the tokens it has (no eos): maxLens tokens.
+    if (o.maxLength > 0)
+      most = std::min(most, o.maxLength);
+    beam.maxLens.push_back(std::max(most, o.minLength));
   }
   ErrorOr<std::vector<std::vector<runtime::Hypothesis>>> found = [&] {
     std::lock_guard<std::mutex> busy(*sessionInUse[worker]);
@@ -390,41 +456,53 @@ Translator::translate(const std::vector<std::string> &sentences,
   LOOM_RETURN_IF_ERROR(checkOptions(o));
   std::lock_guard<std::mutex> lock(calls);
 
-  // Every sentence as ids + eos, cut to what the executable takes.
-  std::vector<std::vector<int32_t>> sources(sentences.size());
+  // Every sentence as ids + eos, in parts where it is too long and may be
+  // split: each part is a unit of the batches.
+  std::vector<std::vector<int32_t>> units;
+  std::vector<size_t> unitSentence;
+  std::vector<size_t> partCount(sentences.size(), 0);
   for (size_t i = 0; i < sentences.size(); ++i) {
-    ErrorOr<std::vector<int32_t>> ids =
-        encodeSentence(sentences[i], int64_t(i) + 1, warn);
-    if (!ids)
-      return ids.status();
-    sources[i] = std::move(*ids);
+    ErrorOr<std::vector<std::vector<int32_t>>> parts =
+        encodeParts(sentences[i], int64_t(i) + 1, o.splitLong);
+    if (!parts)
+      return parts.status();
+    partCount[i] = parts->size();
+    if (parts->size() > 1 && warn)
+      warn("line " + std::to_string(i + 1) + " is longer than the " +
+           std::to_string(maxSourceTokens()) + " tokens the model takes: " +
+           "translated in " + std::to_string(parts->size()) + " parts");
+    for (std::vector<int32_t> &part : *parts) {
+      units.push_back(std::move(part));
+      unitSentence.push_back(i);
+    }
   }
 
   // Similar lengths together; the output goes back to input order.
-  std::vector<size_t> order;
-  for (size_t i = 0; i < sources.size(); ++i)
-    if (!sources[i].empty())
-      order.push_back(i);
+  std::vector<size_t> order(units.size());
+  std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return sources[a].size() < sources[b].size();
+    return units[a].size() < units[b].size();
   });
+  std::vector<int64_t> lengths;
+  for (size_t u : order)
+    lengths.push_back(int64_t(units[u].size()));
+  std::vector<size_t> starts =
+      planBatches(lengths, maxBatchSentences(o), o.batchTokens);
   // The batches, decoded by the workers side by side: each takes the next
   // batch not taken, and a batch's result does not depend on which worker
   // (same executable, same thread count) decoded it.
-  size_t batch = size_t(maxBatchSentences(o));
-  std::vector<size_t> starts;
-  for (size_t start = 0; start < order.size(); start += batch)
-    starts.push_back(start);
   std::vector<ErrorOr<std::vector<std::vector<Translation>>>> found(
       starts.size(), Status::failure("not decoded", ErrorCode::Internal));
+  auto batchEnd = [&](size_t b) {
+    return b + 1 < starts.size() ? starts[b + 1] : order.size();
+  };
   auto decodeOne = [&](int worker, size_t b) {
-    size_t start = starts[b], end = std::min(order.size(), start + batch);
     std::vector<const std::vector<int32_t> *> part;
     std::vector<int64_t> numbers;
     // Messages name a sentence by its place in `sentences`.
-    for (size_t i = start; i < end; ++i) {
-      part.push_back(&sources[order[i]]);
-      numbers.push_back(int64_t(order[i]) + 1);
+    for (size_t i = starts[b]; i < batchEnd(b); ++i) {
+      part.push_back(&units[order[i]]);
+      numbers.push_back(int64_t(unitSentence[order[i]]) + 1);
     }
     found[b] = decodeBatch(worker, part, numbers, o);
   };
@@ -443,17 +521,26 @@ Translator::translate(const std::vector<std::string> &sentences,
   for (std::thread &helper : helpers)
     helper.join();
 
-  std::vector<std::vector<Translation>> outputs(sources.size());
+  std::vector<std::vector<Translation>> unitOutputs(units.size());
   for (size_t b = 0; b < starts.size(); ++b) {
     if (!found[b])
       return found[b].status();
-    size_t start = starts[b];
-    for (size_t i = start; i < start + found[b]->size(); ++i)
-      outputs[order[i]] = std::move((*found[b])[i - start]);
+    for (size_t i = starts[b]; i < starts[b] + found[b]->size(); ++i)
+      unitOutputs[order[i]] = std::move((*found[b])[i - starts[b]]);
+  }
+  // A sentence's parts, in order, joined rank by rank.
+  std::vector<std::vector<Translation>> outputs(sentences.size());
+  for (size_t u = 0; u < units.size(); u += partCount[unitSentence[u]]) {
+    size_t s = unitSentence[u];
+    if (partCount[s] == 1)
+      outputs[s] = std::move(unitOutputs[u]);
+    else
+      outputs[s] = joinParts(
+          {unitOutputs.begin() + u, unitOutputs.begin() + u + partCount[s]});
   }
   // A blank sentence has n-best empty translations.
-  for (size_t i = 0; i < sources.size(); ++i)
-    if (sources[i].empty())
+  for (size_t i = 0; i < sentences.size(); ++i)
+    if (partCount[i] == 0)
       outputs[i].assign(o.nbest, Translation{});
   return outputs;
 }

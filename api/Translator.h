@@ -10,10 +10,11 @@
 //   DIR/spm.model          the vocabulary
 //
 // Sentences are tokenized, followed by eos, sorted by length into batches
-// (so similar lengths decode together), beam-searched, and returned in input
-// order. Each sentence has its own length limit, so its translation does not
-// depend on the sentences it is batched with. A blank sentence translates to
-// empty text; one longer than the executable takes is cut, with a warning.
+// (so similar lengths decode together; api/BatchPlan.h), beam-searched, and
+// returned in input order. Each sentence has its own length limit, so its
+// translation does not depend on the sentences it is batched with. A blank
+// sentence translates to empty text; one longer than the executable takes is
+// refused, or translated in parts and joined (api/LongSentences.h).
 //
 // translate() may be called from several threads; the calls run one at a
 // time (each already uses every thread the translator was given). A caller
@@ -81,11 +82,44 @@ struct TranslationOptions {
   double maxLenRatio = 1.5; // longest output per source token
   int64_t nbest = 1;
   int64_t batch = 32; // sentences decoded together, at most
+  /// Where > 0, batches hold at most this many source tokens, padding
+  /// included (sentences times the longest), in place of `batch` sentences.
+  int64_t batchTokens = 0;
+  /// A sentence longer than the executable takes: refused when false; when
+  /// true, cut at clause-like boundaries into parts that fit, each
+  /// translated alone, the translations joined with spaces (their scores
+  /// and log-probabilities summed, n-best joined rank by rank).
+  bool splitLong = false;
+  /// Output tokens (eos not counted) at least and, where > 0, at most;
+  /// the ratio above bounds the most too.
+  int64_t minLength = 0, maxLength = 0;
+  /// > 1 makes tokens a translation already holds less likely (1: none).
+  double repetitionPenalty = 1;
+  /// > 0: no n-gram of this many tokens appears twice in a translation.
+  int64_t noRepeatNgram = 0;
+  /// Words or phrases no translation contains (each as the vocabulary
+  /// splits it: its pieces never follow one another in that order).
+  std::vector<std::string> forbidden;
   /// Whether Translation::score and logProb are wanted; without them a
   /// greedy search (beam 1, nbest 1, alpha 0) skips each step's log-sum-exp
   /// and leaves them 0 (runtime::BeamOptions::scores).
   bool scores = true;
 };
+
+/// Whether sentences with options `a` and with `b` may share one
+/// decodeBatch: every field that decoding reads is equal (splitLong acts
+/// before, on encoding). Beside the struct, so that a field added there is
+/// added here.
+inline bool decodeAlike(const TranslationOptions &a,
+                        const TranslationOptions &b) {
+  return a.beam == b.beam && a.alpha == b.alpha &&
+         a.maxLenRatio == b.maxLenRatio && a.nbest == b.nbest &&
+         a.batch == b.batch && a.batchTokens == b.batchTokens &&
+         a.scores == b.scores && a.minLength == b.minLength &&
+         a.maxLength == b.maxLength &&
+         a.repetitionPenalty == b.repetitionPenalty &&
+         a.noRepeatNgram == b.noRepeatNgram && a.forbidden == b.forbidden;
+}
 
 struct Translation {
   std::string text;
@@ -125,7 +159,7 @@ public:
                  const TranslatorOptions &options);
 
   /// Per sentence, its n-best translations, best first. `warn`, when given,
-  /// receives one message per sentence that had to be cut.
+  /// receives one message per sentence translated in parts.
   ErrorOr<std::vector<std::vector<Translation>>>
   translate(const std::vector<std::string> &sentences,
             const TranslationOptions &options,
@@ -141,12 +175,16 @@ public:
   Status checkOptions(const TranslationOptions &options) const;
   /// The most sentences one decodeBatch takes with `options`.
   int64_t maxBatchSentences(const TranslationOptions &options) const;
-  /// `sentence` as the decoder takes it: its pieces followed by eos, cut to
-  /// maxSourceTokens() (then `warn` hears of it, naming line `number`);
-  /// empty when it is blank. Refuses invalid UTF-8. Thread-safe.
-  ErrorOr<std::vector<int32_t>> encodeSentence(
-      const std::string &sentence, int64_t number,
-      const std::function<void(const std::string &)> &warn = {}) const;
+  /// `sentence` as the decoder takes it: its pieces followed by eos; empty
+  /// when it is blank. Refuses invalid UTF-8 and a sentence longer than
+  /// maxSourceTokens(), naming it as `number`. Thread-safe.
+  ErrorOr<std::vector<int32_t>> encodeSentence(const std::string &sentence,
+                                               int64_t number) const;
+  /// The same, a long sentence cut into parts that fit where `splitLong`
+  /// (TranslationOptions::splitLong): one source per part, none when blank.
+  ErrorOr<std::vector<std::vector<int32_t>>>
+  encodeParts(const std::string &sentence, int64_t number,
+              bool splitLong) const;
   /// Decodes `sources` (encodeSentence's, none blank; at most
   /// maxBatchSentences) together on decoder `worker`; per source its
   /// n-best translations. `numbers` (one per source) name them in

@@ -23,18 +23,6 @@ bool TranslationJob::finish(JobEnd how, Status why) {
   return true;
 }
 
-namespace {
-
-/// Whether two requests' sentences can share a batch: one search decodes
-/// them all (Translator::decodeBatch takes one options).
-bool sameSearch(const TranslationOptions &a, const TranslationOptions &b) {
-  return a.beam == b.beam && a.alpha == b.alpha &&
-         a.maxLenRatio == b.maxLenRatio && a.nbest == b.nbest &&
-         a.batch == b.batch && a.scores == b.scores;
-}
-
-} // namespace
-
 Batcher::Batcher(int workerCount, DecodeFn decode, RowsFn rows,
                  BatcherOptions batcherOptions)
     : decodeFn(std::move(decode)), rowsFn(std::move(rows)),
@@ -180,7 +168,7 @@ std::vector<size_t> Batcher::pickBatch(bool &full) const {
   std::vector<size_t> candidates;
   for (size_t i = 0; i < queue.size(); ++i) {
     const Queued &q = queue[i];
-    bool joins = options.acrossRequests ? sameSearch(q.job->options, search)
+    bool joins = options.acrossRequests ? decodeAlike(q.job->options, search)
                                         : q.job == oldest.job;
     if (joins)
       candidates.push_back(i);

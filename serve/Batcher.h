@@ -3,11 +3,11 @@
 // The heart of `loom serve`: the sentences of concurrent requests enter one
 // bounded queue, and each decoder worker takes from it the next batch it
 // decodes. A batch is formed around the oldest waiting sentence, from the
-// sentences of any request that asked for the same search (beam, length
-// penalty, n-best, length ratio), nearest to it in length first, until the
-// token budget (sentences x longest source) or the decoder's rows are full.
-// A batch that is full leaves at once. One that is not waits for more
-// sentences, at most maxWait after its oldest arrived, only while it holds
+// sentences of any request that asked for the same search (decodeAlike:
+// beam, length penalty, n-best, lengths, controls), nearest to it in length
+// first, until the token budget (sentences x longest source) or the decoder's
+// rows are full. A batch that is full leaves at once. One that is not waits for
+// more sentences, at most maxWait after its oldest arrived, only while it holds
 // fewer than the last batch took (clients answered together send their
 // next requests together, a moment apart, and the wait gathers them; a lone
 // client's sentence is not kept waiting for company that never comes), and

@@ -2,6 +2,7 @@
 
 #include "serve/Service.h"
 
+#include "api/LongSentences.h"
 #include "serve/Page.h"
 #include "text/Bleu.h"
 
@@ -266,6 +267,9 @@ std::optional<Refusal> parseLibreTranslate(json &body, bool fromForm,
   p.options.nbest = p.alternatives + 1;
   p.options.beam = std::max(p.options.beam, p.options.nbest);
   p.options.scores = p.options.beam > 1 || p.options.nbest > 1;
+  // Its clients send paragraphs, and cannot ask for a long line to be
+  // translated in parts: it is.
+  p.options.splitLong = true;
   for (const std::string &t : texts) {
     std::vector<size_t> places;
     for (std::string &line : linesOf(t)) {
@@ -279,16 +283,28 @@ std::optional<Refusal> parseLibreTranslate(json &body, bool fromForm,
 
 std::optional<Refusal> parseOwn(json &body, const ServeOptions &serve,
                                 Parsed &p) {
-  static const char *known[] = {"sentences",        "beam",
-                                "length_penalty",   "nbest",
-                                "max_length_ratio", "return_scores"};
+  static const char *known[] = {"sentences",
+                                "beam",
+                                "length_penalty",
+                                "nbest",
+                                "max_length_ratio",
+                                "return_scores",
+                                "split_long",
+                                "min_length",
+                                "max_length",
+                                "repetition_penalty",
+                                "no_repeat_ngram_size",
+                                "forbidden"};
   for (auto it = body.begin(); it != body.end(); ++it)
     if (std::find_if(std::begin(known), std::end(known), [&](const char *k) {
           return it.key() == k;
         }) == std::end(known))
       return Refusal{400, "unknown field '" + it.key() +
                               "' (known: sentences, beam, length_penalty, "
-                              "nbest, max_length_ratio, return_scores)"};
+                              "nbest, max_length_ratio, return_scores, "
+                              "split_long, min_length, max_length, "
+                              "repetition_penalty, no_repeat_ngram_size, "
+                              "forbidden)"};
   if (!body.contains("sentences"))
     return Refusal{400, "missing field 'sentences' (a list of strings)"};
   const json &sentences = body["sentences"];
@@ -325,6 +341,45 @@ std::optional<Refusal> parseOwn(json &body, const ServeOptions &serve,
       return Refusal{400, "return_scores must be true or false, not " +
                               typeName(body["return_scores"])};
     p.options.scores = body["return_scores"].get<bool>();
+  }
+  if (auto refused =
+          readInteger(body, "min_length", p.options.minLength, false))
+    return refused;
+  if (auto refused =
+          readInteger(body, "max_length", p.options.maxLength, false))
+    return refused;
+  if (auto refused =
+          readNumber(body, "repetition_penalty", p.options.repetitionPenalty))
+    return refused;
+  if (auto refused = readInteger(body, "no_repeat_ngram_size",
+                                 p.options.noRepeatNgram, false))
+    return refused;
+  if (body.contains("forbidden")) {
+    const json &forbidden = body["forbidden"];
+    if (!forbidden.is_array())
+      return Refusal{400, "forbidden must be a list of strings, not " +
+                              typeName(forbidden)};
+    for (size_t i = 0; i < forbidden.size(); ++i) {
+      if (!forbidden[i].is_string())
+        return Refusal{400, "forbidden[" + std::to_string(i) +
+                                "] must be a string, not " +
+                                typeName(forbidden[i])};
+      p.options.forbidden.push_back(forbidden[i].get<std::string>());
+    }
+  }
+  if (p.options.minLength < 0)
+    return Refusal{400, "min_length must not be negative"};
+  if (p.options.maxLength < 0)
+    return Refusal{400, "max_length must not be negative"};
+  if (!(p.options.repetitionPenalty > 0))
+    return Refusal{400, "repetition_penalty must be above 0 (1: none)"};
+  if (p.options.noRepeatNgram < 0)
+    return Refusal{400, "no_repeat_ngram_size must not be negative"};
+  if (body.contains("split_long")) {
+    if (!body["split_long"].is_boolean())
+      return Refusal{400, "split_long must be true or false, not " +
+                              typeName(body["split_long"])};
+    p.options.splitLong = body["split_long"].get<bool>();
   }
   if (p.options.beam < 1)
     return Refusal{400, "beam must be at least 1"};
@@ -544,19 +599,24 @@ void Service::translate(const HttpRequest &request, bool libreTranslate,
 
   auto job = std::make_shared<TranslationJob>();
   job->options = p.options;
-  auto warnings = std::make_shared<std::vector<std::string>>();
+  // A sentence too long for the model and split is several sources of the
+  // job, joined again below; a blank one is one empty source.
+  auto partCounts = std::make_shared<std::vector<size_t>>();
   for (size_t i = 0; i < p.sentences.size(); ++i) {
-    ErrorOr<std::vector<int32_t>> ids = translator->encodeSentence(
-        p.sentences[i], int64_t(i) + 1,
-        [&](const std::string &w) { warnings->push_back(w); });
-    if (!ids)
-      return respond(errorResponse(400, ids.status().message()));
-    job->sources.push_back(std::move(*ids));
+    ErrorOr<std::vector<std::vector<int32_t>>> parts = translator->encodeParts(
+        p.sentences[i], int64_t(i) + 1, p.options.splitLong);
+    if (!parts)
+      return respond(errorResponse(400, parts.status().message()));
+    if (parts->empty())
+      parts->emplace_back();
+    partCounts->push_back(parts->size());
+    for (std::vector<int32_t> &part : *parts)
+      job->sources.push_back(std::move(part));
   }
   if (options.timeoutMs > 0)
     job->deadline = Clock::now() + std::chrono::milliseconds(options.timeoutMs);
   auto parsed = std::make_shared<Parsed>(std::move(p));
-  job->onEnd = [respond, parsed, warnings,
+  job->onEnd = [respond, parsed, partCounts,
                 libreTranslate](TranslationJob &ended) {
     switch (ended.end()) {
     case JobEnd::Cancelled:
@@ -569,7 +629,14 @@ void Service::translate(const HttpRequest &request, bool libreTranslate,
     case JobEnd::Translated:
       break;
     }
-    const auto &found = ended.translations();
+    // Per sentence, its parts' translations joined.
+    std::vector<std::vector<Translation>> found;
+    const auto &units = ended.translations();
+    for (size_t s = 0, u = 0; s < partCounts->size(); u += (*partCounts)[s++])
+      found.push_back((*partCounts)[s] == 1
+                          ? units[u]
+                          : joinParts({units.begin() + u,
+                                       units.begin() + u + (*partCounts)[s]}));
     if (!libreTranslate) {
       json translations = json::array();
       for (const std::vector<Translation> &hyps : found) {
@@ -585,8 +652,6 @@ void Service::translate(const HttpRequest &request, bool libreTranslate,
         translations.push_back(json{{"hypotheses", std::move(list)}});
       }
       json body{{"translations", std::move(translations)}};
-      if (!warnings->empty())
-        body["warnings"] = *warnings;
       return respond(jsonResponse(200, body));
     }
     // LibreTranslate: a text's lines joined again; alternative k of a text

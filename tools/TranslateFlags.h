@@ -17,7 +17,8 @@
 namespace loom {
 
 /// Adds --input, --weights, --beam, --alpha, --max-len-ratio, --nbest,
-/// --batch, --threads, --workers and --device to `cmd`.
+/// --batch, --batch-tokens, --split-long, --threads, --workers and --device
+/// to `cmd`.
 inline void addTranslateFlags(CLI::App *cmd, std::string &input,
                               TranslatorOptions &opening,
                               TranslationOptions &options) {
@@ -37,6 +38,34 @@ inline void addTranslateFlags(CLI::App *cmd, std::string &input,
       ->capture_default_str();
   cmd->add_option("--batch", options.batch, "Sentences decoded together")
       ->capture_default_str();
+  cmd->add_option("--batch-tokens", options.batchTokens,
+                  "Batches of at most this many source tokens, padding "
+                  "included, in place of --batch sentences (0: by "
+                  "sentences)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_flag("--split-long", options.splitLong,
+                "Translate a sentence longer than the model takes in parts "
+                "cut at clause boundaries, joined (without it, such a "
+                "sentence is an error)");
+  cmd->add_option("--min-length", options.minLength,
+                  "Output tokens at least (eos not counted)")
+      ->capture_default_str();
+  cmd->add_option("--max-length", options.maxLength,
+                  "Output tokens at most, besides --max-len-ratio (0: the "
+                  "ratio alone)")
+      ->capture_default_str();
+  cmd->add_option("--repetition-penalty", options.repetitionPenalty,
+                  "Above 1, tokens a translation already holds become less "
+                  "likely (their logits divided by it where positive, "
+                  "multiplied where negative); 1: none")
+      ->capture_default_str();
+  cmd->add_option("--no-repeat-ngram-size", options.noRepeatNgram,
+                  "No n-gram of this many tokens twice in a translation (0: "
+                  "no limit)")
+      ->capture_default_str();
+  cmd->add_option("--forbid", options.forbidden,
+                  "A word or phrase no translation may contain (repeatable)");
   cmd->add_option("--threads", opening.threads,
                   "CPU threads (0: one per hardware thread)")
       ->capture_default_str();

@@ -73,10 +73,23 @@ typedef struct loom_translation_options {
   double max_len_ratio; /* longest output per source token */
   int nbest;            /* translations per sentence, 1 <= nbest <= beam */
   int batch;            /* sentences decoded together, at most */
+  int batch_tokens;     /* > 0: batches of at most this many source tokens,
+                           padding included, in place of `batch` sentences */
+  int split_long;       /* nonzero: a sentence longer than the model takes is
+                           translated in parts, joined; zero: an error */
+  int min_length;       /* output tokens at least (eos not counted) */
+  int max_length;       /* > 0: output tokens at most, besides the ratio */
+  double repetition_penalty;    /* > 1: held tokens less likely; 1: none */
+  int no_repeat_ngram_size;     /* > 0: no n-gram of this size twice */
+  const char *const *forbidden; /* words or phrases never in a translation */
+  size_t forbidden_count;
 } loom_translation_options;
 
 /* The defaults: all threads, the folder's files; beam 4, alpha 0.6, ratio
- * 1.5, nbest 1, batch 32. */
+ * 1.5, nbest 1, batch 32, batch_tokens 0, split_long 0, lengths 0 (none),
+ * repetition_penalty 1, no_repeat_ngram_size 0, no forbidden phrases. (The
+ * fields from batch_tokens on came with 0.6, whose libloom.so.0.6 a program
+ * built against 0.5's header must not load.) */
 LOOM_API void loom_translator_options_init(loom_translator_options *options);
 LOOM_API void loom_translation_options_init(loom_translation_options *options);
 

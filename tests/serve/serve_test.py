@@ -154,6 +154,12 @@ def _(s):
     assert got == reference(), "beam 4"
     got = [t["hypotheses"][0]["text"] for t in v1(s, SENTENCES, beam=1)]
     assert got == reference("--beam", "1"), "greedy"
+    controls = dict(no_repeat_ngram_size=2, repetition_penalty=1.3, min_length=2,
+                    max_length=9, forbidden=["bravo", "ah be"])
+    got = [t["hypotheses"][0]["text"] for t in v1(s, SENTENCES, **controls)]
+    assert got == reference("--no-repeat-ngram-size", "2", "--repetition-penalty", "1.3",
+                            "--min-length", "2", "--max-length", "9", "--forbid", "bravo",
+                            "--forbid", "ah be"), "controls"
     found = v1(s, SENTENCES, beam=3, nbest=2, return_scores=True)
     expected = reference("--beam", "3", "--nbest", "2")
     got = [h["text"] for t in found for h in t["hypotheses"]]
@@ -231,6 +237,16 @@ def _(s):
         ("POST", "/v1/translate", {"sentences": ["a"], "max_length_ratio": 0}, 400, "max_length_ratio"),
         ("POST", "/v1/translate", {"sentences": ["a"], "return_scores": 1}, 400, "return_scores"),
         ("POST", "/v1/translate", {"sentences": ["a\nb"]}, 400, "line break"),
+        ("POST", "/v1/translate", {"sentences": ["a"], "repetition_penalty": 0}, 400,
+         "repetition_penalty must be above 0"),
+        ("POST", "/v1/translate", {"sentences": ["a"], "no_repeat_ngram_size": -1}, 400,
+         "no_repeat_ngram_size"),
+        ("POST", "/v1/translate", {"sentences": ["a"], "min_length": 4, "max_length": 2}, 400,
+         "minimum length 4 is above"),
+        ("POST", "/v1/translate", {"sentences": ["a"], "forbidden": "x"}, 400,
+         "forbidden must be a list"),
+        ("POST", "/v1/translate", {"sentences": ["a"], "forbidden": [3]}, 400,
+         "forbidden[0] must be a string"),
         ("POST", "/translate", {"source": "en"}, 400, "missing q"),
         ("POST", "/translate", {"q": 5}, 400, "q must be a string or a list"),
         ("POST", "/translate", {"q": ["a", None]}, 400, "q[1] must be a string"),
@@ -262,6 +278,29 @@ def _(s):
         raw.sendall(b"\x16\x03\x01 not http at all\r\n\r\n")
         assert raw.recv(100).startswith(b"HTTP/1.1 400"), "garbage"
     assert s.request("GET", "/health")[0] == 200
+
+
+@check("a sentence longer than the model takes: 400, or translated in parts")
+def _(s):
+    words = "alpha bravo charlie delta echo golf hotel kilo lima".split()
+    long = " ".join("%s %s %s." % (words[i % 9], words[(i * 4) % 9], words[(i * 7) % 9])
+                    for i in range(60))
+    path = os.path.join(ARGS.work, "long.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(SENTENCES[0] + "\n" + long + "\n")
+    expected = subprocess.run([os.path.join(ARGS.folder, "loom-translate"), "--input", path,
+                               "--threads", "1", "--split-long"], check=True,
+                              capture_output=True, text=True).stdout.split("\n")[:-1]
+    status, _, body = s.json("POST", "/v1/translate", {"sentences": [SENTENCES[0], long]})
+    assert status == 400 and "sentence 2 has" in body["error"], (status, body)
+    got = [t["hypotheses"][0]["text"] for t in
+           v1(s, [SENTENCES[0], long], split_long=True)]
+    assert got == expected and expected[1], (got, expected)
+    status, _, body = s.json("POST", "/v1/translate", {"sentences": [long], "split_long": 1})
+    assert status == 400 and "split_long must be true or false" in body["error"], body
+    # LibreTranslate's clients send paragraphs: a long line is split.
+    status, _, body = s.json("POST", "/translate", {"q": long, "source": "en", "target": "de"})
+    assert status == 200 and body["translatedText"] == expected[1], body
 
 
 @check("control characters translate as loom-translate translates them")

@@ -3,7 +3,8 @@
 // Builds a model directory (a SentencePiece vocabulary trained on generated
 // text, a tiny config, random weights), then runs the `loom` binary: one
 // output line per input line in input order, empty lines kept empty, long
-// lines cut with a warning, n-best lines, and clear refusals. The C API
+// lines refused or translated in parts (--split-long), batches by tokens,
+// n-best lines, and clear refusals. The C API
 // (include/loom/loom.h, libloom.so) on the same directory gives what the
 // command prints, reports errors as codes, and may be shared by threads.
 //
@@ -158,19 +159,121 @@ TEST_F(TranslateCli, OneLineOutPerLineInAndInputOrder) {
   for (const std::string &line : inputs)
     input += line + "\n";
   std::string out, err;
-  ASSERT_EQ(translate(input, "--beam 3", out, err), 0) << err;
+  // Longer than the model's 24 positions: refused, naming it and the way.
+  EXPECT_NE(translate(input, "--beam 3", out, err), 0);
+  EXPECT_NE(err.find("sentence 4 has"), std::string::npos) << err;
+  EXPECT_NE(err.find("--split-long"), std::string::npos) << err;
+  EXPECT_EQ(out, "");
+  ASSERT_EQ(translate(input, "--beam 3 --split-long", out, err), 0) << err;
   std::vector<std::string> together = splitLines(out);
   ASSERT_EQ(together.size(), inputs.size()) << out;
   EXPECT_EQ(together[1], "");
-  EXPECT_NE(err.find("line 4 has"), std::string::npos) << err;
-  EXPECT_NE(err.find("it is cut"), std::string::npos) << err;
-  // Each sentence alone gives what it got in the sorted, batched run.
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].empty())
-      continue;
-    std::string alone, ignored;
-    ASSERT_EQ(translate(inputs[i] + "\n", "--beam 3", alone, ignored), 0);
-    EXPECT_EQ(splitLines(alone).at(0), together[i]) << "line " << i + 1;
+  EXPECT_NE(err.find("line 4 is longer"), std::string::npos) << err;
+  // Each sentence alone gives what it got in the sorted, batched run, by
+  // sentences and by tokens.
+  for (const char *batching : {"", " --batch 2", " --batch-tokens 30"}) {
+    SCOPED_TRACE(batching);
+    std::string flags = std::string("--beam 3 --split-long") + batching;
+    if (*batching) {
+      std::string again;
+      ASSERT_EQ(translate(input, flags, again, err), 0) << err;
+      EXPECT_EQ(again, out);
+    }
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i].empty())
+        continue;
+      std::string alone, ignored;
+      ASSERT_EQ(translate(inputs[i] + "\n", flags, alone, ignored), 0);
+      EXPECT_EQ(splitLines(alone).at(0), together[i]) << "line " << i + 1;
+    }
+  }
+}
+
+// A line of two sentences that each fit, but not together, is cut between
+// them: its translation is theirs, joined.
+TEST_F(TranslateCli, ALongLineIsCutAtItsSentenceEnd) {
+  const std::string first = "the dog runs over the green grass.",
+                    second = "eine Katze läuft über das rote Haus.";
+  auto vocabulary = text::Tokenizer::loadFile(dir + "/spm.model");
+  ASSERT_TRUE(bool(vocabulary)) << vocabulary.error();
+  auto tokens = [&](const std::string &s) {
+    auto ids = vocabulary->encode(s);
+    return ids ? ids->size() + 1 : 0; // eos
+  };
+  ASSERT_LE(tokens(first), 24u);
+  ASSERT_LE(tokens(second), 24u);
+  ASSERT_GT(tokens(first + " " + second), 24u);
+  for (const char *flags : {"--beam 1", "--beam 4 --nbest 2"}) {
+    SCOPED_TRACE(flags);
+    std::string apart, joined, err;
+    ASSERT_EQ(translate(first + "\n" + second + "\n", flags, apart, err), 0)
+        << err;
+    ASSERT_EQ(translate(first + " " + second + "\n",
+                        std::string(flags) + " --split-long", joined, err),
+              0)
+        << err;
+    std::vector<std::string> a = splitLines(apart), j = splitLines(joined);
+    size_t nbest = a.size() / 2;
+    ASSERT_EQ(j.size(), nbest);
+    for (size_t r = 0; r < nbest; ++r) {
+      std::string expected = a[r];
+      if (!a[nbest + r].empty())
+        expected += (expected.empty() ? "" : " ") + a[nbest + r];
+      EXPECT_EQ(j[r], expected) << "rank " << r;
+    }
+  }
+  std::string out, err;
+  EXPECT_NE(translate("x\n", "--batch-tokens -1", out, err), 0);
+  EXPECT_NE(err.find("--batch-tokens"), std::string::npos) << err;
+}
+
+// The decoding controls from the command line (their semantics are
+// DecodingTest's): a penalty of 1 is none, a maximum length bounds every
+// translation, and each bad value is refused naming it.
+TEST_F(TranslateCli, DecodingControlsFromTheCommandLine) {
+  const std::string input = "the dog runs.\neine Katze läuft über grass.\n"
+                            "\nthe green cat runs over the house.\n";
+  for (const char *search : {"--beam 1", "--beam 4 --nbest 2"}) {
+    SCOPED_TRACE(search);
+    std::string plain, out, err;
+    ASSERT_EQ(translate(input, search, plain, err), 0) << err;
+    ASSERT_EQ(translate(input, std::string(search) + " --repetition-penalty 1",
+                        out, err),
+              0)
+        << err;
+    EXPECT_EQ(out, plain);
+    // Every word is at least one token.
+    ASSERT_EQ(
+        translate(input, std::string(search) + " --max-length 2", out, err), 0)
+        << err;
+    for (const std::string &line : splitLines(out)) {
+      std::stringstream words(line);
+      std::string word;
+      int count = 0;
+      while (words >> word)
+        ++count;
+      EXPECT_LE(count, 2) << line;
+    }
+    for (const char *controls :
+         {"--no-repeat-ngram-size 2 --repetition-penalty 1.3",
+          "--min-length 3 --forbid Haus --forbid \"the dog\""}) {
+      ASSERT_EQ(
+          translate(input, std::string(search) + " " + controls, out, err), 0)
+          << controls << ": " << err;
+      EXPECT_EQ(splitLines(out).size(), splitLines(plain).size());
+    }
+  }
+  struct Bad {
+    const char *flags, *why;
+  };
+  for (const Bad &bad :
+       {Bad{"--repetition-penalty 0", "repetition penalty"},
+        Bad{"--no-repeat-ngram-size -1", "n-gram"},
+        Bad{"--min-length 5 --max-length 3", "minimum length 5 is above"},
+        Bad{"--min-length 30", "no room"}, Bad{"--forbid ' '", "blank"}}) {
+    std::string out, err;
+    EXPECT_NE(translate(input, bad.flags, out, err), 0) << bad.flags;
+    EXPECT_NE(err.find(bad.why), std::string::npos) << bad.flags << ": " << err;
   }
 }
 
@@ -260,6 +363,38 @@ TEST_F(TranslateCli, CApiTranslatesAsTheCommandDoes) {
   EXPECT_EQ(loom_result_text(result, 3, 0), nullptr);
   EXPECT_EQ(loom_result_text(result, 0, 2), nullptr);
   EXPECT_EQ(loom_result_score(result, 9, 0), 0);
+  loom_result_free(result);
+
+  // Batches by tokens translate alike; a long sentence is refused, or with
+  // split_long translated in parts as the command does.
+  options.batch_tokens = 12;
+  ASSERT_EQ(
+      loom_translate(translator, kSentences, 3, &options, &result, &error),
+      LOOM_OK)
+      << (error ? error : "");
+  EXPECT_EQ(texts(result), splitLines(expected));
+  loom_result_free(result);
+  options.batch_tokens = 0;
+  std::string longLine;
+  for (int i = 0; i < 12; ++i)
+    longLine += "the red house. ";
+  const char *withLong[] = {kSentences[0], longLine.c_str()};
+  EXPECT_EQ(loom_translate(translator, withLong, 2, &options, &result, &error),
+            LOOM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error ? error : "").find("sentence 2 has"),
+            std::string::npos)
+      << (error ? error : "");
+  loom_free_string(error);
+  error = nullptr;
+  options.split_long = 1;
+  ASSERT_EQ(loom_translate(translator, withLong, 2, &options, &result, &error),
+            LOOM_OK)
+      << (error ? error : "");
+  ASSERT_EQ(translate(std::string(kSentences[0]) + "\n" + longLine + "\n",
+                      "--beam 3 --nbest 2 --split-long", expected, err),
+            0)
+      << err;
+  EXPECT_EQ(texts(result), splitLines(expected));
   loom_result_free(result);
   loom_translator_free(translator);
 }
