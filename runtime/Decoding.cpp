@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <random>
 
 namespace loom::runtime {
 
@@ -58,8 +59,12 @@ Status nonFiniteScore(const char *entry, const char *output, double value,
       ErrorCode::InvalidArgument);
 }
 
-/// GNMT's length penalty, as Marian and OpenNMT apply it.
-double lengthPenalty(int64_t length, double alpha) {
+/// GNMT's length penalty, as Marian and OpenNMT apply it; or, `power`,
+/// the length itself to the power alpha (CTranslate2's length_penalty: at
+/// alpha 1 a score is the mean log-probability per token).
+double lengthPenalty(int64_t length, double alpha, bool power) {
+  if (power)
+    return std::pow(double(std::max<int64_t>(1, length)), alpha);
   return std::pow((5.0 + double(length)) / 6.0, alpha);
 }
 
@@ -390,11 +395,11 @@ ErrorOr<Tensor> DecoderState::step(Session &session,
 
 /// beamSettled on a sentence's beam.
 bool sentenceSettled(const Beam &beam, int64_t nbest, double alpha,
-                     int64_t maxLen) {
+                     int64_t maxLen, bool power) {
   std::vector<double> scores;
   for (const Hypothesis &h : beam.finished)
     scores.push_back(h.score);
-  return beamSettled(scores, beam.logProbs, nbest, alpha, maxLen);
+  return beamSettled(scores, beam.logProbs, nbest, alpha, maxLen, power);
 }
 
 /// Orders the `k` hypotheses `grown` just got (and their entries at the end
@@ -445,7 +450,7 @@ void placeOnParentRows(Beam &grown, std::vector<int64_t> &parents,
 
 bool beamSettled(std::vector<double> finishedScores,
                  const std::vector<double> &liveLogProbs, int64_t nbest,
-                 double alpha, int64_t maxLen) {
+                 double alpha, int64_t maxLen, bool powerPenalty) {
   if (nbest < 1 || int64_t(finishedScores.size()) < nbest || alpha < 0)
     return false;
   std::nth_element(finishedScores.begin(), finishedScores.begin() + (nbest - 1),
@@ -453,7 +458,8 @@ bool beamSettled(std::vector<double> finishedScores,
   double bestLive = -std::numeric_limits<double>::infinity();
   for (double logProb : liveLogProbs)
     bestLive = std::max(bestLive, logProb);
-  return finishedScores[nbest - 1] >= bestLive / lengthPenalty(maxLen, alpha);
+  return finishedScores[nbest - 1] >=
+         bestLive / lengthPenalty(maxLen, alpha, powerPenalty);
 }
 
 ErrorOr<std::vector<std::vector<int32_t>>>
@@ -567,6 +573,49 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
                                     ? options.maxLen
                                     : options.maxLens[sentence]);
   };
+  if (!options.prefixes.empty() && int64_t(options.prefixes.size()) != batch)
+    return Status::failure(
+        "beam search got " + std::to_string(options.prefixes.size()) +
+        " target prefixes for " + std::to_string(batch) + " sentences");
+  const BeamOptions::Sampling &sampling = options.sampling;
+  if (sampling.on) {
+    if (k != 1 || options.nbest != 1)
+      return Status::failure("sampling draws one translation: it takes beam 1 "
+                             "and nbest 1",
+                             ErrorCode::InvalidArgument);
+    if (!(sampling.temperature > 0) || !std::isfinite(sampling.temperature))
+      return Status::failure("the sampling temperature must be a finite "
+                             "number above 0, got " +
+                                 std::to_string(sampling.temperature),
+                             ErrorCode::InvalidArgument);
+    if (!(sampling.topP > 0 && sampling.topP <= 1))
+      return Status::failure("the sampling top-p must lie in (0, 1], got " +
+                                 std::to_string(sampling.topP),
+                             ErrorCode::InvalidArgument);
+    if (sampling.topK < 0)
+      return Status::failure("the sampling top-k must not be negative, got " +
+                                 std::to_string(sampling.topK),
+                             ErrorCode::InvalidArgument);
+    if (int64_t(sampling.seeds.size()) != batch)
+      return Status::failure(
+          "sampling got " + std::to_string(sampling.seeds.size()) +
+          " seeds for " + std::to_string(batch) + " sentences");
+  }
+  std::vector<std::mt19937_64> generators;
+  for (uint64_t seed : sampling.seeds)
+    generators.emplace_back(seed);
+  static const std::vector<int32_t> noPrefix;
+  auto prefixOf = [&](int64_t sentence) -> const std::vector<int32_t> & {
+    return options.prefixes.empty() ? noPrefix : options.prefixes[sentence];
+  };
+  for (int64_t s = 0; s < batch; ++s)
+    if (int64_t(prefixOf(s).size()) >= maxLenOf(s))
+      return Status::failure(
+          "the target prefix of sentence " + std::to_string(sentenceNumber(s)) +
+              " has " + std::to_string(prefixOf(s).size()) +
+              " tokens, and at most " + std::to_string(maxLenOf(s)) +
+              " tokens may be decoded: it leaves no room for the translation",
+          ErrorCode::InvalidArgument);
   int64_t steps = 0;
   for (int64_t s = 0; s < batch; ++s)
     steps = std::max(steps, maxLenOf(s));
@@ -614,18 +663,80 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
     // and only 2k tokens a row come to the host, as log-probabilities (as
     // logits where ranksRawLogits: the search then needs only their order).
     int64_t vocab = scores->shape()[1];
-    if (t == 0)
+    if (t == 0) {
       LOOM_RETURN_IF_ERROR(checkDecodingControls(options.controls, vocab));
-    if (options.controls.any()) {
+      for (int64_t s = 0; s < int64_t(options.prefixes.size()); ++s)
+        for (int32_t token : options.prefixes[s])
+          if (token < 0 || token >= vocab)
+            return Status::failure("the target prefix of sentence " +
+                                       std::to_string(sentenceNumber(s)) +
+                                       " holds token " + std::to_string(token) +
+                                       ", outside the vocabulary of " +
+                                       std::to_string(vocab),
+                                   ErrorCode::InvalidArgument);
+    }
+    // Sentences still in their target prefix: each live hypothesis takes
+    // the prefix's next token, scored as the search would have scored it
+    // (read before any control edits the row; controls do not apply to a
+    // forced token). Only the beam's first row lives until the prefix
+    // ends, so the prefix is shared by the beam.
+    // Left empty without prefixes: a step allocates nothing it need not.
+    std::vector<bool> forcing;
+    std::vector<float> forced;
+    auto isForcing = [&](size_t i) { return !forcing.empty() && forcing[i]; };
+    if (!options.prefixes.empty()) {
+      forcing.assign(beams.size(), false);
+      forced.assign(beams.size() * k, std::numeric_limits<float>::quiet_NaN());
+      std::vector<int64_t> cells, rows;
+      for (size_t i = 0; i < beams.size(); ++i) {
+        const std::vector<int32_t> &prefix = prefixOf(beams[i].sentence);
+        if (t >= int64_t(prefix.size()))
+          continue;
+        forcing[i] = true;
+        for (int64_t j = 0; j < k; ++j)
+          if (beams[i].logProbs[j] != minusInf) {
+            rows.push_back(int64_t(i) * k + j);
+            cells.push_back(rows.back() * vocab + prefix[t]);
+          }
+      }
+      if (!cells.empty()) {
+        ErrorOr<std::vector<float>> values =
+            device.readScores(scores->ref(), cells);
+        if (!values)
+          return values.status();
+        std::vector<float> lse;
+        if (state->readsLogits && !ranksRawLogits) {
+          ErrorOr<std::vector<float>> sums = device.logSumExp(scores->ref());
+          if (!sums)
+            return sums.status();
+          lse = std::move(*sums);
+        }
+        for (size_t c = 0; c < cells.size(); ++c)
+          forced[rows[c]] = (*values)[c] - (lse.empty() ? 0.0f : lse[rows[c]]);
+      }
+    }
+    // A search below its minimum length passes over eos for the next
+    // candidate; a draw has no next candidate, so eos is banned from it.
+    bool banEos = sampling.on && t + 1 <= options.minLen;
+    if (options.controls.any() || banEos) {
       std::vector<Device::ScoreEdit> edits;
       for (size_t i = 0; i < beams.size(); ++i)
-        for (int64_t j = 0; j < k; ++j)
-          if (beams[i].logProbs[j] != minusInf)
-            appendScoreEdits(options.controls, beams[i].tokens[j],
-                             int64_t(i) * k + j, vocab, edits);
+        for (int64_t j = 0; j < k; ++j) {
+          if (isForcing(i) || beams[i].logProbs[j] == minusInf)
+            continue;
+          int64_t row = int64_t(i) * k + j;
+          if (banEos)
+            edits.push_back(
+                {Device::ScoreEdit::Ban, row * vocab + options.eos});
+          if (options.controls.any())
+            appendScoreEdits(options.controls, beams[i].tokens[j], row, vocab,
+                             edits);
+        }
       LOOM_RETURN_IF_ERROR(device.editScores(scores->ref(), edits));
     }
     int64_t perRow = std::min<int64_t>(2 * k, vocab);
+    if (sampling.on)
+      perRow = sampling.topK > 0 ? std::min(sampling.topK, vocab) : vocab;
     ErrorOr<Device::TopK> top =
         state->readsLogits && !ranksRawLogits
             ? device.topKLogSoftmax(scores->ref(), perRow)
@@ -647,6 +758,55 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
         if (beam.logProbs[j] == minusInf)
           continue;
         int64_t row = int64_t(i) * k + j;
+        if (isForcing(i)) {
+          float value = forced[row];
+          if (std::isnan(value) ||
+              value == -std::numeric_limits<float>::infinity())
+            return nonFiniteScore(state->entry(), state->scores(), value,
+                                  sentenceNumber(beam.sentence), t + 1);
+          candidates.push_back(
+              {beam.logProbs[j] + value, j, prefixOf(beam.sentence)[t]});
+          continue;
+        }
+        if (sampling.on) {
+          // The row's values are best first; a banned one (-inf) and those
+          // after it are out. Weights relative to the best, tempered.
+          const float *values = top->values.data() + row * perRow;
+          const int32_t *tokens = top->indices.data() + row * perRow;
+          if (!std::isfinite(values[0]))
+            return nonFiniteScore(state->entry(), state->scores(), values[0],
+                                  sentenceNumber(beam.sentence), t + 1);
+          std::vector<double> weights;
+          double total = 0;
+          for (int64_t c = 0; c < perRow; ++c) {
+            if (std::isnan(values[c]))
+              return nonFiniteScore(state->entry(), state->scores(), values[c],
+                                    sentenceNumber(beam.sentence), t + 1);
+            if (values[c] == -std::numeric_limits<float>::infinity())
+              break;
+            weights.push_back(
+                std::exp(double(values[c] - values[0]) / sampling.temperature));
+            total += weights.back();
+          }
+          // The nucleus: the fewest best tokens whose share reaches topP.
+          if (sampling.topP < 1) {
+            double sum = 0;
+            size_t keep = 0;
+            while (keep < weights.size() && sum < sampling.topP * total)
+              sum += weights[keep++];
+            weights.resize(std::max<size_t>(1, keep));
+            total = sum > 0 ? sum : weights[0];
+          }
+          double u = std::uniform_real_distribution<double>(0, total)(
+              generators[beam.sentence]);
+          size_t pick = 0;
+          for (double sum = weights[0]; sum <= u && pick + 1 < weights.size();
+               sum += weights[++pick]) {
+          }
+          candidates.push_back(
+              {beam.logProbs[j] + values[pick], j, tokens[pick]});
+          continue;
+        }
         for (int64_t c = 0; c < perRow; ++c) {
           // The best value must be finite, the others not NaN (which
           // ranks last, so a NaN here means part of the row is NaN).
@@ -685,8 +845,9 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
           // may still score above them.
           grown.finished.push_back(
               {tokens, cand.logProb,
-               cand.logProb /
-                   lengthPenalty(int64_t(tokens.size()) + 1, options.alpha)});
+               cand.logProb / lengthPenalty(int64_t(tokens.size()) + 1,
+                                            options.alpha,
+                                            options.powerPenalty)});
           continue;
         }
         tokens.push_back(cand.token);
@@ -699,9 +860,10 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
       // live one may still beat them (on the multi30k model's val
       // sentences at beam 4, stopping there gave 14 of 1,014 translations
       // a lower log-probability than CTranslate2's).
-      bool done = lastStep || grown.tokens.empty() ||
-                  sentenceSettled(grown, options.nbest, options.alpha,
-                                  maxLenOf(beam.sentence));
+      bool done =
+          lastStep || grown.tokens.empty() ||
+          sentenceSettled(grown, options.nbest, options.alpha,
+                          maxLenOf(beam.sentence), options.powerPenalty);
       // Every sentence keeps k rows; a short beam (a vocabulary smaller than
       // 2k) fills up with copies that can never win.
       while (!done && int64_t(grown.tokens.size()) < k) {
@@ -720,7 +882,7 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
                 {grown.tokens[j], grown.logProbs[j],
                  grown.logProbs[j] /
                      lengthPenalty(int64_t(grown.tokens[j].size()),
-                                   options.alpha)});
+                                   options.alpha, options.powerPenalty)});
         std::stable_sort(grown.finished.begin(), grown.finished.end(),
                          [](const Hypothesis &a, const Hypothesis &b) {
                            return a.score > b.score;

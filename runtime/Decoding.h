@@ -49,6 +49,9 @@ greedyDecode(Session &session, const TensorRef &src,
 struct BeamOptions {
   int64_t beam = 4;
   double alpha = 0.6;  // length penalty ((5 + len) / 6)^alpha
+  /// The length penalty len^alpha instead (CTranslate2's length_penalty;
+  /// at alpha 1 a score is the mean log-probability per token).
+  bool powerPenalty = false;
   int64_t maxLen = 64; // tokens generated at most, eos included
   /// Eos is refused as any of the first minLen tokens (with minLen =
   /// maxLen, every hypothesis has maxLen tokens: a benchmark's fixed length).
@@ -70,6 +73,24 @@ struct BeamOptions {
   bool scores = true;
   /// Repetition penalty, banned n-grams and sequences (DecodingControls.h).
   DecodingControls controls;
+  /// Per sentence, when given: tokens every hypothesis starts with (empty:
+  /// none), each scored by its log-probability as a chosen token is. Shorter
+  /// than the sentence's maxLen.
+  std::vector<std::vector<int32_t>> prefixes;
+  /// Sampling instead of search, with beam 1: each step draws the next token
+  /// from the row's distribution at `temperature`, restricted to its `topK`
+  /// most likely tokens (0: all) and, within those, to the fewest whose
+  /// probabilities sum to `topP`. A sentence draws from its own generator,
+  /// seeded by `seeds` (one per sentence), once per step, so what it draws
+  /// does not depend on its batchmates. A token scores its untempered
+  /// log-probability.
+  struct Sampling {
+    bool on = false;
+    double temperature = 1;
+    int64_t topK = 0;
+    double topP = 1;
+    std::vector<uint64_t> seeds;
+  } sampling;
 };
 
 struct Hypothesis {
@@ -95,13 +116,14 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options);
 /// `nbest`-th best finished score is at least any score a live hypothesis
 /// (log-probabilities `liveLogProbs`) could still reach. A hypothesis'
 /// log-probability only falls as it grows, and its length penalty
-/// ((5 + len) / 6)^alpha, alpha >= 0, is at most that of `maxLen` tokens, so
+/// ((5 + len) / 6)^alpha, or len^alpha where `powerPenalty`, alpha >= 0, is
+/// at most that of `maxLen` tokens, so
 /// a live log-probability over penalty(maxLen) bounds its future scores.
 /// Stopping then returns exactly what decoding on to maxLen would (a later
 /// hypothesis could at best tie, and ties keep the earlier).
 bool beamSettled(std::vector<double> finishedScores,
                  const std::vector<double> &liveLogProbs, int64_t nbest,
-                 double alpha, int64_t maxLen);
+                 double alpha, int64_t maxLen, bool powerPenalty = false);
 
 } // namespace loom::runtime
 

@@ -187,6 +187,19 @@ public:
   /// device; a device overrides it to edit in place.
   virtual Status editScores(const TensorRef &scores,
                             const std::vector<ScoreEdit> &edits);
+  /// The values of f32 `scores` [rows, n] at flat indices `cells`, on the
+  /// host (a forced token's score). Each cell must lie in `scores`. This
+  /// default reads each through copy(); a device overrides it to read them
+  /// in place.
+  virtual ErrorOr<std::vector<float>>
+  readScores(const TensorRef &scores, const std::vector<int64_t> &cells);
+  /// Per row of f32 `logits` [rows, n], on the host: the number
+  /// topKLogSoftmax subtracts from the row's logits to make them
+  /// log-probabilities, computed the same way, so that a token's
+  /// log-probability read as its logit less this equals what a search
+  /// ranked. This default is what topK(1) less topKLogSoftmax(1) leaves
+  /// (within a rounding of it); a device with topKLogSoftmax overrides it.
+  virtual ErrorOr<std::vector<float>> logSumExp(const TensorRef &logits);
 };
 
 /// The kinds of device this runtime was built with ("cpu", ...).

@@ -109,6 +109,33 @@ Status Device::editScores(const TensorRef &scores,
   return Status::success();
 }
 
+ErrorOr<std::vector<float>>
+Device::readScores(const TensorRef &scores, const std::vector<int64_t> &cells) {
+  std::vector<ScoreEdit> asEdits;
+  for (int64_t cell : cells)
+    asEdits.push_back({ScoreEdit::Ban, cell});
+  LOOM_RETURN_IF_ERROR(kernels::checkScoreEdits(scores, asEdits));
+  std::vector<float> values(cells.size());
+  for (size_t i = 0; i < cells.size(); ++i)
+    LOOM_RETURN_IF_ERROR(
+        copy(&values[i], static_cast<const float *>(scores.data) + cells[i],
+             sizeof(float), CopyDirection::DeviceToHost));
+  return values;
+}
+
+ErrorOr<std::vector<float>> Device::logSumExp(const TensorRef &logits) {
+  ErrorOr<TopK> best = topK(logits, 1);
+  if (!best)
+    return best.status();
+  ErrorOr<TopK> bestLogProb = topKLogSoftmax(logits, 1);
+  if (!bestLogProb)
+    return bestLogProb.status();
+  std::vector<float> out(best->values.size());
+  for (size_t r = 0; r < out.size(); ++r)
+    out[r] = best->values[r] - bestLogProb->values[r];
+  return out;
+}
+
 Status Device::moveRows(const TensorRef &t, const std::vector<int64_t> &from,
                         const std::vector<int64_t> &to) {
   LOOM_RETURN_IF_ERROR(kernels::checkMoveRows(t, from, to));

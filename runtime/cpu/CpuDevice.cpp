@@ -340,6 +340,34 @@ CpuDevice::topKLogSoftmax(const TensorRef &logits, int64_t k) {
   return out;
 }
 
+ErrorOr<std::vector<float>>
+CpuDevice::readScores(const TensorRef &scores,
+                      const std::vector<int64_t> &cells) {
+  std::vector<ScoreEdit> asEdits;
+  for (int64_t cell : cells)
+    asEdits.push_back({ScoreEdit::Ban, cell});
+  LOOM_RETURN_IF_ERROR(kernels::checkScoreEdits(scores, asEdits));
+  std::vector<float> values;
+  for (int64_t cell : cells)
+    values.push_back(scores.f32()[cell]);
+  return values;
+}
+
+ErrorOr<std::vector<float>> CpuDevice::logSumExp(const TensorRef &logits) {
+  LOOM_RETURN_IF_ERROR(kernels::checkScores(logits, "logSumExp"));
+  int64_t rows = logits.shape[0], n = logits.shape[1];
+  std::vector<float> out(rows);
+  // As topKLogSoftmax takes it: from the row's best value.
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *row = logits.f32() + r * n;
+    float best = 0;
+    int32_t at = 0;
+    topKOfRow(row, n, 1, &best, &at);
+    out[r] = logSumExpOfRow(row, n, best);
+  }
+  return out;
+}
+
 Status CpuDevice::editScores(const TensorRef &scores,
                              const std::vector<ScoreEdit> &edits) {
   LOOM_RETURN_IF_ERROR(kernels::checkScoreEdits(scores, edits));

@@ -67,6 +67,11 @@ public:
                                int64_t k) override;
   Status editScores(const runtime::TensorRef &scores,
                     const std::vector<ScoreEdit> &edits) override;
+  ErrorOr<std::vector<float>>
+  readScores(const runtime::TensorRef &scores,
+             const std::vector<int64_t> &cells) override;
+  ErrorOr<std::vector<float>>
+  logSumExp(const runtime::TensorRef &logits) override;
 
   /// Free blocks this device keeps for reuse, at most this many bytes: a
   /// beam of four over 32 sentences of a 256-wide model holds about 100 MiB

@@ -24,8 +24,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <random>
 
 using namespace loom;
@@ -173,11 +175,12 @@ protected:
   /// Beam search for one sentence, every prefix recomputed from scratch,
   /// decoding on to maxLen and keeping every hypothesis that ends.
   std::vector<runtime::Hypothesis>
-  referenceBeam(const std::vector<int32_t> &row,
-                const runtime::BeamOptions &o) {
+  referenceBeam(const std::vector<int32_t> &row, const runtime::BeamOptions &o,
+                const std::vector<int32_t> &prefix = {}) {
     runtime::Tensor src = sources({row});
     auto penalty = [&](int64_t n) {
-      return std::pow((5.0 + n) / 6.0, o.alpha);
+      return o.powerPenalty ? std::pow(double(n), o.alpha)
+                            : std::pow((5.0 + n) / 6.0, o.alpha);
     };
     std::vector<std::pair<std::vector<int32_t>, double>> live = {{{}, 0.0}};
     std::vector<runtime::Hypothesis> finished;
@@ -189,6 +192,12 @@ protected:
       };
       std::vector<Cand> cands;
       for (size_t j = 0; j < live.size(); ++j) {
+        // Within the prefix: its token, scored unedited.
+        if (size_t(t) < prefix.size()) {
+          std::vector<float> lp = nextLogProbs(src, live[j].first);
+          cands.push_back({live[j].second + lp[prefix[t]], j, prefix[t]});
+          continue;
+        }
         std::vector<float> lp =
             controlledLogProbs(src, live[j].first, o.controls);
         for (size_t v = 0; v < lp.size(); ++v)
@@ -445,6 +454,195 @@ TEST_F(DecodingTest, ControlsMatchTheReferenceAndHold) {
     runtime::BeamOptions o = plain;
     o.controls = bad;
     auto out = runtime::beamSearch(*model, src.ref(), o);
+    ASSERT_FALSE(bool(out)) << what;
+    EXPECT_NE(out.error().find(what), std::string::npos) << out.error();
+  }
+}
+
+// A target prefix: every hypothesis starts with it, its tokens scored by
+// their log-probabilities, and the search goes on from it as the reference
+// does; a sentence without one in the same batch is unaffected. Controls
+// do not touch the forced tokens.
+TEST_F(DecodingTest, TargetPrefixesStartEveryHypothesis) {
+  runtime::Tensor src = sources(kSources);
+  std::vector<std::vector<int32_t>> prefixes = {{7, 7, 9}, {}, {12}};
+  for (int64_t beam : {int64_t(4), int64_t(1)}) {
+    for (bool controlled : {false, true}) {
+      SCOPED_TRACE("beam " + std::to_string(beam) +
+                   (controlled ? ", no-repeat 1" : ""));
+      runtime::BeamOptions o;
+      o.beam = beam;
+      o.nbest = beam == 4 ? 3 : 1;
+      o.maxLen = 8;
+      if (controlled)
+        o.controls.noRepeatNgram = 1; // would ban the second 7
+      o.prefixes = prefixes;
+      auto actual = runtime::beamSearch(*model, src.ref(), o);
+      ASSERT_TRUE(bool(actual)) << actual.error();
+      for (size_t s = 0; s < kSources.size(); ++s) {
+        std::vector<runtime::Hypothesis> expected =
+            referenceBeam(kSources[s], o, prefixes[s]);
+        ASSERT_EQ((*actual)[s].size(), expected.size()) << "sentence " << s;
+        for (size_t h = 0; h < expected.size(); ++h) {
+          const std::vector<int32_t> &got = (*actual)[s][h].tokens;
+          EXPECT_EQ(got, expected[h].tokens) << "sentence " << s;
+          EXPECT_NEAR((*actual)[s][h].logProb, expected[h].logProb, 1e-4);
+          ASSERT_GE(got.size(), prefixes[s].size());
+          EXPECT_TRUE(
+              std::equal(prefixes[s].begin(), prefixes[s].end(), got.begin()));
+        }
+      }
+    }
+  }
+  // Refused: a prefix with no room left, a token outside the vocabulary, a
+  // count that is not one per sentence.
+  runtime::BeamOptions o;
+  o.maxLen = 3;
+  o.prefixes = {{7, 7, 9}, {}, {}};
+  auto out = runtime::beamSearch(*model, src.ref(), o);
+  ASSERT_FALSE(bool(out));
+  EXPECT_NE(out.error().find("leaves no room"), std::string::npos)
+      << out.error();
+  o.maxLen = 8;
+  o.prefixes = {{7}, {999}, {}};
+  out = runtime::beamSearch(*model, src.ref(), o);
+  ASSERT_FALSE(bool(out));
+  EXPECT_NE(out.error().find("outside the vocabulary"), std::string::npos)
+      << out.error();
+  o.prefixes = {{7}};
+  out = runtime::beamSearch(*model, src.ref(), o);
+  ASSERT_FALSE(bool(out));
+  EXPECT_NE(out.error().find("1 target prefixes for 3"), std::string::npos)
+      << out.error();
+}
+
+// The length penalty as len^alpha (CTranslate2's form; at alpha 1 the mean
+// log-probability per token): the search ranks as the reference does, and
+// the scores are the log-probabilities over the lengths.
+TEST_F(DecodingTest, PowerLengthPenaltyMatchesTheReference) {
+  runtime::Tensor src = sources(kSources);
+  runtime::BeamOptions o;
+  o.beam = 4;
+  o.nbest = 3;
+  o.maxLen = 7;
+  o.alpha = 1;
+  o.powerPenalty = true;
+  auto actual = runtime::beamSearch(*model, src.ref(), o);
+  ASSERT_TRUE(bool(actual)) << actual.error();
+  for (size_t s = 0; s < kSources.size(); ++s) {
+    std::vector<runtime::Hypothesis> expected = referenceBeam(kSources[s], o);
+    ASSERT_EQ((*actual)[s].size(), expected.size()) << "sentence " << s;
+    for (size_t h = 0; h < expected.size(); ++h) {
+      const runtime::Hypothesis &got = (*actual)[s][h];
+      EXPECT_EQ(got.tokens, expected[h].tokens) << "sentence " << s;
+      EXPECT_NEAR(got.score, expected[h].score, 1e-4);
+      // eos counts in the length of a hypothesis that emitted it.
+      double length = double(got.tokens.size()) +
+                      (int64_t(got.tokens.size()) < o.maxLen ? 1 : 0);
+      EXPECT_NEAR(got.score, got.logProb / length, 1e-9);
+    }
+  }
+}
+
+// Sampling draws each token from the row's tempered distribution, within
+// its top-k and nucleus: the same seeds draw the same translations, and a
+// sentence alone draws what it draws in the batch; other seeds draw others;
+// top-k 1 is greedy; each token lies where it may, and the log-probability
+// is the sum of the drawn tokens' own.
+TEST_F(DecodingTest, SamplingIsSeededAndStaysInItsNucleus) {
+  runtime::Tensor src = sources(kSources);
+  runtime::BeamOptions o;
+  o.beam = 1;
+  o.maxLen = 8;
+  o.sampling.on = true;
+  o.sampling.temperature = 1.5;
+  o.sampling.seeds = {11, 12, 13};
+  auto draw = [&](const runtime::BeamOptions &with, const runtime::Tensor &s) {
+    auto out = runtime::beamSearch(*model, s.ref(), with);
+    EXPECT_TRUE(bool(out)) << out.error();
+    std::vector<std::vector<int32_t>> tokens;
+    for (auto &sentence : *out)
+      tokens.push_back(sentence.at(0).tokens);
+    return tokens;
+  };
+  std::vector<std::vector<int32_t>> first = draw(o, src);
+  EXPECT_EQ(draw(o, src), first) << "the same seeds";
+  for (size_t s = 0; s < kSources.size(); ++s) {
+    runtime::BeamOptions alone = o;
+    alone.sampling.seeds = {o.sampling.seeds[s]};
+    EXPECT_EQ(draw(alone, sources({kSources[s]})).at(0), first[s])
+        << "sentence " << s << " alone";
+  }
+  size_t differ = 0;
+  for (uint64_t base : {100, 200, 300, 400}) {
+    runtime::BeamOptions other = o;
+    other.sampling.seeds = {base + 1, base + 2, base + 3};
+    differ += draw(other, src) != first;
+  }
+  EXPECT_GT(differ, 0u) << "other seeds never drew otherwise";
+
+  runtime::BeamOptions greedy;
+  greedy.beam = 1;
+  greedy.maxLen = 8;
+  runtime::BeamOptions topOne = o;
+  topOne.sampling.topK = 1;
+  EXPECT_EQ(draw(topOne, src), draw(greedy, src)) << "top-k 1 is greedy";
+
+  // Where each drawn token may lie, from the reference's log-probabilities.
+  for (auto [topK, topP] :
+       std::vector<std::pair<int64_t, double>>{{3, 1.0}, {0, 0.6}, {5, 0.5}}) {
+    SCOPED_TRACE("top-k " + std::to_string(topK) + ", top-p " +
+                 std::to_string(topP));
+    runtime::BeamOptions nucleus = o;
+    nucleus.sampling.topK = topK;
+    nucleus.sampling.topP = topP;
+    auto out = runtime::beamSearch(*model, src.ref(), nucleus);
+    ASSERT_TRUE(bool(out)) << out.error();
+    for (size_t s = 0; s < kSources.size(); ++s) {
+      runtime::Tensor one = sources({kSources[s]});
+      const runtime::Hypothesis &h = (*out)[s].at(0);
+      std::vector<int32_t> prefix;
+      double logProb = 0;
+      std::vector<int32_t> steps = h.tokens;
+      if (int64_t(steps.size()) < o.maxLen)
+        steps.push_back(o.eos);
+      for (int32_t token : steps) {
+        std::vector<float> lp = nextLogProbs(one, prefix);
+        std::vector<size_t> order(lp.size());
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(),
+                         [&](size_t a, size_t b) { return lp[a] > lp[b]; });
+        size_t allowed = topK > 0 ? size_t(topK) : lp.size();
+        double total = 0, sum = 0;
+        for (size_t c = 0; c < allowed; ++c)
+          total += std::exp((lp[order[c]] - lp[order[0]]) / 1.5);
+        size_t nucleusSize = 0;
+        while (nucleusSize < allowed && sum < topP * total)
+          sum += std::exp((lp[order[nucleusSize++]] - lp[order[0]]) / 1.5);
+        size_t rank = std::find(order.begin(), order.end(), size_t(token)) -
+                      order.begin();
+        // A token a hair outside (float against double) is allowed for.
+        EXPECT_LE(rank, nucleusSize) << "sentence " << s;
+        logProb += lp[token];
+        prefix.push_back(token);
+      }
+      EXPECT_NEAR(h.logProb, logProb, 1e-4) << "sentence " << s;
+    }
+  }
+
+  for (auto [change, what] : std::vector<
+           std::pair<std::function<void(runtime::BeamOptions &)>, std::string>>{
+           {[](runtime::BeamOptions &b) { b.beam = 4; }, "beam 1"},
+           {[](runtime::BeamOptions &b) { b.sampling.temperature = 0; },
+            "temperature"},
+           {[](runtime::BeamOptions &b) { b.sampling.topP = 0; }, "top-p"},
+           {[](runtime::BeamOptions &b) { b.sampling.topP = 1.5; }, "top-p"},
+           {[](runtime::BeamOptions &b) { b.sampling.topK = -1; }, "top-k"},
+           {[](runtime::BeamOptions &b) { b.sampling.seeds = {1}; },
+            "1 seeds for 3"}}) {
+    runtime::BeamOptions bad = o;
+    change(bad);
+    auto out = runtime::beamSearch(*model, src.ref(), bad);
     ASSERT_FALSE(bool(out)) << what;
     EXPECT_NE(out.error().find(what), std::string::npos) << out.error();
   }
