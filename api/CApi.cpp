@@ -83,6 +83,12 @@ void loom_translation_options_init(loom_translation_options *options) {
   options->no_repeat_ngram_size = static_cast<int>(defaults.noRepeatNgram);
   options->forbidden = nullptr;
   options->forbidden_count = 0;
+  options->target_prefixes = nullptr;
+  options->length_penalty_power = defaults.powerLengthPenalty ? 1 : 0;
+  options->sampling_topk = static_cast<int>(defaults.samplingTopK);
+  options->sampling_topp = defaults.samplingTopP;
+  options->sampling_temperature = defaults.samplingTemperature;
+  options->seed = defaults.seed;
 }
 
 loom_status loom_translator_create(const char *folder,
@@ -142,6 +148,11 @@ loom_status loom_translate(loom_translator *translator,
       o.maxLength = options->max_length;
       o.repetitionPenalty = options->repetition_penalty;
       o.noRepeatNgram = options->no_repeat_ngram_size;
+      o.powerLengthPenalty = options->length_penalty_power != 0;
+      o.samplingTopK = options->sampling_topk;
+      o.samplingTopP = options->sampling_topp;
+      o.samplingTemperature = options->sampling_temperature;
+      o.seed = options->seed;
       if (options->forbidden_count > 0 && !options->forbidden)
         return failWith(error, LOOM_ERROR_INVALID_ARGUMENT,
                         "forbidden_count is " +
@@ -162,7 +173,16 @@ loom_status loom_translate(loom_translator *translator,
                         "a sentence pointer is NULL");
       input.emplace_back(sentences[i]);
     }
-    auto translated = translator->impl->translate(input, o);
+    std::vector<std::string> prefixes;
+    if (options && options->target_prefixes)
+      for (size_t i = 0; i < count; ++i) {
+        if (!options->target_prefixes[i])
+          return failWith(error, LOOM_ERROR_INVALID_ARGUMENT,
+                          "target_prefixes[" + std::to_string(i) +
+                              "] is NULL (\"\" for no prefix)");
+        prefixes.emplace_back(options->target_prefixes[i]);
+      }
+    auto translated = translator->impl->translate(input, prefixes, o);
     if (!translated)
       return fail(error, translated.status());
     *result = new loom_result{std::move(*translated)};

@@ -68,16 +68,36 @@ int64_t tokenCount(const text::Tokenizer &tokenizer, const std::string &text) {
 
 Status translateStream(Translator &translator,
                        const TranslationOptions &options,
-                       const std::string &inputPath, std::FILE *out,
+                       const TranslateInput &input, std::FILE *out,
                        const std::function<void(const std::string &)> &warn,
                        int timeRuns, TranslationTimes *times) {
-  ErrorOr<std::vector<std::string>> lines = readInputLines(inputPath);
+  ErrorOr<std::vector<std::string>> lines = readInputLines(input.path);
   if (!lines)
     return lines.status();
+  std::vector<std::string> prefixes;
+  if (!input.targetPrefixPath.empty()) {
+    if (input.path.empty() && input.targetPrefixPath == "-")
+      return Status::failure("the sentences and their target prefixes cannot "
+                             "both come from stdin",
+                             ErrorCode::InvalidArgument);
+    ErrorOr<std::vector<std::string>> read =
+        readInputLines(input.targetPrefixPath);
+    if (!read)
+      return read.status();
+    if (read->size() != lines->size())
+      return Status::failure("'" + input.targetPrefixPath + "' has " +
+                                 std::to_string(read->size()) +
+                                 " target prefixes for " +
+                                 std::to_string(lines->size()) +
+                                 " sentences: give one line per sentence "
+                                 "(an empty one for none)",
+                             ErrorCode::InvalidArgument);
+    prefixes = std::move(*read);
+  }
   // Only the text is written: the scores need not be computed.
   TranslationOptions textOnly = options;
   textOnly.scores = false;
-  auto translated = translator.translate(*lines, textOnly, warn);
+  auto translated = translator.translate(*lines, prefixes, textOnly, warn);
   if (!translated)
     return translated.status();
   for (const std::vector<Translation> &nbest : *translated)
@@ -103,7 +123,7 @@ Status translateStream(Translator &translator,
   // translator does once (packing weights, growing its buffers).
   for (int run = 0; run < timeRuns; ++run) {
     auto start = std::chrono::steady_clock::now();
-    auto again = translator.translate(*lines, textOnly);
+    auto again = translator.translate(*lines, prefixes, textOnly);
     if (!again)
       return again.status();
     times->seconds.push_back(std::chrono::duration<double>(

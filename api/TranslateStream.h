@@ -35,9 +35,16 @@ struct TranslationTimes {
 
 /// Translates the lines of `inputPath` (stdin when empty) to `out`; then,
 /// when `timeRuns` > 0, translates them `timeRuns` more times into `times`.
+/// Where the sentences come from: a file, one per line (empty: stdin),
+/// and optionally a file of target prefixes, one per line of it.
+struct TranslateInput {
+  std::string path;
+  std::string targetPrefixPath;
+};
+
 Status translateStream(Translator &translator,
                        const TranslationOptions &options,
-                       const std::string &inputPath, std::FILE *out,
+                       const TranslateInput &input, std::FILE *out,
                        const std::function<void(const std::string &)> &warn,
                        int timeRuns = 0, TranslationTimes *times = nullptr);
 

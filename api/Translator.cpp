@@ -296,6 +296,21 @@ Status Translator::checkOptions(const TranslationOptions &o) const {
   for (const std::string &phrase : o.forbidden)
     if (text::splitWhitespace(phrase).empty())
       return Status::failure("a forbidden phrase is blank");
+  if (o.samplingTopK != 1) {
+    if (o.beam != 1 || o.nbest != 1)
+      return Status::failure("sampling (a top-k other than 1) draws one "
+                             "translation: it takes beam 1 and nbest 1");
+    if (o.samplingTopK < 0)
+      return Status::failure("the sampling top-k must not be negative, got " +
+                             std::to_string(o.samplingTopK));
+  }
+  if (!(o.samplingTemperature > 0) || !std::isfinite(o.samplingTemperature))
+    return Status::failure("the sampling temperature must be a finite number "
+                           "above 0, got " +
+                           std::to_string(o.samplingTemperature));
+  if (!(o.samplingTopP > 0 && o.samplingTopP <= 1))
+    return Status::failure("the sampling top-p must lie in (0, 1], got " +
+                           std::to_string(o.samplingTopP));
   if (o.batchTokens < 0)
     return Status::failure("the batch's tokens must not be negative, got " +
                            std::to_string(o.batchTokens));
@@ -378,7 +393,8 @@ Translator::encodeParts(const std::string &sentence, int64_t number,
 
 ErrorOr<std::vector<std::vector<Translation>>> Translator::decodeBatch(
     int worker, const std::vector<const std::vector<int32_t> *> &sources,
-    const std::vector<int64_t> &numbers, const TranslationOptions &o) {
+    const std::vector<int64_t> &numbers, const TranslationOptions &o,
+    const std::vector<std::vector<int32_t>> &targetPrefixes) {
   if (worker < 0 || worker >= workers())
     return Status::failure("no decoder " + std::to_string(worker) + " (of " +
                                std::to_string(workers()) + ")",
@@ -403,6 +419,7 @@ ErrorOr<std::vector<std::vector<Translation>>> Translator::decodeBatch(
   runtime::BeamOptions beam;
   beam.beam = o.beam;
   beam.alpha = o.alpha;
+  beam.powerPenalty = o.powerLengthPenalty;
   beam.nbest = o.nbest;
   beam.scores = o.scores;
   beam.minLen = o.minLength;
@@ -417,12 +434,41 @@ ErrorOr<std::vector<std::vector<Translation>>> Translator::decodeBatch(
   }
   // Messages name a sentence as the caller numbers it.
   beam.sentenceNumbers = numbers;
+  if (!targetPrefixes.empty() && targetPrefixes.size() != sources.size())
+    return Status::failure(
+        "a batch of " + std::to_string(sources.size()) + " sentences with " +
+            std::to_string(targetPrefixes.size()) + " target prefixes",
+        ErrorCode::Internal);
+  beam.prefixes = targetPrefixes;
+  if (o.samplingTopK != 1) {
+    beam.sampling.on = true;
+    beam.sampling.topK = o.samplingTopK;
+    beam.sampling.topP = o.samplingTopP;
+    beam.sampling.temperature = o.samplingTemperature;
+    // From the seed and the sentence's own tokens (FNV-1a, then a
+    // splitmix64 finish): not its place in the batch.
+    for (const std::vector<int32_t> *source : sources) {
+      uint64_t h = 1469598103934665603ull ^ o.seed;
+      for (int32_t id : *source) {
+        h ^= uint64_t(uint32_t(id));
+        h *= 1099511628211ull;
+      }
+      h += 0x9e3779b97f4a7c15ull;
+      h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+      h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+      beam.sampling.seeds.push_back(h ^ (h >> 31));
+    }
+  }
   // Each sentence's own limit, so that its translation does not depend on
   // the sentences it is batched with. In double, clamped before the
   // conversion: a large ratio means "up to the executable's limit".
   int64_t limit = maxSourceTokens();
-  for (const std::vector<int32_t> *source : sources) {
-    double wanted = o.maxLenRatio * double(source->size()) + 1;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const std::vector<int32_t> *source = sources[i];
+    // A prefix counts on top of what the ratio allows.
+    double forced =
+        targetPrefixes.empty() ? 0 : double(targetPrefixes[i].size());
+    double wanted = o.maxLenRatio * double(source->size()) + 1 + forced;
     int64_t most =
         std::max<int64_t>(2, int64_t(std::min(wanted, double(limit))));
     // An absolute bound, and room for the minimum. Out of steps, a
@@ -453,19 +499,48 @@ ErrorOr<std::vector<std::vector<Translation>>>
 Translator::translate(const std::vector<std::string> &sentences,
                       const TranslationOptions &o,
                       const std::function<void(const std::string &)> &warn) {
+  return translate(sentences, {}, o, warn);
+}
+
+ErrorOr<std::vector<std::vector<Translation>>>
+Translator::translate(const std::vector<std::string> &sentences,
+                      const std::vector<std::string> &targetPrefixes,
+                      const TranslationOptions &o,
+                      const std::function<void(const std::string &)> &warn) {
   LOOM_RETURN_IF_ERROR(checkOptions(o));
+  if (!targetPrefixes.empty() && targetPrefixes.size() != sentences.size())
+    return Status::failure(std::to_string(targetPrefixes.size()) +
+                           " target prefixes for " +
+                           std::to_string(sentences.size()) +
+                           " sentences: give one per sentence (an empty one "
+                           "for none)");
   std::lock_guard<std::mutex> lock(calls);
 
   // Every sentence as ids + eos, in parts where it is too long and may be
   // split: each part is a unit of the batches.
-  std::vector<std::vector<int32_t>> units;
+  std::vector<std::vector<int32_t>> units, unitPrefixes;
   std::vector<size_t> unitSentence;
   std::vector<size_t> partCount(sentences.size(), 0);
+  bool anyPrefix = false;
   for (size_t i = 0; i < sentences.size(); ++i) {
     ErrorOr<std::vector<std::vector<int32_t>>> parts =
         encodeParts(sentences[i], int64_t(i) + 1, o.splitLong);
     if (!parts)
       return parts.status();
+    std::vector<int32_t> prefix;
+    if (!targetPrefixes.empty() && !targetPrefixes[i].empty()) {
+      if (!text::isValidUtf8(targetPrefixes[i]))
+        return Status::failure("the target prefix of sentence " +
+                               std::to_string(i + 1) + " is not valid UTF-8");
+      ErrorOr<std::vector<int32_t>> ids = tokenizer.encode(targetPrefixes[i]);
+      if (!ids)
+        return ids.status();
+      prefix = std::move(*ids);
+      anyPrefix = anyPrefix || !prefix.empty();
+    }
+    // The first part of a split sentence starts with its prefix.
+    for (size_t p = 0; p < parts->size(); ++p)
+      unitPrefixes.push_back(p == 0 ? prefix : std::vector<int32_t>{});
     partCount[i] = parts->size();
     if (parts->size() > 1 && warn)
       warn("line " + std::to_string(i + 1) + " is longer than the " +
@@ -499,12 +574,15 @@ Translator::translate(const std::vector<std::string> &sentences,
   auto decodeOne = [&](int worker, size_t b) {
     std::vector<const std::vector<int32_t> *> part;
     std::vector<int64_t> numbers;
+    std::vector<std::vector<int32_t>> prefixes;
     // Messages name a sentence by its place in `sentences`.
     for (size_t i = starts[b]; i < batchEnd(b); ++i) {
       part.push_back(&units[order[i]]);
       numbers.push_back(int64_t(unitSentence[order[i]]) + 1);
+      if (anyPrefix)
+        prefixes.push_back(unitPrefixes[order[i]]);
     }
-    found[b] = decodeBatch(worker, part, numbers, o);
+    found[b] = decodeBatch(worker, part, numbers, o, prefixes);
   };
   // Longest batches first: a worker that takes the last one then waits for
   // no long batch, and each session's memory grows to its largest size at

@@ -79,6 +79,9 @@ struct TranslatorOptions {
 struct TranslationOptions {
   int64_t beam = 4;
   double alpha = 0.6;       // length penalty ((5 + len) / 6)^alpha
+  /// The length penalty len^alpha instead (CTranslate2's length_penalty:
+  /// at alpha 1 a score is the mean log-probability per token).
+  bool powerLengthPenalty = false;
   double maxLenRatio = 1.5; // longest output per source token
   int64_t nbest = 1;
   int64_t batch = 32; // sentences decoded together, at most
@@ -100,6 +103,16 @@ struct TranslationOptions {
   /// Words or phrases no translation contains (each as the vocabulary
   /// splits it: its pieces never follow one another in that order).
   std::vector<std::string> forbidden;
+  /// Sampling, with beam 1 (CTranslate2's names): top-k 1 is the search
+  /// itself; otherwise each token is drawn from the `samplingTopK` likeliest
+  /// (0: all), within those the fewest whose probabilities reach
+  /// `samplingTopP`, at `samplingTemperature`. A sentence's draws are
+  /// seeded by `seed` and its own tokens, so the same sentence samples the
+  /// same way in any batch, call or process.
+  int64_t samplingTopK = 1;
+  double samplingTopP = 1;
+  double samplingTemperature = 1;
+  uint64_t seed = 0;
   /// Whether Translation::score and logProb are wanted; without them a
   /// greedy search (beam 1, nbest 1, alpha 0) skips each step's log-sum-exp
   /// and leaves them 0 (runtime::BeamOptions::scores).
@@ -113,12 +126,15 @@ struct TranslationOptions {
 inline bool decodeAlike(const TranslationOptions &a,
                         const TranslationOptions &b) {
   return a.beam == b.beam && a.alpha == b.alpha &&
+         a.powerLengthPenalty == b.powerLengthPenalty &&
          a.maxLenRatio == b.maxLenRatio && a.nbest == b.nbest &&
          a.batch == b.batch && a.batchTokens == b.batchTokens &&
          a.scores == b.scores && a.minLength == b.minLength &&
          a.maxLength == b.maxLength &&
          a.repetitionPenalty == b.repetitionPenalty &&
-         a.noRepeatNgram == b.noRepeatNgram && a.forbidden == b.forbidden;
+         a.noRepeatNgram == b.noRepeatNgram && a.forbidden == b.forbidden &&
+         a.samplingTopK == b.samplingTopK && a.samplingTopP == b.samplingTopP &&
+         a.samplingTemperature == b.samplingTemperature && a.seed == b.seed;
 }
 
 struct Translation {
@@ -164,6 +180,15 @@ public:
   translate(const std::vector<std::string> &sentences,
             const TranslationOptions &options,
             const std::function<void(const std::string &)> &warn = {});
+  /// The same, each translation starting with `targetPrefixes[i]` (one per
+  /// sentence, or none; an empty one is no prefix), which the beam shares
+  /// and whose tokens count in its score as chosen tokens do. A sentence
+  /// split for its length takes its prefix in its first part.
+  ErrorOr<std::vector<std::vector<Translation>>>
+  translate(const std::vector<std::string> &sentences,
+            const std::vector<std::string> &targetPrefixes,
+            const TranslationOptions &options,
+            const std::function<void(const std::string &)> &warn = {});
 
   // The parts of translate(), for callers that form batches themselves
   // (`loom serve` batches the sentences of concurrent requests): a sentence
@@ -192,7 +217,8 @@ public:
   /// busy worker waits for it. `options` must pass checkOptions.
   ErrorOr<std::vector<std::vector<Translation>>> decodeBatch(
       int worker, const std::vector<const std::vector<int32_t> *> &sources,
-      const std::vector<int64_t> &numbers, const TranslationOptions &options);
+      const std::vector<int64_t> &numbers, const TranslationOptions &options,
+      const std::vector<std::vector<int32_t>> &targetPrefixes = {});
 
   const runtime::Program &program() const { return sessions[0]->program(); }
   /// Decoders translating side by side (TranslatorOptions::workers).

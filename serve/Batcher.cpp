@@ -284,16 +284,23 @@ void Batcher::work(int worker) {
 void Batcher::decode(int worker, Batch &batch) {
   std::vector<const std::vector<int32_t> *> sources;
   std::vector<int64_t> numbers;
+  std::vector<std::vector<int32_t>> prefixes;
+  bool anyPrefix = false;
+  for (const Queued &q : batch)
+    anyPrefix = anyPrefix || !q.job->prefixes.empty();
   int64_t longest = 0;
   for (const Queued &q : batch) {
     sources.push_back(&q.job->sources[q.sentence]);
+    if (anyPrefix)
+      prefixes.push_back(q.job->prefixes.empty() ? std::vector<int32_t>{}
+                                                 : q.job->prefixes[q.sentence]);
     // Messages name a sentence by its place in its request.
     numbers.push_back(int64_t(q.sentence) + 1);
     longest = std::max(longest, q.length);
   }
   Clock::time_point start = Clock::now();
   ErrorOr<std::vector<std::vector<Translation>>> decoded =
-      decodeFn(worker, sources, numbers, batch.front().job->options);
+      decodeFn(worker, sources, numbers, batch.front().job->options, prefixes);
   BatchReport report;
   report.sentences = int64_t(batch.size());
   report.paddedTokens = report.sentences * longest;

@@ -59,6 +59,8 @@ class TranslationJob {
 public:
   /// Per sentence, as Translator::encodeSentence made it (empty: blank).
   std::vector<std::vector<int32_t>> sources;
+  /// None, or per source the tokens its translation starts with.
+  std::vector<std::vector<int32_t>> prefixes;
   TranslationOptions options;
   Clock::time_point deadline = Clock::time_point::max();
   /// Called once, from whichever thread ends the job (a worker, or the
@@ -113,10 +115,12 @@ struct BatchReport {
 
 class Batcher {
 public:
-  /// Decodes `sources` together on `worker` (Translator::decodeBatch).
+  /// Decodes `sources` together on `worker` (Translator::decodeBatch), with
+  /// their target prefixes (none, or one per source).
   using DecodeFn = std::function<ErrorOr<std::vector<std::vector<Translation>>>(
       int worker, const std::vector<const std::vector<int32_t> *> &sources,
-      const std::vector<int64_t> &numbers, const TranslationOptions &options)>;
+      const std::vector<int64_t> &numbers, const TranslationOptions &options,
+      const std::vector<std::vector<int32_t>> &prefixes)>;
   /// The most sentences a batch of `options` takes (the decoder's rows).
   using RowsFn = std::function<int64_t(const TranslationOptions &options)>;
 

@@ -205,6 +205,8 @@ struct Parsed {
   /// Per text of the request, its sentences' places in `sentences`.
   std::vector<std::vector<size_t>> texts;
   std::vector<std::string> sentences;
+  /// /v1/translate's target_prefix: none, or one per sentence.
+  std::vector<std::string> prefixes;
   bool list = false; // LibreTranslate's q was a list
   int64_t alternatives = 0;
   TranslationOptions options;
@@ -294,7 +296,13 @@ std::optional<Refusal> parseOwn(json &body, const ServeOptions &serve,
                                 "max_length",
                                 "repetition_penalty",
                                 "no_repeat_ngram_size",
-                                "forbidden"};
+                                "forbidden",
+                                "target_prefix",
+                                "length_penalty_form",
+                                "sampling_topk",
+                                "sampling_topp",
+                                "sampling_temperature",
+                                "seed"};
   for (auto it = body.begin(); it != body.end(); ++it)
     if (std::find_if(std::begin(known), std::end(known), [&](const char *k) {
           return it.key() == k;
@@ -304,7 +312,9 @@ std::optional<Refusal> parseOwn(json &body, const ServeOptions &serve,
                               "nbest, max_length_ratio, return_scores, "
                               "split_long, min_length, max_length, "
                               "repetition_penalty, no_repeat_ngram_size, "
-                              "forbidden)"};
+                              "forbidden, target_prefix, "
+                              "length_penalty_form, sampling_topk, "
+                              "sampling_topp, sampling_temperature, seed)"};
   if (!body.contains("sentences"))
     return Refusal{400, "missing field 'sentences' (a list of strings)"};
   const json &sentences = body["sentences"];
@@ -367,6 +377,40 @@ std::optional<Refusal> parseOwn(json &body, const ServeOptions &serve,
       p.options.forbidden.push_back(forbidden[i].get<std::string>());
     }
   }
+  if (auto refused =
+          readInteger(body, "sampling_topk", p.options.samplingTopK, false))
+    return refused;
+  if (auto refused = readNumber(body, "sampling_topp", p.options.samplingTopP))
+    return refused;
+  if (auto refused = readNumber(body, "sampling_temperature",
+                                p.options.samplingTemperature))
+    return refused;
+  int64_t seed = 0;
+  if (auto refused = readInteger(body, "seed", seed, false))
+    return refused;
+  if (seed < 0)
+    return Refusal{400, "seed must not be negative"};
+  p.options.seed = uint64_t(seed);
+  if (body.contains("length_penalty_form")) {
+    const json &form = body["length_penalty_form"];
+    if (!form.is_string() || (form.get<std::string>() != "gnmt" &&
+                              form.get<std::string>() != "power"))
+      return Refusal{400, "length_penalty_form must be \"gnmt\" or \"power\""};
+    p.options.powerLengthPenalty = form.get<std::string>() == "power";
+  }
+  if (body.contains("target_prefix")) {
+    const json &prefixes = body["target_prefix"];
+    if (!prefixes.is_array() || prefixes.size() != p.sentences.size())
+      return Refusal{400, "target_prefix must be a list of strings, one per "
+                          "sentence (\"\" for none)"};
+    for (size_t i = 0; i < prefixes.size(); ++i) {
+      if (!prefixes[i].is_string())
+        return Refusal{400, "target_prefix[" + std::to_string(i) +
+                                "] must be a string, not " +
+                                typeName(prefixes[i])};
+      p.prefixes.push_back(prefixes[i].get<std::string>());
+    }
+  }
   if (p.options.minLength < 0)
     return Refusal{400, "min_length must not be negative"};
   if (p.options.maxLength < 0)
@@ -416,8 +460,9 @@ void Service::ready(std::unique_ptr<Translator> loaded, double loadSeconds) {
       t->workers(),
       [t](int worker, const std::vector<const std::vector<int32_t> *> &sources,
           const std::vector<int64_t> &numbers,
-          const TranslationOptions &options) {
-        return t->decodeBatch(worker, sources, numbers, options);
+          const TranslationOptions &options,
+          const std::vector<std::vector<int32_t>> &prefixes) {
+        return t->decodeBatch(worker, sources, numbers, options, prefixes);
       },
       [t](const TranslationOptions &options) {
         return t->maxBatchSentences(options);
@@ -610,8 +655,23 @@ void Service::translate(const HttpRequest &request, bool libreTranslate,
     if (parts->empty())
       parts->emplace_back();
     partCounts->push_back(parts->size());
-    for (std::vector<int32_t> &part : *parts)
-      job->sources.push_back(std::move(part));
+    // A prefix starts the first part of its sentence.
+    std::vector<int32_t> prefix;
+    if (!p.prefixes.empty() && !p.prefixes[i].empty()) {
+      if (!text::isValidUtf8(p.prefixes[i]))
+        return respond(errorResponse(400, "target_prefix[" + std::to_string(i) +
+                                              "] is not valid UTF-8"));
+      ErrorOr<std::vector<int32_t>> ids =
+          translator->vocabulary().encode(p.prefixes[i]);
+      if (!ids)
+        return respond(errorResponse(400, ids.status().message()));
+      prefix = std::move(*ids);
+    }
+    for (size_t part = 0; part < parts->size(); ++part) {
+      job->sources.push_back(std::move((*parts)[part]));
+      if (!p.prefixes.empty())
+        job->prefixes.push_back(part == 0 ? prefix : std::vector<int32_t>{});
+    }
   }
   if (options.timeoutMs > 0)
     job->deadline = Clock::now() + std::chrono::milliseconds(options.timeoutMs);

@@ -8,6 +8,7 @@
 #ifndef LOOM_TOOLS_TRANSLATEFLAGS_H
 #define LOOM_TOOLS_TRANSLATEFLAGS_H
 
+#include "api/TranslateStream.h"
 #include "api/Translator.h"
 
 #include "CLI/CLI.hpp"
@@ -19,10 +20,14 @@ namespace loom {
 /// Adds --input, --weights, --beam, --alpha, --max-len-ratio, --nbest,
 /// --batch, --batch-tokens, --split-long, --threads, --workers and --device
 /// to `cmd`.
-inline void addTranslateFlags(CLI::App *cmd, std::string &input,
+inline void addTranslateFlags(CLI::App *cmd, TranslateInput &input,
                               TranslatorOptions &opening,
                               TranslationOptions &options) {
-  cmd->add_option("--input", input, "Sentences, one per line (default: stdin)");
+  cmd->add_option("--input", input.path,
+                  "Sentences, one per line (default: stdin)");
+  cmd->add_option("--target-prefix", input.targetPrefixPath,
+                  "A file of one line per sentence: the words its "
+                  "translation starts with (an empty line: none)");
   cmd->add_option("--weights", opening.weights,
                   "Parameters to use instead of the model's "
                   "model.safetensors");
@@ -31,6 +36,15 @@ inline void addTranslateFlags(CLI::App *cmd, std::string &input,
   cmd->add_option("--alpha", options.alpha,
                   "Length penalty ((5 + len) / 6)^alpha")
       ->capture_default_str();
+  cmd->add_option_function<std::string>(
+         "--length-penalty-form",
+         [&options](const std::string &form) {
+           options.powerLengthPenalty = form == "power";
+         },
+         "gnmt: scores are log-probabilities over ((5 + len) / 6)^alpha; "
+         "power: over len^alpha (CTranslate2's length_penalty; at --alpha 1, "
+         "the mean per token)")
+      ->check(CLI::IsMember({"gnmt", "power"}));
   cmd->add_option("--max-len-ratio", options.maxLenRatio,
                   "Longest output, as a multiple of the source's length")
       ->capture_default_str();
@@ -63,6 +77,21 @@ inline void addTranslateFlags(CLI::App *cmd, std::string &input,
   cmd->add_option("--no-repeat-ngram-size", options.noRepeatNgram,
                   "No n-gram of this many tokens twice in a translation (0: "
                   "no limit)")
+      ->capture_default_str();
+  cmd->add_option("--sampling-topk", options.samplingTopK,
+                  "1: search; otherwise draw each token from the K likeliest "
+                  "(0: all), with --beam 1")
+      ->capture_default_str();
+  cmd->add_option("--sampling-topp", options.samplingTopP,
+                  "When sampling, draw from the fewest likeliest tokens whose "
+                  "probabilities reach P, in (0, 1]")
+      ->capture_default_str();
+  cmd->add_option("--sampling-temperature", options.samplingTemperature,
+                  "When sampling, the temperature (above 0)")
+      ->capture_default_str();
+  cmd->add_option("--seed", options.seed,
+                  "When sampling, the seed: with the sentence's own tokens it "
+                  "fixes the draws, whatever the batch")
       ->capture_default_str();
   cmd->add_option("--forbid", options.forbidden,
                   "A word or phrase no translation may contain (repeatable)");

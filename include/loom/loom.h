@@ -83,13 +83,22 @@ typedef struct loom_translation_options {
   int no_repeat_ngram_size;     /* > 0: no n-gram of this size twice */
   const char *const *forbidden; /* words or phrases never in a translation */
   size_t forbidden_count;
+  const char *const *target_prefixes; /* NULL, or per sentence the words its
+                                         translation starts with ("": none) */
+  int length_penalty_power; /* nonzero: scores over len^alpha (CTranslate2's
+                               length_penalty), not ((5 + len) / 6)^alpha */
+  int sampling_topk;        /* 1: search; else draw from the k likeliest
+                               (0: all), with beam 1 */
+  double sampling_topp;     /* in (0, 1]: draw from the nucleus */
+  double sampling_temperature;
+  unsigned long long seed; /* with a sentence's tokens, fixes its draws */
 } loom_translation_options;
 
 /* The defaults: all threads, the folder's files; beam 4, alpha 0.6, ratio
  * 1.5, nbest 1, batch 32, batch_tokens 0, split_long 0, lengths 0 (none),
- * repetition_penalty 1, no_repeat_ngram_size 0, no forbidden phrases. (The
- * fields from batch_tokens on came with 0.6, whose libloom.so.0.6 a program
- * built against 0.5's header must not load.) */
+ * repetition_penalty 1, no_repeat_ngram_size 0, no forbidden phrases, no
+ * prefixes. (The fields from batch_tokens on came with 0.6, whose
+ * libloom.so.0.6 a program built against 0.5's header must not load.) */
 LOOM_API void loom_translator_options_init(loom_translator_options *options);
 LOOM_API void loom_translation_options_init(loom_translation_options *options);
 

@@ -160,6 +160,20 @@ def _(s):
     assert got == reference("--no-repeat-ngram-size", "2", "--repetition-penalty", "1.3",
                             "--min-length", "2", "--max-length", "9", "--forbid", "bravo",
                             "--forbid", "ah be"), "controls"
+    prefixes = ["ah be" if i % 3 == 0 else "" for i in range(len(SENTENCES))]
+    path = os.path.join(ARGS.work, "prefixes.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("".join(p + "\n" for p in prefixes))
+    got = [t["hypotheses"][0]["text"] for t in v1(s, SENTENCES, target_prefix=prefixes)]
+    assert got == reference("--target-prefix", path), "target prefixes"
+    assert all(g.startswith("ah be") for g, p in zip(got, prefixes) if p), got
+    got = [t["hypotheses"][0]["text"] for t in
+           v1(s, SENTENCES, beam=1, sampling_topk=0, sampling_temperature=1.5, seed=4)]
+    assert got == reference("--beam", "1", "--sampling-topk", "0",
+                            "--sampling-temperature", "1.5", "--seed", "4"), "sampling"
+    got = [t["hypotheses"][0]["text"] for t in
+           v1(s, SENTENCES, length_penalty_form="power", length_penalty=1.0)]
+    assert got == reference("--length-penalty-form", "power", "--alpha", "1"), "power"
     found = v1(s, SENTENCES, beam=3, nbest=2, return_scores=True)
     expected = reference("--beam", "3", "--nbest", "2")
     got = [h["text"] for t in found for h in t["hypotheses"]]
@@ -247,6 +261,14 @@ def _(s):
          "forbidden must be a list"),
         ("POST", "/v1/translate", {"sentences": ["a"], "forbidden": [3]}, 400,
          "forbidden[0] must be a string"),
+        ("POST", "/v1/translate", {"sentences": ["a", "b"], "target_prefix": ["x"]}, 400,
+         "one per sentence"),
+        ("POST", "/v1/translate", {"sentences": ["a"], "length_penalty_form": "cubic"}, 400,
+         "length_penalty_form must be"),
+        ("POST", "/v1/translate", {"sentences": ["a"], "sampling_topk": 5}, 400, "beam 1"),
+        ("POST", "/v1/translate", {"sentences": ["a"], "beam": 1, "sampling_topk": 5,
+                                   "sampling_topp": 2}, 400, "top-p"),
+        ("POST", "/v1/translate", {"sentences": ["a"], "seed": -1}, 400, "seed"),
         ("POST", "/translate", {"source": "en"}, 400, "missing q"),
         ("POST", "/translate", {"q": 5}, 400, "q must be a string or a list"),
         ("POST", "/translate", {"q": ["a", None]}, 400, "q[1] must be a string"),

@@ -38,7 +38,8 @@ struct RecordingDecoder {
   Batcher::DecodeFn fn() {
     return
         [this](int, const std::vector<const std::vector<int32_t> *> &sources,
-               const std::vector<int64_t> &, const TranslationOptions &options)
+               const std::vector<int64_t> &, const TranslationOptions &options,
+               const std::vector<std::vector<int32_t>> &)
             -> ErrorOr<std::vector<std::vector<Translation>>> {
           std::unique_lock<std::mutex> lock(mutex);
           ++decoding;

@@ -263,11 +263,30 @@ TEST_F(TranslateCli, DecodingControlsFromTheCommandLine) {
       EXPECT_EQ(splitLines(out).size(), splitLines(plain).size());
     }
   }
+  // Sampling: top-k 1 is the search; the same seed draws the same.
+  std::string greedy, sampled, again, err;
+  ASSERT_EQ(translate(input, "--beam 1", greedy, err), 0) << err;
+  ASSERT_EQ(
+      translate(input, "--beam 1 --sampling-topk 1 --seed 9", sampled, err), 0)
+      << err;
+  EXPECT_EQ(sampled, greedy);
+  for (const char *flags : {"--beam 1 --sampling-topk 0 --seed 9",
+                            "--beam 1 --sampling-topk 5 --sampling-topp 0.8 "
+                            "--sampling-temperature 1.3 --seed 3"}) {
+    ASSERT_EQ(translate(input, flags, sampled, err), 0) << err;
+    ASSERT_EQ(translate(input, flags, again, err), 0) << err;
+    EXPECT_EQ(again, sampled) << flags;
+    EXPECT_EQ(splitLines(sampled).size(), 4u);
+  }
   struct Bad {
     const char *flags, *why;
   };
   for (const Bad &bad :
-       {Bad{"--repetition-penalty 0", "repetition penalty"},
+       {Bad{"--sampling-topk 5", "beam 1"},
+        Bad{"--beam 1 --sampling-topk 5 --sampling-topp 0", "top-p"},
+        Bad{"--beam 1 --sampling-topk 5 --sampling-temperature 0",
+            "temperature"},
+        Bad{"--repetition-penalty 0", "repetition penalty"},
         Bad{"--no-repeat-ngram-size -1", "n-gram"},
         Bad{"--min-length 5 --max-length 3", "minimum length 5 is above"},
         Bad{"--min-length 30", "no room"}, Bad{"--forbid ' '", "blank"}}) {
@@ -397,6 +416,100 @@ TEST_F(TranslateCli, CApiTranslatesAsTheCommandDoes) {
   EXPECT_EQ(texts(result), splitLines(expected));
   loom_result_free(result);
   loom_translator_free(translator);
+}
+
+// --target-prefix: a file of one line per sentence; each translation
+// starts with its line's words, verbatim; an empty line is no prefix (that
+// sentence translates as without the file). The C API takes the same.
+TEST_F(TranslateCli, TargetPrefixesAppearVerbatim) {
+  const std::string input = "the dog runs.\n\neine Katze läuft.\na cat.\n";
+  writeFile(dir + "/prefix.txt", "Hund Haus\n\n\nthe red\n");
+  for (const char *search : {"--beam 1", "--beam 4 --nbest 2"}) {
+    SCOPED_TRACE(search);
+    std::string plain, out, err;
+    ASSERT_EQ(translate(input, search, plain, err), 0) << err;
+    ASSERT_EQ(translate(input,
+                        std::string(search) + " --target-prefix " + dir +
+                            "/prefix.txt",
+                        out, err),
+              0)
+        << err;
+    std::vector<std::string> p = splitLines(plain), o = splitLines(out);
+    size_t nbest =
+        std::string(search).find("nbest") != std::string::npos ? 2 : 1;
+    ASSERT_EQ(o.size(), 4 * nbest);
+    for (size_t r = 0; r < nbest; ++r) {
+      EXPECT_EQ(o[r].rfind("Hund Haus", 0), 0u) << o[r];
+      EXPECT_EQ(o[nbest + r], "");
+      EXPECT_EQ(o[2 * nbest + r], p[2 * nbest + r]) << "no prefix";
+      EXPECT_EQ(o[3 * nbest + r].rfind("the red", 0), 0u) << o[3 * nbest + r];
+    }
+  }
+  std::string out, err;
+  writeFile(dir + "/short.txt", "Hund\n");
+  EXPECT_NE(translate(input, "--target-prefix " + dir + "/short.txt", out, err),
+            0);
+  EXPECT_NE(err.find("1 target prefixes for 4 sentences"), std::string::npos)
+      << err;
+
+  loom_translator *translator = openTranslator(*this, dir);
+  ASSERT_NE(translator, nullptr);
+  loom_translation_options options;
+  loom_translation_options_init(&options);
+  const char *sentences[] = {"the dog runs.", "a cat."};
+  const char *prefixes[] = {"Hund Haus", ""};
+  options.target_prefixes = prefixes;
+  loom_result *result = nullptr;
+  char *error = nullptr;
+  ASSERT_EQ(loom_translate(translator, sentences, 2, &options, &result, &error),
+            LOOM_OK)
+      << (error ? error : "");
+  EXPECT_EQ(std::string(loom_result_text(result, 0, 0)).rfind("Hund Haus", 0),
+            0u);
+  loom_result_free(result);
+  const char *missing[] = {"Hund", nullptr};
+  options.target_prefixes = missing;
+  EXPECT_EQ(loom_translate(translator, sentences, 2, &options, &result, &error),
+            LOOM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error ? error : "").find("target_prefixes[1]"),
+            std::string::npos);
+  loom_free_string(error);
+  loom_translator_free(translator);
+}
+
+// The length penalty's power form at alpha 1: a score is the
+// log-probability over the length (tokens, and eos where emitted), so their
+// ratio is a whole number; the command takes the form by name.
+TEST_F(TranslateCli, PowerLengthPenaltyIsTheMeanLogProbability) {
+  loom_translator *translator = openTranslator(*this, dir);
+  ASSERT_NE(translator, nullptr);
+  loom_translation_options options;
+  loom_translation_options_init(&options);
+  options.alpha = 1;
+  options.nbest = 3;
+  options.length_penalty_power = 1;
+  loom_result *result = nullptr;
+  char *error = nullptr;
+  ASSERT_EQ(
+      loom_translate(translator, kSentences, 3, &options, &result, &error),
+      LOOM_OK)
+      << (error ? error : "");
+  for (size_t s : {size_t(0), size_t(2)})
+    for (size_t r = 0; r < 3; ++r) {
+      double length =
+          loom_result_log_prob(result, s, r) / loom_result_score(result, s, r);
+      EXPECT_NEAR(length, std::round(length), 1e-6);
+      EXPECT_GE(length, 1.0);
+    }
+  loom_result_free(result);
+  loom_translator_free(translator);
+  std::string out, err;
+  EXPECT_EQ(
+      translate("a cat.\n", "--length-penalty-form power --alpha 1", out, err),
+      0)
+      << err;
+  EXPECT_NE(translate("a cat.\n", "--length-penalty-form cubic", out, err), 0);
+  EXPECT_NE(err.find("--length-penalty-form"), std::string::npos) << err;
 }
 
 TEST_F(TranslateCli, CApiReportsErrorsAsCodesWithMessages) {

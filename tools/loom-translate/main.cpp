@@ -20,7 +20,8 @@ int main(int argc, char **argv) {
   loom::skipLibraryDestructorsOnExit();
   CLI::App app{"Translate sentences, one per line, with a Loom translator "
                "folder (stdin to stdout)"};
-  std::string model, input;
+  std::string model;
+  loom::TranslateInput input;
   loom::TranslatorOptions opening;
   loom::TranslationOptions options;
   app.add_option("--model", model,

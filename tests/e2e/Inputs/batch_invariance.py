@@ -34,7 +34,8 @@ def main():
         sentences = [line for line in f.read().split("\n") if line.strip()][:24]
     rng = random.Random(5)
     failures = 0
-    for search, nbest in (("--beam 1", 1), ("--beam 4 --nbest 4", 4)):
+    for search, nbest in (("--beam 1", 1), ("--beam 4 --nbest 4", 4),
+                          ("--beam 1 --sampling-topk 0 --sampling-temperature 1.5 --seed 4", 1)):
         alone = {}
         for s in sentences:
             got = translate(args, [s], search.split())
@@ -42,6 +43,11 @@ def main():
             alone[s] = got
         # A model that translated everything to nothing would pass trivially.
         assert sum(1 for s in sentences if alone[s][0]) >= len(sentences) // 2, alone
+        if "sampling" in search:
+            # Drawn, not searched: some translation differs from greedy's.
+            greedy = translate(args, sentences, ["--beam", "1"])
+            assert greedy != [alone[s][0] for s in sentences], "sampling drew greedy"
+
         checked = 0
         for batching in ("--batch 1", "--batch 2", "--batch 3", "--batch 7", "--batch 32",
                          "--batch-tokens 12", "--batch-tokens 64", "--batch 5 --workers 2"):
