@@ -122,4 +122,19 @@ joinParts(const std::vector<std::vector<Translation>> &parts) {
   return joined;
 }
 
+std::vector<std::vector<Translation>>
+joinSentences(std::vector<std::vector<Translation>> units,
+              const std::vector<size_t> &partCounts) {
+  std::vector<std::vector<Translation>> sentences(partCounts.size());
+  size_t u = 0;
+  for (size_t s = 0; s < partCounts.size(); u += partCounts[s++]) {
+    if (partCounts[s] == 1)
+      sentences[s] = std::move(units[u]);
+    else if (partCounts[s] > 1)
+      sentences[s] =
+          joinParts({units.begin() + u, units.begin() + u + partCounts[s]});
+  }
+  return sentences;
+}
+
 } // namespace loom

@@ -42,6 +42,13 @@ splitPoints(const std::vector<int32_t> &ids, size_t maxPart,
 std::vector<Translation>
 joinParts(const std::vector<std::vector<Translation>> &parts);
 
+/// Per sentence, its translations from those of its units: sentence s has
+/// the next `partCounts[s]` units, in order; none gives it none, one its
+/// unit's as they are, more joinParts of them.
+std::vector<std::vector<Translation>>
+joinSentences(std::vector<std::vector<Translation>> units,
+              const std::vector<size_t> &partCounts);
+
 } // namespace loom
 
 #endif // LOOM_API_LONGSENTENCES_H

@@ -39,6 +39,17 @@ std::string vocabularyChecksum(const text::Tokenizer &tokenizer) {
 
 namespace {
 
+/// The runtime's sampling of `o` (its seeds come per batch): on where the
+/// top-k is other than 1, CTranslate2's convention.
+runtime::BeamOptions::Sampling samplingOf(const TranslationOptions &o) {
+  runtime::BeamOptions::Sampling sampling;
+  sampling.on = o.samplingTopK != 1;
+  sampling.topK = o.samplingTopK;
+  sampling.topP = o.samplingTopP;
+  sampling.temperature = o.samplingTemperature;
+  return sampling;
+}
+
 /// Weights written by `loom train` record the checksum of the vocabulary
 /// they were trained with; a vocabulary of the same size but other pieces
 /// would translate into garbage without a word. Files without the record
@@ -296,21 +307,7 @@ Status Translator::checkOptions(const TranslationOptions &o) const {
   for (const std::string &phrase : o.forbidden)
     if (text::splitWhitespace(phrase).empty())
       return Status::failure("a forbidden phrase is blank");
-  if (o.samplingTopK != 1) {
-    if (o.beam != 1 || o.nbest != 1)
-      return Status::failure("sampling (a top-k other than 1) draws one "
-                             "translation: it takes beam 1 and nbest 1");
-    if (o.samplingTopK < 0)
-      return Status::failure("the sampling top-k must not be negative, got " +
-                             std::to_string(o.samplingTopK));
-  }
-  if (!(o.samplingTemperature > 0) || !std::isfinite(o.samplingTemperature))
-    return Status::failure("the sampling temperature must be a finite number "
-                           "above 0, got " +
-                           std::to_string(o.samplingTemperature));
-  if (!(o.samplingTopP > 0 && o.samplingTopP <= 1))
-    return Status::failure("the sampling top-p must lie in (0, 1], got " +
-                           std::to_string(o.samplingTopP));
+  LOOM_RETURN_IF_ERROR(runtime::checkSampling(samplingOf(o), o.beam, o.nbest));
   if (o.batchTokens < 0)
     return Status::failure("the batch's tokens must not be negative, got " +
                            std::to_string(o.batchTokens));
@@ -347,15 +344,6 @@ int64_t Translator::maxBatchSentences(const TranslationOptions &o) const {
       1, o.batchTokens > 0 ? rows : std::min<int64_t>(o.batch, rows));
 }
 
-ErrorOr<std::vector<int32_t>>
-Translator::encodeSentence(const std::string &sentence, int64_t number) const {
-  ErrorOr<std::vector<std::vector<int32_t>>> parts =
-      encodeParts(sentence, number, /*splitLong=*/false);
-  if (!parts)
-    return parts.status();
-  return parts->empty() ? std::vector<int32_t>{} : std::move(parts->front());
-}
-
 ErrorOr<std::vector<std::vector<int32_t>>>
 Translator::encodeParts(const std::string &sentence, int64_t number,
                         bool splitLong) const {
@@ -389,6 +377,16 @@ Translator::encodeParts(const std::string &sentence, int64_t number,
     start = cut;
   }
   return parts;
+}
+
+ErrorOr<std::vector<int32_t>>
+Translator::encodePrefix(const std::string &prefix, int64_t number) const {
+  if (prefix.empty())
+    return std::vector<int32_t>{};
+  if (!text::isValidUtf8(prefix))
+    return Status::failure("the target prefix of sentence " +
+                           std::to_string(number) + " is not valid UTF-8");
+  return tokenizer.encode(prefix);
 }
 
 ErrorOr<std::vector<std::vector<Translation>>> Translator::decodeBatch(
@@ -440,11 +438,8 @@ ErrorOr<std::vector<std::vector<Translation>>> Translator::decodeBatch(
             std::to_string(targetPrefixes.size()) + " target prefixes",
         ErrorCode::Internal);
   beam.prefixes = targetPrefixes;
-  if (o.samplingTopK != 1) {
-    beam.sampling.on = true;
-    beam.sampling.topK = o.samplingTopK;
-    beam.sampling.topP = o.samplingTopP;
-    beam.sampling.temperature = o.samplingTemperature;
+  beam.sampling = samplingOf(o);
+  if (beam.sampling.on) {
     // From the seed and the sentence's own tokens (FNV-1a, then a
     // splitmix64 finish): not its place in the batch.
     for (const std::vector<int32_t> *source : sources) {
@@ -528,11 +523,9 @@ Translator::translate(const std::vector<std::string> &sentences,
     if (!parts)
       return parts.status();
     std::vector<int32_t> prefix;
-    if (!targetPrefixes.empty() && !targetPrefixes[i].empty()) {
-      if (!text::isValidUtf8(targetPrefixes[i]))
-        return Status::failure("the target prefix of sentence " +
-                               std::to_string(i + 1) + " is not valid UTF-8");
-      ErrorOr<std::vector<int32_t>> ids = tokenizer.encode(targetPrefixes[i]);
+    if (!targetPrefixes.empty()) {
+      ErrorOr<std::vector<int32_t>> ids =
+          encodePrefix(targetPrefixes[i], int64_t(i) + 1);
       if (!ids)
         return ids.status();
       prefix = std::move(*ids);
@@ -607,15 +600,8 @@ Translator::translate(const std::vector<std::string> &sentences,
       unitOutputs[order[i]] = std::move((*found[b])[i - starts[b]]);
   }
   // A sentence's parts, in order, joined rank by rank.
-  std::vector<std::vector<Translation>> outputs(sentences.size());
-  for (size_t u = 0; u < units.size(); u += partCount[unitSentence[u]]) {
-    size_t s = unitSentence[u];
-    if (partCount[s] == 1)
-      outputs[s] = std::move(unitOutputs[u]);
-    else
-      outputs[s] = joinParts(
-          {unitOutputs.begin() + u, unitOutputs.begin() + u + partCount[s]});
-  }
+  std::vector<std::vector<Translation>> outputs =
+      joinSentences(std::move(unitOutputs), partCount);
   // A blank sentence has n-best empty translations.
   for (size_t i = 0; i < sentences.size(); ++i)
     if (partCount[i] == 0)

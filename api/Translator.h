@@ -18,7 +18,7 @@
 //
 // translate() may be called from several threads; the calls run one at a
 // time (each already uses every thread the translator was given). A caller
-// that batches sentences itself uses encodeSentence() and decodeBatch().
+// that batches sentences itself uses encodeParts() and decodeBatch().
 //
 //===----------------------------------------------------------------------===//
 
@@ -200,17 +200,19 @@ public:
   Status checkOptions(const TranslationOptions &options) const;
   /// The most sentences one decodeBatch takes with `options`.
   int64_t maxBatchSentences(const TranslationOptions &options) const;
-  /// `sentence` as the decoder takes it: its pieces followed by eos; empty
-  /// when it is blank. Refuses invalid UTF-8 and a sentence longer than
-  /// maxSourceTokens(), naming it as `number`. Thread-safe.
-  ErrorOr<std::vector<int32_t>> encodeSentence(const std::string &sentence,
-                                               int64_t number) const;
-  /// The same, a long sentence cut into parts that fit where `splitLong`
-  /// (TranslationOptions::splitLong): one source per part, none when blank.
+  /// `sentence` as the decoder takes it: its pieces followed by eos, one
+  /// source per part, none when it is blank. A sentence longer than
+  /// maxSourceTokens() is cut into parts that fit where `splitLong`
+  /// (TranslationOptions::splitLong), else refused. Refuses invalid UTF-8.
+  /// Messages name it as `number`. Thread-safe.
   ErrorOr<std::vector<std::vector<int32_t>>>
   encodeParts(const std::string &sentence, int64_t number,
               bool splitLong) const;
-  /// Decodes `sources` (encodeSentence's, none blank; at most
+  /// A target prefix as decodeBatch takes it: its pieces, no eos (empty for
+  /// an empty prefix). Refuses invalid UTF-8, naming sentence `number`.
+  ErrorOr<std::vector<int32_t>> encodePrefix(const std::string &prefix,
+                                             int64_t number) const;
+  /// Decodes `sources` (encodeParts', none blank; at most
   /// maxBatchSentences) together on decoder `worker`; per source its
   /// n-best translations. `numbers` (one per source) name them in
   /// messages. Calls on different workers run side by side; a call on a

@@ -462,6 +462,28 @@ bool beamSettled(std::vector<double> finishedScores,
          bestLive / lengthPenalty(maxLen, alpha, powerPenalty);
 }
 
+Status checkSampling(const BeamOptions::Sampling &sampling, int64_t beam,
+                     int64_t nbest) {
+  if (sampling.on && (beam != 1 || nbest != 1))
+    return Status::failure("sampling draws one translation: it takes beam 1 "
+                           "and nbest 1",
+                           ErrorCode::InvalidArgument);
+  if (!(sampling.temperature > 0) || !std::isfinite(sampling.temperature))
+    return Status::failure("the sampling temperature must be a finite "
+                           "number above 0, got " +
+                               std::to_string(sampling.temperature),
+                           ErrorCode::InvalidArgument);
+  if (!(sampling.topP > 0 && sampling.topP <= 1))
+    return Status::failure("the sampling top-p must lie in (0, 1], got " +
+                               std::to_string(sampling.topP),
+                           ErrorCode::InvalidArgument);
+  if (sampling.topK < 0)
+    return Status::failure("the sampling top-k must not be negative, got " +
+                               std::to_string(sampling.topK),
+                           ErrorCode::InvalidArgument);
+  return Status::success();
+}
+
 ErrorOr<std::vector<std::vector<int32_t>>>
 greedyDecode(Session &session, const TensorRef &src,
              const GreedyOptions &options) {
@@ -579,23 +601,7 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
         " target prefixes for " + std::to_string(batch) + " sentences");
   const BeamOptions::Sampling &sampling = options.sampling;
   if (sampling.on) {
-    if (k != 1 || options.nbest != 1)
-      return Status::failure("sampling draws one translation: it takes beam 1 "
-                             "and nbest 1",
-                             ErrorCode::InvalidArgument);
-    if (!(sampling.temperature > 0) || !std::isfinite(sampling.temperature))
-      return Status::failure("the sampling temperature must be a finite "
-                             "number above 0, got " +
-                                 std::to_string(sampling.temperature),
-                             ErrorCode::InvalidArgument);
-    if (!(sampling.topP > 0 && sampling.topP <= 1))
-      return Status::failure("the sampling top-p must lie in (0, 1], got " +
-                                 std::to_string(sampling.topP),
-                             ErrorCode::InvalidArgument);
-    if (sampling.topK < 0)
-      return Status::failure("the sampling top-k must not be negative, got " +
-                                 std::to_string(sampling.topK),
-                             ErrorCode::InvalidArgument);
+    LOOM_RETURN_IF_ERROR(checkSampling(sampling, k, options.nbest));
     if (int64_t(sampling.seeds.size()) != batch)
       return Status::failure(
           "sampling got " + std::to_string(sampling.seeds.size()) +

@@ -112,6 +112,13 @@ struct Hypothesis {
 ErrorOr<std::vector<std::vector<Hypothesis>>>
 beamSearch(Session &session, const TensorRef &src, const BeamOptions &options);
 
+/// Whether `sampling`'s values can be drawn with (a finite temperature
+/// above 0, top-p in (0, 1], top-k not negative) and, when it is on, the
+/// search draws one translation (`beam` and `nbest` 1). The message names
+/// what is wrong. The seeds are beamSearch's to check against its batch.
+Status checkSampling(const BeamOptions::Sampling &sampling, int64_t beam,
+                     int64_t nbest);
+
 /// Whether a sentence's beam search can stop with what it has: its
 /// `nbest`-th best finished score is at least any score a live hypothesis
 /// (log-probabilities `liveLogProbs`) could still reach. A hypothesis'

@@ -28,6 +28,7 @@
 #include "runtime/executable.pb.h"
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -179,6 +180,12 @@ public:
     enum Kind : uint8_t { Ban, Penalize } kind = Ban;
     int64_t cell = 0;
     float penalty = 1;
+    /// `value` edited: what every device's editScores writes.
+    float applyTo(float value) const {
+      if (kind == Ban)
+        return -std::numeric_limits<float>::infinity();
+      return value > 0 ? value / penalty : value * penalty;
+    }
   };
   /// Applies `edits` to `scores` in place, in order, before they are ranked
   /// (decoding's controls: banned n-grams and tokens, a minimum length, a

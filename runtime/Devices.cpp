@@ -14,7 +14,6 @@
 #endif
 
 #include <cctype>
-#include <limits>
 #include <numeric>
 
 namespace loom::runtime {
@@ -83,16 +82,6 @@ ErrorOr<Device::TopK> Device::topKLogSoftmax(const TensorRef &, int64_t) {
                          ErrorCode::Unsupported);
 }
 
-namespace {
-
-float edited(float value, const Device::ScoreEdit &edit) {
-  if (edit.kind == Device::ScoreEdit::Ban)
-    return -std::numeric_limits<float>::infinity();
-  return value > 0 ? value / edit.penalty : value * edit.penalty;
-}
-
-} // namespace
-
 Status Device::editScores(const TensorRef &scores,
                           const std::vector<ScoreEdit> &edits) {
   LOOM_RETURN_IF_ERROR(kernels::checkScoreEdits(scores, edits));
@@ -102,7 +91,7 @@ Status Device::editScores(const TensorRef &scores,
     if (edit.kind == ScoreEdit::Penalize)
       LOOM_RETURN_IF_ERROR(
           copy(&value, at, sizeof value, CopyDirection::DeviceToHost));
-    value = edited(value, edit);
+    value = edit.applyTo(value);
     LOOM_RETURN_IF_ERROR(
         copy(at, &value, sizeof value, CopyDirection::HostToDevice));
   }
@@ -111,10 +100,7 @@ Status Device::editScores(const TensorRef &scores,
 
 ErrorOr<std::vector<float>>
 Device::readScores(const TensorRef &scores, const std::vector<int64_t> &cells) {
-  std::vector<ScoreEdit> asEdits;
-  for (int64_t cell : cells)
-    asEdits.push_back({ScoreEdit::Ban, cell});
-  LOOM_RETURN_IF_ERROR(kernels::checkScoreEdits(scores, asEdits));
+  LOOM_RETURN_IF_ERROR(kernels::checkScoreCells(scores, cells));
   std::vector<float> values(cells.size());
   for (size_t i = 0; i < cells.size(); ++i)
     LOOM_RETURN_IF_ERROR(

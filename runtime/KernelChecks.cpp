@@ -127,16 +127,34 @@ Status checkScores(const TensorRef &scores, const char *what) {
   return Status::success();
 }
 
-Status checkScoreEdits(const TensorRef &scores,
-                       const std::vector<runtime::Device::ScoreEdit> &edits) {
-  LOOM_RETURN_IF_ERROR(checkScores(scores, "editScores"));
+namespace {
+
+/// checkScores, and the cell `cellAt(i)` of each i < count within `scores`.
+template <typename CellAt>
+Status checkCellsOf(const TensorRef &scores, const char *what, size_t count,
+                    CellAt cellAt) {
+  LOOM_RETURN_IF_ERROR(checkScores(scores, what));
   int64_t cells = scores.shape[0] * scores.shape[1];
-  for (const runtime::Device::ScoreEdit &edit : edits)
-    if (edit.cell < 0 || edit.cell >= cells)
-      return Status::failure("editScores: cell " + std::to_string(edit.cell) +
-                             " is outside scores " +
+  for (size_t i = 0; i < count; ++i)
+    if (cellAt(i) < 0 || cellAt(i) >= cells)
+      return Status::failure(std::string(what) + ": cell " +
+                             std::to_string(cellAt(i)) + " is outside scores " +
                              runtime::shapeString(scores.shape));
   return Status::success();
+}
+
+} // namespace
+
+Status checkScoreEdits(const TensorRef &scores,
+                       const std::vector<runtime::Device::ScoreEdit> &edits) {
+  return checkCellsOf(scores, "editScores", edits.size(),
+                      [&](size_t i) { return edits[i].cell; });
+}
+
+Status checkScoreCells(const TensorRef &scores,
+                       const std::vector<int64_t> &cells) {
+  return checkCellsOf(scores, "readScores", cells.size(),
+                      [&](size_t i) { return cells[i]; });
 }
 
 Status checkTopK(const TensorRef &scores, int64_t k) {

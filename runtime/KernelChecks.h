@@ -62,6 +62,9 @@ Status checkScores(const TensorRef &scores, const char *what);
 /// checkScores, and every edit's cell within `scores`.
 Status checkScoreEdits(const TensorRef &scores,
                        const std::vector<runtime::Device::ScoreEdit> &edits);
+/// checkScores, and every cell within `scores` (readScores).
+Status checkScoreCells(const TensorRef &scores,
+                       const std::vector<int64_t> &cells);
 /// checkScores, and k in [1, n].
 Status checkTopK(const TensorRef &scores, int64_t k);
 

@@ -57,7 +57,7 @@ class Batcher;
 /// caller and the queue; the caller learns the end through `onEnd`.
 class TranslationJob {
 public:
-  /// Per sentence, as Translator::encodeSentence made it (empty: blank).
+  /// Per source, as Translator::encodeParts made it (empty: blank).
   std::vector<std::vector<int32_t>> sources;
   /// None, or per source the tokens its translation starts with.
   std::vector<std::vector<int32_t>> prefixes;

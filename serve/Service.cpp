@@ -306,15 +306,13 @@ std::optional<Refusal> parseOwn(json &body, const ServeOptions &serve,
   for (auto it = body.begin(); it != body.end(); ++it)
     if (std::find_if(std::begin(known), std::end(known), [&](const char *k) {
           return it.key() == k;
-        }) == std::end(known))
-      return Refusal{400, "unknown field '" + it.key() +
-                              "' (known: sentences, beam, length_penalty, "
-                              "nbest, max_length_ratio, return_scores, "
-                              "split_long, min_length, max_length, "
-                              "repetition_penalty, no_repeat_ngram_size, "
-                              "forbidden, target_prefix, "
-                              "length_penalty_form, sampling_topk, "
-                              "sampling_topp, sampling_temperature, seed)"};
+        }) == std::end(known)) {
+      std::string names;
+      for (const char *k : known)
+        names += (names.empty() ? "" : ", ") + std::string(k);
+      return Refusal{400,
+                     "unknown field '" + it.key() + "' (known: " + names + ")"};
+    }
   if (!body.contains("sentences"))
     return Refusal{400, "missing field 'sentences' (a list of strings)"};
   const json &sentences = body["sentences"];
@@ -657,12 +655,9 @@ void Service::translate(const HttpRequest &request, bool libreTranslate,
     partCounts->push_back(parts->size());
     // A prefix starts the first part of its sentence.
     std::vector<int32_t> prefix;
-    if (!p.prefixes.empty() && !p.prefixes[i].empty()) {
-      if (!text::isValidUtf8(p.prefixes[i]))
-        return respond(errorResponse(400, "target_prefix[" + std::to_string(i) +
-                                              "] is not valid UTF-8"));
+    if (!p.prefixes.empty()) {
       ErrorOr<std::vector<int32_t>> ids =
-          translator->vocabulary().encode(p.prefixes[i]);
+          translator->encodePrefix(p.prefixes[i], int64_t(i) + 1);
       if (!ids)
         return respond(errorResponse(400, ids.status().message()));
       prefix = std::move(*ids);
@@ -690,13 +685,8 @@ void Service::translate(const HttpRequest &request, bool libreTranslate,
       break;
     }
     // Per sentence, its parts' translations joined.
-    std::vector<std::vector<Translation>> found;
-    const auto &units = ended.translations();
-    for (size_t s = 0, u = 0; s < partCounts->size(); u += (*partCounts)[s++])
-      found.push_back((*partCounts)[s] == 1
-                          ? units[u]
-                          : joinParts({units.begin() + u,
-                                       units.begin() + u + (*partCounts)[s]}));
+    std::vector<std::vector<Translation>> found =
+        joinSentences(ended.translations(), *partCounts);
     if (!libreTranslate) {
       json translations = json::array();
       for (const std::vector<Translation> &hyps : found) {

@@ -343,10 +343,7 @@ CpuDevice::topKLogSoftmax(const TensorRef &logits, int64_t k) {
 ErrorOr<std::vector<float>>
 CpuDevice::readScores(const TensorRef &scores,
                       const std::vector<int64_t> &cells) {
-  std::vector<ScoreEdit> asEdits;
-  for (int64_t cell : cells)
-    asEdits.push_back({ScoreEdit::Ban, cell});
-  LOOM_RETURN_IF_ERROR(kernels::checkScoreEdits(scores, asEdits));
+  LOOM_RETURN_IF_ERROR(kernels::checkScoreCells(scores, cells));
   std::vector<float> values;
   for (int64_t cell : cells)
     values.push_back(scores.f32()[cell]);
@@ -372,13 +369,8 @@ Status CpuDevice::editScores(const TensorRef &scores,
                              const std::vector<ScoreEdit> &edits) {
   LOOM_RETURN_IF_ERROR(kernels::checkScoreEdits(scores, edits));
   float *values = static_cast<float *>(scores.data);
-  for (const ScoreEdit &edit : edits) {
-    float &v = values[edit.cell];
-    if (edit.kind == ScoreEdit::Ban)
-      v = -std::numeric_limits<float>::infinity();
-    else
-      v = v > 0 ? v / edit.penalty : v * edit.penalty;
-  }
+  for (const ScoreEdit &edit : edits)
+    values[edit.cell] = edit.applyTo(values[edit.cell]);
   return Status::success();
 }
 

@@ -120,4 +120,19 @@ TEST(LongSentences, PartsJoinRankByRank) {
   EXPECT_EQ(joined[1].text, "Hund. x");
 }
 
+TEST(LongSentences, SentencesTakeTheirUnitsInOrder) {
+  std::vector<std::vector<Translation>> units = {
+      {{"a", -1, -1, 1}}, {{"b", -2, -2, 1}}, {{"c", -3, -3, 1}}};
+  // A blank sentence (no unit), one of one unit, one of two.
+  std::vector<std::vector<Translation>> sentences =
+      joinSentences(units, {0, 1, 2});
+  ASSERT_EQ(sentences.size(), 3u);
+  EXPECT_TRUE(sentences[0].empty());
+  ASSERT_EQ(sentences[1].size(), 1u);
+  EXPECT_EQ(sentences[1][0].text, "a");
+  ASSERT_EQ(sentences[2].size(), 1u);
+  EXPECT_EQ(sentences[2][0].text, "b c");
+  EXPECT_DOUBLE_EQ(sentences[2][0].logProb, -5);
+}
+
 } // namespace
