@@ -24,6 +24,10 @@ struct loom_result {
   std::vector<std::vector<loom::Translation>> sentences;
 };
 
+struct loom_scores {
+  std::vector<loom::PairScore> pairs;
+};
+
 namespace {
 
 /// A malloc'ed copy of `message` for the caller, when it asked for one.
@@ -52,6 +56,12 @@ const loom::Translation *at(const loom_result *result, size_t sentence,
       rank >= result->sentences[sentence].size())
     return nullptr;
   return &result->sentences[sentence][rank];
+}
+
+const loom::PairScore *at(const loom_scores *scores, size_t pair) {
+  if (!scores || pair >= scores->pairs.size())
+    return nullptr;
+  return &scores->pairs[pair];
 }
 
 } // namespace
@@ -223,6 +233,92 @@ double loom_result_log_prob(const loom_result *result, size_t sentence,
 }
 
 void loom_result_free(loom_result *result) { delete result; }
+
+void loom_scoring_options_init(loom_scoring_options *options) {
+  if (!options)
+    return;
+  loom::ScoreOptions defaults;
+  options->alpha = defaults.alpha;
+  options->length_penalty_power = defaults.powerLengthPenalty ? 1 : 0;
+  options->batch = static_cast<int>(defaults.batch);
+  options->batch_tokens = static_cast<int>(defaults.batchTokens);
+}
+
+loom_status loom_score_pairs(loom_translator *translator,
+                             const char *const *sources,
+                             const char *const *targets, size_t count,
+                             const loom_scoring_options *options,
+                             loom_scores **scores, char **error) {
+  if (error)
+    *error = nullptr;
+  if (!translator || !scores || (count && (!sources || !targets)))
+    return failWith(error, LOOM_ERROR_INVALID_ARGUMENT,
+                    "loom_score_pairs needs a translator, sources, targets "
+                    "and a place for the scores");
+  *scores = nullptr;
+  try {
+    loom::ScoreOptions o;
+    if (options) {
+      o.alpha = options->alpha;
+      o.powerLengthPenalty = options->length_penalty_power != 0;
+      o.batch = options->batch;
+      o.batchTokens = options->batch_tokens;
+    }
+    std::vector<std::string> src, tgt;
+    src.reserve(count);
+    tgt.reserve(count);
+    for (size_t i = 0; i < count; ++i) {
+      if (!sources[i] || !targets[i])
+        return failWith(error, LOOM_ERROR_INVALID_ARGUMENT,
+                        "the source or target of pair " +
+                            std::to_string(i + 1) + " is NULL");
+      src.emplace_back(sources[i]);
+      tgt.emplace_back(targets[i]);
+    }
+    auto scored = translator->impl->scorePairs(src, tgt, o);
+    if (!scored)
+      return fail(error, scored.status());
+    *scores = new loom_scores{std::move(*scored)};
+    return LOOM_OK;
+  } catch (const std::bad_alloc &) {
+    return failWith(error, LOOM_ERROR_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::exception &e) {
+    return failWith(error, LOOM_ERROR_INTERNAL, e.what());
+  }
+}
+
+size_t loom_scores_count(const loom_scores *scores) {
+  return scores ? scores->pairs.size() : 0;
+}
+
+double loom_scores_log_prob(const loom_scores *scores, size_t pair) {
+  const loom::PairScore *p = at(scores, pair);
+  return p ? p->logProb : 0;
+}
+
+double loom_scores_score(const loom_scores *scores, size_t pair) {
+  const loom::PairScore *p = at(scores, pair);
+  return p ? p->score : 0;
+}
+
+size_t loom_scores_tokens(const loom_scores *scores, size_t pair) {
+  const loom::PairScore *p = at(scores, pair);
+  return p ? p->tokens.size() : 0;
+}
+
+const char *loom_scores_token(const loom_scores *scores, size_t pair,
+                              size_t token) {
+  const loom::PairScore *p = at(scores, pair);
+  return p && token < p->tokens.size() ? p->tokens[token].c_str() : nullptr;
+}
+
+double loom_scores_token_log_prob(const loom_scores *scores, size_t pair,
+                                  size_t token) {
+  const loom::PairScore *p = at(scores, pair);
+  return p && token < p->tokenLogProbs.size() ? p->tokenLogProbs[token] : 0;
+}
+
+void loom_scores_free(loom_scores *scores) { delete scores; }
 
 void loom_free_string(char *string) { std::free(string); }
 

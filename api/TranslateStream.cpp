@@ -68,7 +68,7 @@ int64_t tokenCount(const text::Tokenizer &tokenizer, const std::string &text) {
 
 Status translateStream(Translator &translator,
                        const TranslationOptions &options,
-                       const TranslateInput &input, std::FILE *out,
+                       const TranslateStreamOptions &input, std::FILE *out,
                        const std::function<void(const std::string &)> &warn,
                        int timeRuns, TranslationTimes *times) {
   ErrorOr<std::vector<std::string>> lines = readInputLines(input.path);
@@ -94,15 +94,19 @@ Status translateStream(Translator &translator,
                              ErrorCode::InvalidArgument);
     prefixes = std::move(*read);
   }
-  // Only the text is written: the scores need not be computed.
-  TranslationOptions textOnly = options;
-  textOnly.scores = false;
-  auto translated = translator.translate(*lines, prefixes, textOnly, warn);
+  // Where only the text is written, the scores need not be computed.
+  TranslationOptions asked = options;
+  asked.scores = input.withScores;
+  auto translated = translator.translate(*lines, prefixes, asked, warn);
   if (!translated)
     return translated.status();
   for (const std::vector<Translation> &nbest : *translated)
-    for (const Translation &t : nbest)
+    for (const Translation &t : nbest) {
+      // Enough digits to tell any two doubles apart.
+      if (input.withScores)
+        std::fprintf(out, "%.17g\t", t.score);
       std::fprintf(out, "%s\n", t.text.c_str());
+    }
   if (std::fflush(out) != 0)
     return Status::failure(std::string("cannot write the translations: ") +
                                std::strerror(errno),
@@ -123,7 +127,7 @@ Status translateStream(Translator &translator,
   // translator does once (packing weights, growing its buffers).
   for (int run = 0; run < timeRuns; ++run) {
     auto start = std::chrono::steady_clock::now();
-    auto again = translator.translate(*lines, prefixes, textOnly);
+    auto again = translator.translate(*lines, prefixes, asked);
     if (!again)
       return again.status();
     times->seconds.push_back(std::chrono::duration<double>(

@@ -33,18 +33,20 @@ struct TranslationTimes {
   std::vector<double> seconds; // per run
 };
 
-/// Translates the lines of `inputPath` (stdin when empty) to `out`; then,
-/// when `timeRuns` > 0, translates them `timeRuns` more times into `times`.
 /// Where the sentences come from: a file, one per line (empty: stdin),
-/// and optionally a file of target prefixes, one per line of it.
-struct TranslateInput {
+/// and optionally a file of target prefixes, one per line of it; and
+/// whether each translation is printed after its score and a tab.
+struct TranslateStreamOptions {
   std::string path;
   std::string targetPrefixPath;
+  bool withScores = false;
 };
 
+/// Translates the lines `input` names to `out`; then, when `timeRuns` > 0,
+/// translates them `timeRuns` more times into `times`.
 Status translateStream(Translator &translator,
                        const TranslationOptions &options,
-                       const TranslateInput &input, std::FILE *out,
+                       const TranslateStreamOptions &input, std::FILE *out,
                        const std::function<void(const std::string &)> &warn,
                        int timeRuns = 0, TranslationTimes *times = nullptr);
 

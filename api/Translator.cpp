@@ -490,6 +490,24 @@ ErrorOr<std::vector<std::vector<Translation>>> Translator::decodeBatch(
   return outputs;
 }
 
+void Translator::forEachBatch(
+    size_t count, const std::function<void(int worker, size_t batch)> &decode) {
+  // Longest batches first: a worker that takes the last one then waits for
+  // no long batch, and each session's memory grows to its largest size at
+  // once instead of step by step.
+  std::atomic<size_t> next{0};
+  auto work = [&](int worker) {
+    for (size_t taken = next++; taken < count; taken = next++)
+      decode(worker, count - 1 - taken);
+  };
+  std::vector<std::thread> helpers;
+  for (size_t w = 1; w < sessions.size() && w < count; ++w)
+    helpers.emplace_back(work, int(w));
+  work(0);
+  for (std::thread &helper : helpers)
+    helper.join();
+}
+
 ErrorOr<std::vector<std::vector<Translation>>>
 Translator::translate(const std::vector<std::string> &sentences,
                       const TranslationOptions &o,
@@ -577,20 +595,7 @@ Translator::translate(const std::vector<std::string> &sentences,
     }
     found[b] = decodeBatch(worker, part, numbers, o, prefixes);
   };
-  // Longest batches first: a worker that takes the last one then waits for
-  // no long batch, and each session's memory grows to its largest size at
-  // once instead of step by step.
-  std::atomic<size_t> next{0};
-  auto work = [&](int worker) {
-    for (size_t taken = next++; taken < starts.size(); taken = next++)
-      decodeOne(worker, starts.size() - 1 - taken);
-  };
-  std::vector<std::thread> helpers;
-  for (size_t w = 1; w < sessions.size() && w < starts.size(); ++w)
-    helpers.emplace_back(work, int(w));
-  work(0);
-  for (std::thread &helper : helpers)
-    helper.join();
+  forEachBatch(starts.size(), decodeOne);
 
   std::vector<std::vector<Translation>> unitOutputs(units.size());
   for (size_t b = 0; b < starts.size(); ++b) {

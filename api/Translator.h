@@ -144,6 +144,24 @@ struct Translation {
   int64_t tokens = 0; // target tokens, eos left out
 };
 
+/// How scorePairs normalizes and batches.
+struct ScoreOptions {
+  double alpha = 0.6; // PairScore::score's length penalty, as translating's
+  bool powerLengthPenalty = false;
+  int64_t batch = 32;      // pairs scored together, at most
+  int64_t batchTokens = 0; // > 0: at most this many source tokens a batch
+};
+
+/// A translation's log-probability given its source, as the search scores
+/// a hypothesis that ends with eos.
+struct PairScore {
+  double logProb = 0; // the sum of tokenLogProbs
+  double score = 0;   // logProb / length penalty of the tokens, eos counted
+  /// The target's pieces and then "</s>", and the log-probability of each.
+  std::vector<std::string> tokens;
+  std::vector<float> tokenLogProbs;
+};
+
 class Translator {
 public:
   /// Opens the translator folder `dir`.
@@ -189,6 +207,17 @@ public:
             const std::vector<std::string> &targetPrefixes,
             const TranslationOptions &options,
             const std::function<void(const std::string &)> &warn = {});
+
+  /// Per pair (sources[i], targets[i]), the log-probability the model gives
+  /// targets[i] followed by eos, batched; a translation translate() returned
+  /// scores what translate() reported for it (with the same alpha and
+  /// form, and no controls that edit scores). A blank target is eos alone.
+  /// A source or target longer than the model takes is refused, as is a
+  /// blank source.
+  ErrorOr<std::vector<PairScore>>
+  scorePairs(const std::vector<std::string> &sources,
+             const std::vector<std::string> &targets,
+             const ScoreOptions &options = {});
 
   // The parts of translate(), for callers that form batches themselves
   // (`loom serve` batches the sentences of concurrent requests): a sentence
@@ -236,6 +265,13 @@ public:
   std::vector<runtime::KernelProfile> profile() const;
 
 private:
+  /// Runs decode(worker, b) for batches b = count - 1 down to 0, the workers
+  /// side by side, each taking the next batch not taken (longest first
+  /// where the batches are sorted by length).
+  void
+  forEachBatch(size_t count,
+               const std::function<void(int worker, size_t batch)> &decode);
+
   Translator(std::vector<std::unique_ptr<runtime::Session>> sessions,
              text::Tokenizer tokenizer);
 

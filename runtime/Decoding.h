@@ -112,6 +112,13 @@ struct Hypothesis {
 ErrorOr<std::vector<std::vector<Hypothesis>>>
 beamSearch(Session &session, const TensorRef &src, const BeamOptions &options);
 
+/// The length penalty a hypothesis of `length` tokens (eos counted where it
+/// ended with one) divides its log-probability by: GNMT's
+/// ((5 + length) / 6)^alpha, as Marian and OpenNMT apply it; or, `power`,
+/// length^alpha (CTranslate2's length_penalty: at alpha 1 a score is the
+/// mean log-probability per token).
+double lengthPenalty(int64_t length, double alpha, bool power);
+
 /// Whether `sampling`'s values can be drawn with (a finite temperature
 /// above 0, top-p in (0, 1], top-k not negative) and, when it is on, the
 /// search draws one translation (`beam` and `nbest` 1). The message names

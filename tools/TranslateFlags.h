@@ -20,7 +20,7 @@ namespace loom {
 /// Adds --input, --weights, --beam, --alpha, --max-len-ratio, --nbest,
 /// --batch, --batch-tokens, --split-long, --threads, --workers and --device
 /// to `cmd`.
-inline void addTranslateFlags(CLI::App *cmd, TranslateInput &input,
+inline void addTranslateFlags(CLI::App *cmd, TranslateStreamOptions &input,
                               TranslatorOptions &opening,
                               TranslationOptions &options) {
   cmd->add_option("--input", input.path,
@@ -28,6 +28,9 @@ inline void addTranslateFlags(CLI::App *cmd, TranslateInput &input,
   cmd->add_option("--target-prefix", input.targetPrefixPath,
                   "A file of one line per sentence: the words its "
                   "translation starts with (an empty line: none)");
+  cmd->add_flag("--with-scores", input.withScores,
+                "Print each translation after its score (the "
+                "log-probability over the length penalty) and a tab");
   cmd->add_option("--weights", opening.weights,
                   "Parameters to use instead of the model's "
                   "model.safetensors");

@@ -60,6 +60,7 @@ typedef enum loom_status {
 
 typedef struct loom_translator loom_translator;
 typedef struct loom_result loom_result;
+typedef struct loom_scores loom_scores;
 
 typedef struct loom_translator_options {
   int threads;            /* 0: one per hardware thread; at most 1024 */
@@ -128,6 +129,43 @@ LOOM_API double loom_result_score(const loom_result *result, size_t sentence,
 LOOM_API double loom_result_log_prob(const loom_result *result, size_t sentence,
                                      size_t rank);
 LOOM_API void loom_result_free(loom_result *result);
+
+/* Scoring given translations (forced decoding): per pair, the
+ * log-probability of each target token and of eos after them. */
+typedef struct loom_scoring_options {
+  double alpha;             /* loom_scores_score's length penalty */
+  int length_penalty_power; /* nonzero: len^alpha, else ((5 + len) / 6)^alpha */
+  int batch;                /* pairs scored together, at most */
+  int batch_tokens;         /* > 0: at most this many source tokens a batch */
+} loom_scoring_options;
+
+/* The defaults: alpha 0.6, ((5 + len) / 6)^alpha, batch 32, batch_tokens 0.
+ */
+LOOM_API void loom_scoring_options_init(loom_scoring_options *options);
+
+/* Scores `targets[i]` as the translation of `sources[i]`, for `count` pairs
+ * of NUL-terminated UTF-8 sentences; `options` may be NULL. A translation
+ * loom_translate returned scores what it reported (same alpha, no
+ * repetition penalty). A blank target is eos alone. */
+LOOM_API loom_status loom_score_pairs(loom_translator *translator,
+                                      const char *const *sources,
+                                      const char *const *targets, size_t count,
+                                      const loom_scoring_options *options,
+                                      loom_scores **scores, char **error);
+
+LOOM_API size_t loom_scores_count(const loom_scores *scores);
+/* The sum of the pair's token log-probabilities, eos included, and that sum
+ * over the length penalty; 0 when `pair` is out of range. */
+LOOM_API double loom_scores_log_prob(const loom_scores *scores, size_t pair);
+LOOM_API double loom_scores_score(const loom_scores *scores, size_t pair);
+/* The pair's target tokens, eos last ("</s>"): how many, each piece and its
+ * log-probability (NULL and 0 when out of range). */
+LOOM_API size_t loom_scores_tokens(const loom_scores *scores, size_t pair);
+LOOM_API const char *loom_scores_token(const loom_scores *scores, size_t pair,
+                                       size_t token);
+LOOM_API double loom_scores_token_log_prob(const loom_scores *scores,
+                                           size_t pair, size_t token);
+LOOM_API void loom_scores_free(loom_scores *scores);
 
 LOOM_API void loom_free_string(char *string);
 /* "invalid argument", "not found", ... */

@@ -38,6 +38,14 @@ struct Translation {
   double logProb = 0;
 };
 
+/// A translation's log-probability given its source (loom_score_pairs).
+struct PairScore {
+  double logProb = 0;
+  double score = 0;
+  std::vector<std::string> tokens; // eos last
+  std::vector<double> tokenLogProbs;
+};
+
 class Translator {
 public:
   explicit Translator(const std::string &folder, int threads = 0) {
@@ -81,8 +89,49 @@ public:
     return out;
   }
 
+  static loom_scoring_options scoringDefaults() {
+    loom_scoring_options options;
+    loom_scoring_options_init(&options);
+    return options;
+  }
+
+  /// Per pair, the log-probability of targets[i] as the translation of
+  /// sources[i].
+  std::vector<PairScore>
+  scorePairs(const std::vector<std::string> &sources,
+             const std::vector<std::string> &targets,
+             const loom_scoring_options &options = scoringDefaults()) {
+    if (sources.size() != targets.size())
+      throw Error(LOOM_ERROR_INVALID_ARGUMENT,
+                  "scorePairs takes one target per source");
+    std::vector<const char *> src, tgt;
+    for (size_t i = 0; i < sources.size(); ++i) {
+      src.push_back(sources[i].c_str());
+      tgt.push_back(targets[i].c_str());
+    }
+    loom_scores *raw = nullptr;
+    char *error = nullptr;
+    check(loom_score_pairs(handle.get(), src.data(), tgt.data(), src.size(),
+                           &options, &raw, &error),
+          error);
+    std::unique_ptr<loom_scores, void (*)(loom_scores *)> scores(
+        raw, loom_scores_free);
+    std::vector<PairScore> out(loom_scores_count(raw));
+    for (size_t p = 0; p < out.size(); ++p) {
+      out[p].logProb = loom_scores_log_prob(raw, p);
+      out[p].score = loom_scores_score(raw, p);
+      for (size_t t = 0; t < loom_scores_tokens(raw, p); ++t) {
+        out[p].tokens.push_back(loom_scores_token(raw, p, t));
+        out[p].tokenLogProbs.push_back(loom_scores_token_log_prob(raw, p, t));
+      }
+    }
+    return out;
+  }
+
 private:
-  static void check(loom_status status, char *error) {
+  // `error` by reference: read after the call that fills it, whichever
+  // order the caller's arguments are evaluated in.
+  static void check(loom_status status, char *&error) {
     if (status == LOOM_OK)
       return;
     std::string message = error ? error : loom_status_name(status);

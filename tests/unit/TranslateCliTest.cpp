@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "loom/loom.h"
+#include "loom/loom.hpp"
 
 #include "frontend/InterpretedModel.h"
 #include "runtime/Safetensors.h"
@@ -510,6 +511,137 @@ TEST_F(TranslateCli, PowerLengthPenaltyIsTheMeanLogProbability) {
       << err;
   EXPECT_NE(translate("a cat.\n", "--length-penalty-form cubic", out, err), 0);
   EXPECT_NE(err.find("--length-penalty-form"), std::string::npos) << err;
+}
+
+TEST_F(TranslateCli, CApiAndCommandScorePairsAlike) {
+  loom_translator *translator = openTranslator(*this, dir);
+  ASSERT_NE(translator, nullptr);
+  const char *sources[] = {"the dog runs.", "", "eine Katze läuft."};
+  const char *targets[] = {"ein Hund läuft.", "the cat.", ""};
+  loom_scoring_options options;
+  loom_scoring_options_init(&options);
+  options.alpha = 1;
+  options.length_penalty_power = 1;
+  loom_scores *scores = nullptr;
+  char *error = nullptr;
+  ASSERT_EQ(loom_score_pairs(translator, sources, targets, 3, &options, &scores,
+                             &error),
+            LOOM_OK)
+      << (error ? error : "");
+  ASSERT_EQ(loom_scores_count(scores), 3u);
+  std::vector<double> logProbs;
+  for (size_t p = 0; p < 3; ++p) {
+    size_t n = loom_scores_tokens(scores, p);
+    ASSERT_GE(n, 1u);
+    EXPECT_STREQ(loom_scores_token(scores, p, n - 1), "</s>");
+    EXPECT_EQ(loom_scores_token(scores, p, n), nullptr);
+    double sum = 0;
+    for (size_t t = 0; t < n; ++t) {
+      double lp = loom_scores_token_log_prob(scores, p, t);
+      EXPECT_LT(lp, 0);
+      sum += lp;
+    }
+    EXPECT_NEAR(sum, loom_scores_log_prob(scores, p), 1e-9);
+    // At alpha 1, len^alpha: the mean per token, eos counted.
+    EXPECT_NEAR(loom_scores_score(scores, p),
+                loom_scores_log_prob(scores, p) / double(n), 1e-9);
+    logProbs.push_back(loom_scores_log_prob(scores, p));
+  }
+  // A blank target is eos alone.
+  EXPECT_EQ(loom_scores_tokens(scores, 2), 1u);
+  loom_scores_free(scores);
+
+  // The command prints the same sums, one line per pair.
+  writeFile(dir + "/src.txt", "the dog runs.\n\neine Katze läuft.\n");
+  writeFile(dir + "/tgt.txt", "ein Hund läuft.\nthe cat.\n\n");
+  std::string command = std::string(LOOM_BINARY) + " score-pairs --model " +
+                        dir + " --source " + dir + "/src.txt --target " + dir +
+                        "/tgt.txt --threads 1 >" + dir + "/scores.txt 2>" +
+                        dir + "/err.txt";
+  ASSERT_EQ(std::system(command.c_str()), 0) << readFile(dir + "/err.txt");
+  std::vector<std::string> lines = splitLines(readFile(dir + "/scores.txt"));
+  ASSERT_EQ(lines.size(), 3u);
+  for (size_t p = 0; p < 3; ++p)
+    EXPECT_NEAR(std::stod(lines[p]), logProbs[p], 1e-12) << lines[p];
+
+  // Refusals: a NULL target, a target longer than the model decodes.
+  const char *null[] = {nullptr};
+  EXPECT_EQ(
+      loom_score_pairs(translator, sources, null, 1, nullptr, &scores, &error),
+      LOOM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("pair 1"), std::string::npos) << error;
+  loom_free_string(error);
+  std::string longTarget;
+  for (int i = 0; i < 40; ++i)
+    longTarget += "Haus ";
+  const char *tooLong[] = {longTarget.c_str()};
+  EXPECT_EQ(loom_score_pairs(translator, sources, tooLong, 1, nullptr, &scores,
+                             &error),
+            LOOM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("the target of pair 1 has"),
+            std::string::npos)
+      << error;
+  loom_free_string(error);
+  options.alpha = -1;
+  EXPECT_EQ(loom_score_pairs(translator, sources, targets, 3, &options, &scores,
+                             &error),
+            LOOM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("alpha"), std::string::npos) << error;
+  loom_free_string(error);
+  EXPECT_EQ(scores, nullptr);
+  loom_translator_free(translator);
+
+  // The command refuses files that do not pair up.
+  writeFile(dir + "/tgt.txt", "ein Hund läuft.\n");
+  command = std::string(LOOM_BINARY) + " score-pairs --model " + dir +
+            " --source " + dir + "/src.txt --target " + dir + "/tgt.txt >" +
+            dir + "/scores.txt 2>" + dir + "/err.txt";
+  int status = std::system(command.c_str());
+  EXPECT_NE(WEXITSTATUS(status), 0);
+  EXPECT_NE(readFile(dir + "/err.txt").find("has 3 lines"), std::string::npos)
+      << readFile(dir + "/err.txt");
+  EXPECT_EQ(readFile(dir + "/scores.txt"), "");
+}
+
+TEST_F(TranslateCli, CppWrapperScoresWhatItTranslated) {
+  std::string out, err;
+  ASSERT_EQ(translate("a cat.\n", "", out, err), 0) << err; // compiles
+  loom::api::Translator translator(dir, 1);
+  auto defaults = loom::api::Translator::defaults();
+  defaults.beam = 1;
+  defaults.alpha = 0;
+  std::vector<std::string> sources = {"the dog runs.", "a red house."};
+  auto translated = translator.translate(sources, defaults);
+  ASSERT_EQ(translated.size(), 2u);
+  std::vector<std::string> targets = {translated[0][0].text,
+                                      translated[1][0].text};
+  auto scoring = loom::api::Translator::scoringDefaults();
+  scoring.alpha = 0;
+  auto scores = translator.scorePairs(sources, targets, scoring);
+  ASSERT_EQ(scores.size(), 2u);
+  for (size_t p = 0; p < 2; ++p) {
+    ASSERT_FALSE(scores[p].tokens.empty());
+    EXPECT_EQ(scores[p].tokens.back(), "</s>");
+    EXPECT_EQ(scores[p].tokens.size(), scores[p].tokenLogProbs.size());
+    // Random weights seldom choose eos: a translation cut at its length
+    // limit has none, and scoring adds its log-probability last.
+    double withoutEos = scores[p].logProb - scores[p].tokenLogProbs.back();
+    EXPECT_TRUE(std::abs(scores[p].logProb - translated[p][0].logProb) < 1e-4 ||
+                std::abs(withoutEos - translated[p][0].logProb) < 1e-4)
+        << targets[p] << ": " << scores[p].logProb << " vs "
+        << translated[p][0].logProb;
+  }
+  // The message of a refusal comes through.
+  try {
+    translator.scorePairs({"a"}, {std::string(200, 'a')});
+    ADD_FAILURE() << "a target longer than the model decodes was scored";
+  } catch (const loom::api::Error &e) {
+    EXPECT_EQ(e.status(), LOOM_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("the target of pair 1"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(translator.scorePairs({"a"}, {"b", "c"}), loom::api::Error);
 }
 
 TEST_F(TranslateCli, CApiReportsErrorsAsCodesWithMessages) {

@@ -21,7 +21,7 @@ int main(int argc, char **argv) {
   CLI::App app{"Translate sentences, one per line, with a Loom translator "
                "folder (stdin to stdout)"};
   std::string model;
-  loom::TranslateInput input;
+  loom::TranslateStreamOptions input;
   loom::TranslatorOptions opening;
   loom::TranslationOptions options;
   app.add_option("--model", model,

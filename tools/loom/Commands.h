@@ -24,6 +24,8 @@ void addBenchCommand(CLI::App &app, int &exitCode);
 /// `loom score`: corpus BLEU against a reference, as sacreBLEU computes it.
 void addScoreCommand(CLI::App &app, int &exitCode);
 void addTranslateCommand(CLI::App &app, int &exitCode);
+/// `loom score-pairs`: the log-probability of given translations.
+void addScorePairsCommand(CLI::App &app, int &exitCode);
 /// `loom serve`: a translation server over HTTP (Serve.cpp).
 void addServeCommand(CLI::App &app, int &exitCode);
 /// `loom export`: a translator folder that runs without the compiler.

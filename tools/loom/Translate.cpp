@@ -26,7 +26,7 @@ namespace {
 
 struct TranslateOptions {
   std::string model;
-  TranslateInput input; // path empty: stdin
+  TranslateStreamOptions input; // path empty: stdin
   TranslatorOptions opening;
   TranslationOptions translation;
   std::string precision = "fp32";

@@ -31,6 +31,7 @@ int main(int argc, char **argv) {
   loom::cli::addBenchCommand(app, exitCode);
   loom::cli::addScoreCommand(app, exitCode);
   loom::cli::addTranslateCommand(app, exitCode);
+  loom::cli::addScorePairsCommand(app, exitCode);
   loom::cli::addServeCommand(app, exitCode);
   loom::cli::addExportCommand(app, exitCode);
   loom::cli::addPrepareCommand(app, exitCode);

@@ -1,0 +1,290 @@
+//===- DecoderState.cpp - What a decoder keeps between steps --------------===//
+
+#include "runtime/DecoderState.h"
+#include "runtime/Safetensors.h"
+
+#include <algorithm>
+#include <optional>
+
+namespace loom::runtime {
+
+namespace {
+
+/// t becomes its rows `rows`, gathered into `spare` (allocated on first
+/// use, else reshaped within its room) and swapped with it.
+Status gatherRowsVia(Device &device, Tensor &t, Tensor &spare,
+                     const std::vector<int64_t> &rows) {
+  std::vector<int64_t> shape = t.shape();
+  shape[0] = static_cast<int64_t>(rows.size());
+  if (!spare.data() || !spare.reuseAs(t.dtype(), shape)) {
+    ErrorOr<Tensor> fresh =
+        Tensor::onDevice(device, t.dtype(), shape, Fill::Unspecified);
+    if (!fresh)
+      return fresh.status();
+    spare = std::move(*fresh);
+  }
+  LOOM_RETURN_IF_ERROR(device.gatherRows(t.ref(), rows, spare.ref()));
+  std::swap(t, spare);
+  return Status::success();
+}
+
+/// Positions a self-attention cache has room for when decoding may take
+/// `steps`: the next power of two, at least 16.
+int64_t roomPositions(int64_t steps) {
+  int64_t room = 16;
+  while (room < steps)
+    room *= 2;
+  return room;
+}
+
+} // namespace
+
+/// Log-probabilities come from a log-softmax, so the best of a row is at
+/// least -log(vocab) and none is NaN or +Inf; the best logit of a row is a
+/// number too. Anything else means the model overflowed (finite parameters
+/// too large for f32 arithmetic) or was miscompiled. Decoding stops rather
+/// than rank such rows: NaN ranks below every number, and a row of NaN
+/// would quietly decode as token 0. `entry` and `output` name where the
+/// value came from.
+Status nonFiniteScore(const char *entry, const char *output, double value,
+                      int64_t sentence, int64_t step) {
+  return Status::failure(
+      std::string("@") + entry + " produced " + valueName(value) + " in '" +
+          output + "' for sentence " + std::to_string(sentence) + " at step " +
+          std::to_string(step) + "; the model overflows with these parameters",
+      ErrorCode::InvalidArgument);
+}
+
+ErrorOr<DecoderState> DecoderState::start(Session &session,
+                                          const TensorRef &src, int64_t beam,
+                                          int64_t steps) {
+  Device &device = session.device();
+  ErrorOr<Tensor> deviceSrc = toDevice(device, src);
+  if (!deviceSrc)
+    return deviceSrc.status();
+  auto encoded = session.run(abi::kEncode, {deviceSrc->ref()});
+  if (!encoded)
+    return encoded.status();
+  DecoderState state;
+  state.sentences = src.shape[0];
+  state.beam = beam;
+  state.capacity = steps;
+  state.src = std::move(*deviceSrc);
+  for (NamedTensor &t : *encoded) {
+    const std::vector<int64_t> &shape = t.tensor.shape();
+    if (!abi::hasPrefix(t.name, abi::kCrossPrefix) || shape.size() != 4)
+      return Status::failure("@encode returns '" + t.name +
+                                 "', not a [batch, heads, len, dim] cross "
+                                 "cache",
+                             ErrorCode::Corrupt);
+    state.headShape = {shape[1], shape[3]};
+    state.dtype = t.tensor.dtype();
+    SelfCache cache;
+    cache.name =
+        abi::kSelfPrefix +
+        t.name.substr(std::char_traits<char>::length(abi::kCrossPrefix));
+    // Read only at positions a step wrote. Unspecified, so that a block
+    // kept from an earlier batch is not zeroed in full, and a new mapping's
+    // pages of positions never reached cost nothing; room for a power of
+    // two of positions, so that batches whose length limits differ a little
+    // ask for the same size and reuse the blocks the last one freed (on the
+    // CPU a new block is faulted in page by page as the cache grows).
+    ErrorOr<Tensor> room = Tensor::onDevice(
+        device, state.dtype,
+        {roomPositions(steps), state.sentences * beam, shape[1], shape[3]},
+        Fill::Unspecified);
+    if (!room)
+      return room.status();
+    cache.room[0] = std::move(*room);
+    state.self.push_back(std::move(cache));
+    state.cross[t.name] = std::move(t.tensor);
+  }
+  return state;
+}
+
+Status DecoderState::keep(Device &device,
+                          const std::vector<int64_t> &keptSentences,
+                          const std::vector<int64_t> &rows) {
+  int64_t oldRows = sentences * beam, newRows = int64_t(rows.size());
+  int64_t rowElements = headShape[0] * headShape[1];
+  int64_t esize = dtypeSize(dtype);
+  // A row that keeps its hypothesis costs nothing. When no row is both read
+  // by one that moves and moved itself, the rows that change move in place;
+  // beam search puts a parent's first child on the parent's row, so that is
+  // the rule and only a parent's later children move.
+  bool inPlace = newRows == oldRows;
+  if (inPlace) {
+    std::vector<uint8_t> use(static_cast<size_t>(oldRows),
+                             0); // 1 read, 2 written
+    for (int64_t i = 0; i < newRows; ++i)
+      if (rows[i] != i) {
+        use[i] |= 2;
+        use[rows[i]] |= 1;
+      }
+    inPlace =
+        std::none_of(use.begin(), use.end(), [](uint8_t u) { return u == 3; });
+  }
+  if (inPlace) {
+    std::vector<int64_t> from, to;
+    for (int64_t t = 0; t < length; ++t)
+      for (int64_t i = 0; i < newRows; ++i)
+        if (rows[i] != i) {
+          from.push_back(t * oldRows + rows[i]);
+          to.push_back(t * oldRows + i);
+        }
+    if (!from.empty())
+      for (SelfCache &c : self)
+        LOOM_RETURN_IF_ERROR(
+            device.moveRows(TensorRef{c.room[c.current].data(),
+                                      dtype,
+                                      {length * oldRows, rowElements}},
+                            from, to));
+  } else {
+    for (SelfCache &c : self) {
+      Tensor &other = c.room[1 - c.current];
+      if (!other.data()) {
+        ErrorOr<Tensor> room = Tensor::onDevice(
+            device, dtype, c.room[c.current].shape(), Fill::Unspecified);
+        if (!room)
+          return room.status();
+        other = std::move(*room);
+      }
+      for (int64_t t = 0; t < length; ++t) {
+        TensorRef from{static_cast<char *>(c.room[c.current].data()) +
+                           t * oldRows * rowElements * esize,
+                       dtype,
+                       {oldRows, rowElements}};
+        TensorRef to{static_cast<char *>(other.data()) +
+                         t * newRows * rowElements * esize,
+                     dtype,
+                     {newRows, rowElements}};
+        LOOM_RETURN_IF_ERROR(device.gatherRows(from, rows, to));
+      }
+      c.current = 1 - c.current;
+    }
+  }
+  if (int64_t(keptSentences.size()) != sentences) {
+    for (auto &[name, tensor] : cross)
+      LOOM_RETURN_IF_ERROR(
+          gatherRowsVia(device, tensor, spareCross[name], keptSentences));
+    LOOM_RETURN_IF_ERROR(gatherRowsVia(device, src, spareSrc, keptSentences));
+    sentences = static_cast<int64_t>(keptSentences.size());
+  }
+  return Status::success();
+}
+
+Status DecoderState::planStep(Session &session) {
+  for (const std::string &name : session.inputNames(entry())) {
+    StepInput input;
+    if (name == abi::kSrc) {
+      input.kind = StepInput::Src;
+    } else if (name == abi::kTokens) {
+      input.kind = StepInput::Tokens;
+    } else if (name == abi::kPosition) {
+      input.kind = StepInput::Position;
+    } else if (auto it = cross.find(name); it != cross.end()) {
+      input.kind = StepInput::Cross;
+      input.cross = &it->second;
+    } else if (auto c = std::find_if(
+                   self.begin(), self.end(),
+                   [&](const SelfCache &c) { return c.name == name; });
+               c != self.end()) {
+      input.kind = StepInput::Self;
+      input.self = c - self.begin();
+      appendInto[name] = TensorRef{};
+    } else {
+      return Status::failure("@" + std::string(entry()) + " takes an input '" +
+                                 name + "' that decoding does not know",
+                             ErrorCode::Unsupported);
+    }
+    stepInputs.push_back(input);
+  }
+  return Status::success();
+}
+
+ErrorOr<Tensor> DecoderState::step(Session &session,
+                                   const std::vector<int32_t> &tokens,
+                                   int64_t position) {
+  if (length >= capacity)
+    return Status::failure("decoding ran past the " + std::to_string(capacity) +
+                           " positions its caches have room for");
+  if (stepInputs.empty())
+    LOOM_RETURN_IF_ERROR(planStep(session));
+  // Rows only get fewer: the first step's tensor holds every later one.
+  if (!ids.data() || !ids.reuseAs(DType::I32, {sentences, beam})) {
+    ErrorOr<Tensor> fresh = Tensor::host(DType::I32, {sentences, beam});
+    if (!fresh)
+      return fresh.status();
+    ids = std::move(*fresh);
+  }
+  if (!at.data()) {
+    ErrorOr<Tensor> fresh = Tensor::host(DType::I64, {});
+    if (!fresh)
+      return fresh.status();
+    at = std::move(*fresh);
+  }
+  std::copy(tokens.begin(), tokens.end(), static_cast<int32_t *>(ids.data()));
+  *static_cast<int64_t *>(at.data()) = position;
+  std::vector<Tensor> staging; // host inputs copied to a device's memory
+  // Assigned in place, so that each shape reuses its storage.
+  auto refer = [](TensorRef &to, const Tensor &t) {
+    to.data = const_cast<void *>(t.data());
+    to.dtype = t.dtype();
+    to.shape.assign(t.shape().begin(), t.shape().end());
+  };
+  inputs.resize(stepInputs.size());
+  for (size_t i = 0; i < stepInputs.size(); ++i) {
+    const StepInput &input = stepInputs[i];
+    TensorRef &to = inputs[i];
+    switch (input.kind) {
+    case StepInput::Src:
+      refer(to, src);
+      break;
+    case StepInput::Tokens:
+    case StepInput::Position: {
+      const Tensor &host = input.kind == StepInput::Tokens ? ids : at;
+      if (session.device().sharesHostMemory()) {
+        refer(to, host);
+        break;
+      }
+      ErrorOr<TensorRef> ref =
+          deviceInput(session.device(), host.ref(), staging);
+      if (!ref)
+        return ref.status();
+      to = *ref;
+      break;
+    }
+    case StepInput::Cross:
+      refer(to, *input.cross);
+      break;
+    case StepInput::Self: {
+      const SelfCache &c = self[input.self];
+      const Tensor &room = c.room[c.current];
+      to.data = const_cast<void *>(room.data());
+      to.dtype = dtype;
+      to.shape.assign({length, sentences, beam, headShape[0], headShape[1]});
+      // The room from the cache's start: the step appends its position.
+      TensorRef &into = appendInto.find(c.name)->second;
+      into.data = to.data;
+      into.dtype = dtype;
+      into.shape.assign({room.numel()});
+      break;
+    }
+    }
+  }
+  auto outputs = session.run(entry(), inputs, appendInto);
+  if (!outputs)
+    return outputs.status();
+  ++length;
+  std::optional<Tensor> rowScores;
+  for (NamedTensor &r : *outputs)
+    if (r.name == scores())
+      rowScores = std::move(r.tensor);
+  if (!rowScores || rowScores->shape().size() != 2)
+    return Status::failure("@" + std::string(entry()) +
+                               " returns no [rows, vocab] " + scores(),
+                           ErrorCode::Corrupt);
+  return std::move(*rowScores);
+}
+
+} // namespace loom::runtime

@@ -1,0 +1,115 @@
+//===- DecoderState.h - What a decoder keeps between steps ------*- C++ -*-===//
+//
+// What beam search, greedy decoding and scoring share: per sentence the
+// source and the encoder's cross-attention K/V, per hypothesis (one row of
+// @decode_step) the self-attention caches, and a step that appends its
+// position to those caches in place. Internal to the runtime's decoders
+// (Decoding.h, Scoring.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_DECODERSTATE_H
+#define LOOM_RUNTIME_DECODERSTATE_H
+
+#include "runtime/Session.h"
+
+#include "abi/ModelAbi.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace loom::runtime {
+
+/// Log-probabilities come from a log-softmax, so the best of a row is at
+/// least -log(vocab) and none is NaN or +Inf; the best logit of a row is a
+/// number too. Anything else means the model overflowed (finite parameters
+/// too large for f32 arithmetic) or was miscompiled. Decoding stops rather
+/// than rank such rows: NaN ranks below every number, and a row of NaN
+/// would quietly decode as token 0. `entry` and `output` name where the
+/// value came from.
+Status nonFiniteScore(const char *entry, const char *output, double value,
+                      int64_t sentence, int64_t step);
+
+/// One self-attention cache ("self_k.0"), position first: [length, sentences,
+/// beam, heads, head_dim], the prefix of a buffer with room for every
+/// position decoding may reach, which each @decode_step appends to in place.
+/// Following the hypotheses gathers every position's rows into a second
+/// buffer of the same room, and the two swap.
+struct SelfCache {
+  std::string name;
+  Tensor room[2];
+  int current = 0;
+};
+
+/// What @decode_step reads besides the tokens and the position, in the
+/// device's memory: per sentence the source ids and the encoder's
+/// cross-attention K/V, per hypothesis the self-attention caches.
+struct DecoderState {
+  Tensor src;
+  std::map<std::string, Tensor> cross; // "cross_k.0", ...
+  // Where keep() gathers the next src and cross caches to, then swaps: the
+  // sentences only get fewer, so each buffer has room for any later set,
+  // and a sentence leaving costs a copy of the rest, with no allocation
+  // (on the CPU, an allocation is zeroed and faulted in page by page).
+  Tensor spareSrc;
+  std::map<std::string, Tensor> spareCross;
+  std::vector<SelfCache> self;
+  int64_t sentences = 0, beam = 1;  // hypotheses per sentence
+  int64_t length = 0, capacity = 0; // positions held, and room for
+  DType dtype = DType::F32;
+
+  /// Runs @encode on host `src`; each sentence gets `beam` hypotheses whose
+  /// self-attention caches start empty, with room for `steps` positions.
+  static ErrorOr<DecoderState> start(Session &session, const TensorRef &src,
+                                     int64_t beam, int64_t steps);
+  /// Steps through @decode_step_logits instead of @decode_step where the
+  /// executable has it (one from before it was added has not): step() then
+  /// returns logits. Before the first step.
+  void preferLogits(const Session &session) {
+    readsLogits = session.hasEntry(abi::kDecodeStepLogits);
+  }
+  /// One step of entry() on `tokens`, hypothesis j of sentence s at
+  /// s * beam + j: appends the position to the self-attention caches and
+  /// returns its scores() output, [rows, vocab].
+  ErrorOr<Tensor> step(Session &session, const std::vector<int32_t> &tokens,
+                       int64_t position);
+  /// Whether step() runs @decode_step_logits, and the entry and output
+  /// that follow from it.
+  bool readsLogits = false;
+  const char *entry() const {
+    return readsLogits ? abi::kDecodeStepLogits : abi::kDecodeStep;
+  }
+  const char *scores() const {
+    return readsLogits ? abi::kLogits : abi::kLogProbs;
+  }
+  /// Keeps the hypotheses `rows` (each row's self-attention caches, in that
+  /// order) of the sentences `keptSentences` (indices into the current ones),
+  /// `beam` rows per sentence.
+  Status keep(Device &device, const std::vector<int64_t> &keptSentences,
+              const std::vector<int64_t> &rows);
+
+  /// What each input of @decode_step is, found by name on the first step.
+  struct StepInput {
+    enum Kind { Src, Tokens, Position, Cross, Self } kind = Src;
+    const Tensor *cross = nullptr; // a value of `cross`, which keep() swaps
+    int64_t self = -1;             // index into `self`
+  };
+  std::vector<StepInput> stepInputs;
+  // Kept from one step to the next, so that a step allocates nothing on
+  // the host: a decode step of a small model is short enough for a dozen
+  // mallocs, and the names copied and compared, to show.
+  Tensor ids, at;
+  std::vector<TensorRef> inputs;
+  std::map<std::string, TensorRef> appendInto;
+
+  /// Fills stepInputs and appendInto's names from the entry's inputs.
+  Status planStep(Session &session);
+
+  std::vector<int64_t> headShape; // [heads, head_dim]
+};
+
+} // namespace loom::runtime
+
+#endif // LOOM_RUNTIME_DECODERSTATE_H
