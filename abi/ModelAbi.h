@@ -26,6 +26,9 @@ inline constexpr const char kDecodeStep[] = "decode_step";
 // @decode_step without its last log-softmax: what the searches read where
 // they can (a row's tokens rank the same among its logits).
 inline constexpr const char kDecodeStepLogits[] = "decode_step_logits";
+// @decode_step_logits with each decoder layer's cross-attention weights,
+// averaged over the heads (kAlignmentPrefix): a search's alignments.
+inline constexpr const char kDecodeStepAlign[] = "decode_step_align";
 
 // Inputs.
 inline constexpr const char kSrc[] = "src";       // [batch, src_len] i32
@@ -42,6 +45,9 @@ inline constexpr const char kLossOutput[] = "loss";    // f32 scalar
 inline constexpr const char kLogProbs[] = "log_probs"; // f32
 inline constexpr const char kLogits[] = "logits";      // f32
 inline constexpr const char kGradPrefix[] = "grad.";   // grad.<param>
+// alignment.<layer>: [batch, beam, src_len] f32, hypothesis j of sentence s
+// at s * beam + j as in log_probs.
+inline constexpr const char kAlignmentPrefix[] = "alignment.";
 
 // Decoder caches, one per decoder layer `i`: the cross-attention keys and
 // values of each sentence's source (from @encode), [batch, heads, src_len,

@@ -99,6 +99,8 @@ void loom_translation_options_init(loom_translation_options *options) {
   options->sampling_topp = defaults.samplingTopP;
   options->sampling_temperature = defaults.samplingTemperature;
   options->seed = defaults.seed;
+  options->alignments = defaults.alignments ? 1 : 0;
+  options->alignment_layer = static_cast<int>(defaults.alignmentLayer);
 }
 
 loom_status loom_translator_create(const char *folder,
@@ -163,6 +165,8 @@ loom_status loom_translate(loom_translator *translator,
       o.samplingTopP = options->sampling_topp;
       o.samplingTemperature = options->sampling_temperature;
       o.seed = options->seed;
+      o.alignments = options->alignments != 0;
+      o.alignmentLayer = options->alignment_layer;
       if (options->forbidden_count > 0 && !options->forbidden)
         return failWith(error, LOOM_ERROR_INVALID_ARGUMENT,
                         "forbidden_count is " +
@@ -230,6 +234,25 @@ double loom_result_log_prob(const loom_result *result, size_t sentence,
                             size_t rank) {
   const loom::Translation *t = at(result, sentence, rank);
   return t ? t->logProb : 0;
+}
+
+size_t loom_result_alignment_count(const loom_result *result, size_t sentence,
+                                   size_t rank) {
+  const loom::Translation *t = at(result, sentence, rank);
+  return t ? t->alignment.size() : 0;
+}
+
+int loom_result_alignment(const loom_result *result, size_t sentence,
+                          size_t rank, size_t pair, int *source_piece,
+                          int *target_piece) {
+  const loom::Translation *t = at(result, sentence, rank);
+  if (!t || pair >= t->alignment.size())
+    return 0;
+  if (source_piece)
+    *source_piece = t->alignment[pair].first;
+  if (target_piece)
+    *target_piece = t->alignment[pair].second;
+  return 1;
 }
 
 void loom_result_free(loom_result *result) { delete result; }

@@ -113,9 +113,14 @@ joinParts(const std::vector<std::vector<Translation>> &parts) {
       const Translation &p = part[r];
       if (!p.text.empty())
         t.text += (t.text.empty() ? "" : " ") + p.text;
+      // A part's pieces follow those of the parts before it.
+      for (auto [source, target] : p.alignment)
+        t.alignment.push_back(
+            {int32_t(source + t.sourceTokens), int32_t(target + t.tokens)});
       t.score += p.score;
       t.logProb += p.logProb;
       t.tokens += p.tokens;
+      t.sourceTokens += p.sourceTokens;
     }
     joined.push_back(std::move(t));
   }

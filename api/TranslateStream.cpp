@@ -97,6 +97,7 @@ Status translateStream(Translator &translator,
   // Where only the text is written, the scores need not be computed.
   TranslationOptions asked = options;
   asked.scores = input.withScores;
+  asked.alignments = options.alignments || input.withAlignments;
   auto translated = translator.translate(*lines, prefixes, asked, warn);
   if (!translated)
     return translated.status();
@@ -105,7 +106,14 @@ Status translateStream(Translator &translator,
       // Enough digits to tell any two doubles apart.
       if (input.withScores)
         std::fprintf(out, "%.17g\t", t.score);
-      std::fprintf(out, "%s\n", t.text.c_str());
+      std::fputs(t.text.c_str(), out);
+      if (input.withAlignments) {
+        std::fputc('\t', out);
+        for (size_t a = 0; a < t.alignment.size(); ++a)
+          std::fprintf(out, "%s%d-%d", a ? " " : "", t.alignment[a].first,
+                       t.alignment[a].second);
+      }
+      std::fputc('\n', out);
     }
   if (std::fflush(out) != 0)
     return Status::failure(std::string("cannot write the translations: ") +

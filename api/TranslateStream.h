@@ -34,12 +34,15 @@ struct TranslationTimes {
 };
 
 /// Where the sentences come from: a file, one per line (empty: stdin),
-/// and optionally a file of target prefixes, one per line of it; and
-/// whether each translation is printed after its score and a tab.
+/// and optionally a file of target prefixes, one per line of it; whether
+/// each translation is printed after its score and a tab, and whether
+/// followed by a tab and its alignment ("0-0 2-1": source piece - target
+/// piece, as TranslationOptions::alignments gives them).
 struct TranslateStreamOptions {
   std::string path;
   std::string targetPrefixPath;
   bool withScores = false;
+  bool withAlignments = false;
 };
 
 /// Translates the lines `input` names to `out`; then, when `timeRuns` > 0,

@@ -322,6 +322,21 @@ Status Translator::checkOptions(const TranslationOptions &o) const {
     return Status::failure("alpha must be a finite number, not negative, "
                            "got " +
                            std::to_string(o.alpha));
+  if (o.alignments) {
+    if (!sessions[0]->hasEntry(abi::kDecodeStepAlign))
+      return Status::failure("this translator's executable has no "
+                             "@decode_step_align, so it cannot return "
+                             "alignments: it was compiled by an earlier Loom; "
+                             "compile it again",
+                             ErrorCode::Unsupported);
+    int64_t layers = 0;
+    for (const std::string &name : sessions[0]->inputNames(abi::kDecodeStep))
+      layers += abi::hasPrefix(name, abi::kCrossKeyPrefix);
+    ErrorOr<int64_t> layer =
+        runtime::alignmentLayerIndex(o.alignmentLayer, layers);
+    if (!layer)
+      return layer.status();
+  }
   const runtime::Executable &exe = sessions[0]->program().executable();
   if (o.beam > exe.max_batch())
     return Status::failure(
@@ -439,6 +454,8 @@ ErrorOr<std::vector<std::vector<Translation>>> Translator::decodeBatch(
         ErrorCode::Internal);
   beam.prefixes = targetPrefixes;
   beam.sampling = samplingOf(o);
+  beam.alignments = o.alignments;
+  beam.alignmentLayer = o.alignmentLayer;
   if (beam.sampling.on) {
     // From the seed and the sentence's own tokens (FNV-1a, then a
     // splitmix64 finish): not its place in the batch.
@@ -484,8 +501,15 @@ ErrorOr<std::vector<std::vector<Translation>>> Translator::decodeBatch(
       ErrorOr<std::string> text = tokenizer.decode(h.tokens);
       if (!text)
         return text.status();
-      outputs[i].push_back(
-          {std::move(*text), h.score, h.logProb, int64_t(h.tokens.size())});
+      Translation t{std::move(*text), h.score, h.logProb,
+                    int64_t(h.tokens.size())};
+      // Source position n is the source's eos, which aligns nothing.
+      int64_t sourcePieces = int64_t(sources[i]->size()) - 1;
+      t.sourceTokens = sourcePieces;
+      for (size_t j = 0; j < h.alignment.size(); ++j)
+        if (h.alignment[j] < sourcePieces)
+          t.alignment.push_back({h.alignment[j], int32_t(j)});
+      outputs[i].push_back(std::move(t));
     }
   return outputs;
 }

@@ -113,6 +113,11 @@ struct TranslationOptions {
   double samplingTopP = 1;
   double samplingTemperature = 1;
   uint64_t seed = 0;
+  /// Whether Translation::alignment is wanted, and from which decoder
+  /// layer's cross-attention (averaged over its heads): -1 the last, -2 the
+  /// one before, ...; 0 the first.
+  bool alignments = false;
+  int64_t alignmentLayer = -1;
   /// Whether Translation::score and logProb are wanted; without them a
   /// greedy search (beam 1, nbest 1, alpha 0) skips each step's log-sum-exp
   /// and leaves them 0 (runtime::BeamOptions::scores).
@@ -134,7 +139,8 @@ inline bool decodeAlike(const TranslationOptions &a,
          a.repetitionPenalty == b.repetitionPenalty &&
          a.noRepeatNgram == b.noRepeatNgram && a.forbidden == b.forbidden &&
          a.samplingTopK == b.samplingTopK && a.samplingTopP == b.samplingTopP &&
-         a.samplingTemperature == b.samplingTemperature && a.seed == b.seed;
+         a.samplingTemperature == b.samplingTemperature && a.seed == b.seed &&
+         a.alignments == b.alignments && a.alignmentLayer == b.alignmentLayer;
 }
 
 struct Translation {
@@ -142,6 +148,12 @@ struct Translation {
   double score = 0;   // logProb / length penalty
   double logProb = 0; // sum of the tokens' log-probabilities
   int64_t tokens = 0; // target tokens, eos left out
+  /// With TranslationOptions::alignments: (source piece, target piece)
+  /// pairs, from 0, one per target piece whose step attended most to a
+  /// source piece (one that attended most to the source's eos has none),
+  /// in target order; the pieces are the vocabulary's.
+  std::vector<std::pair<int32_t, int32_t>> alignment;
+  int64_t sourceTokens = 0; // the source's pieces, eos left out
 };
 
 /// How scorePairs normalizes and batches.

@@ -14,7 +14,9 @@
 # builds it; PYTHONPATH and LD_LIBRARY_PATH as that script says); it runs with
 # its default ISA and with CT2_FORCE_CPU_ISA=AVX512, and the faster counts.
 # Precisions: Loom's fp32, int8 and bf16 (bf16 where the CPU has AVX512-BF16;
-# LOOM_PRECISIONS overrides) against CTranslate2's float32 and int8.
+# LOOM_PRECISIONS overrides) against CTranslate2's float32 and int8. With
+# LOOM_BASELINE=PATH, that `loom` (an earlier build) runs in every cell too,
+# right after this one, as system "loom-baseline".
 #
 # Every result is one JSON line on stdout; the table at the end is on stderr.
 set -euo pipefail
@@ -38,11 +40,18 @@ if ! "$PY" -c 'import ctranslate2' 2>/dev/null; then
   echo "ct2_side_by_side: the ctranslate2 module does not import; Loom alone" >&2
 fi
 
-# tag CELL RUN: one JSON line from stdin, with the cell and the run added.
+# tag CELL RUN [SYSTEM]: one JSON line from stdin, with the cell and the run
+# added (and its system renamed to SYSTEM when given).
 tag() {
-  "$PY" -c 'import json,sys; d=json.loads(sys.stdin.read()); d["cell"]=sys.argv[1]; d["run"]=int(sys.argv[2]); print(json.dumps(d, sort_keys=True))' \
-    "$1" "$2" | tee -a "$OUT"
+  "$PY" -c 'import json,sys; d=json.loads(sys.stdin.read()); d["cell"]=sys.argv[1]; d["run"]=int(sys.argv[2]); d["system"]=sys.argv[3] if len(sys.argv) > 3 else d["system"]; print(json.dumps(d, sort_keys=True))' \
+    "$@" | tee -a "$OUT"
 }
+
+# CTranslate2 refuses CT2_FORCE_CPU_ISA=AVX512 on a CPU without it.
+CT2_ISAS=default
+if grep -q ' avx512f' /proc/cpuinfo 2>/dev/null; then
+  CT2_ISAS="default AVX512"
+fi
 
 # cell NAME BATCH BEAM STEPS WARMUP RUN
 cell() {
@@ -51,10 +60,17 @@ cell() {
     "$LOOM" bench decode --config "$CONFIG" --batch "$batch" --src-len 30 \
       --tgt-len 30 --beam "$beam" --threads "$THREADS" --steps "$steps" \
       --warmup "$warmup" --precision "$precision" | tag "$name" "$run"
+    # An earlier build beside it, in the same cell, to tell a change from
+    # the machine's drift.
+    [ -z "${LOOM_BASELINE:-}" ] ||
+      "$LOOM_BASELINE" bench decode --config "$CONFIG" --batch "$batch" \
+        --src-len 30 --tgt-len 30 --beam "$beam" --threads "$THREADS" \
+        --steps "$steps" --warmup "$warmup" --precision "$precision" |
+      tag "$name" "$run" loom-baseline
   done
   [ $have_ct2 = 1 ] || return 0
   for compute in float32 int8; do
-    for isa in default AVX512; do
+    for isa in $CT2_ISAS; do
       if [ $isa = AVX512 ]; then export CT2_FORCE_CPU_ISA=AVX512; else unset CT2_FORCE_CPU_ISA; fi
       "$PY" "$ROOT/bench/ct2_bench.py" --config "$CONFIG" --batch "$batch" \
         --src-len 30 --tgt-len 30 --beam "$beam" --threads "$THREADS" \
@@ -76,8 +92,8 @@ done
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 def key(d):
-    if d["system"] == "loom":
-        return "loom " + d["precision"]
+    if d["system"].startswith("loom"):
+        return d["system"] + " " + d["precision"]
     return "ct2 " + d["compute_type"]
 cells = ["greedy", "beam4", "latency"]
 systems = sorted({key(d) for d in rows})

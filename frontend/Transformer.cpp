@@ -184,13 +184,18 @@ RankedTensorType selfCacheType(Graph &g, const TransformerConfig &cfg) {
 /// greedy). The source, its mask and the cross-attention K/V are per
 /// sentence and the self-attention caches per hypothesis; `beam` is a batch
 /// dim, so the rows of a step, batch x beam, are bounded by max-batch.
-/// With `logProbs` false it is @decode_step_logits, whose first output is
-/// the generator's logits.
+/// `kind` says which entry: @decode_step (log-probabilities),
+/// @decode_step_logits (the generator's logits) or @decode_step_align (the
+/// logits, and each layer's alignment).
+enum class StepKind { LogProbs, Logits, Align };
+
 void buildDecodeStep(ModuleOp module, const TransformerModel &model,
-                     bool logProbs) {
+                     StepKind kind) {
   const TransformerConfig &cfg = model.config();
   int64_t layers = cfg.decoder_layers();
-  Graph g(module, logProbs ? abi::kDecodeStep : abi::kDecodeStepLogits);
+  Graph g(module, kind == StepKind::LogProbs ? abi::kDecodeStep
+                  : kind == StepKind::Logits ? abi::kDecodeStepLogits
+                                             : abi::kDecodeStepAlign);
   Tensor src = g.input(abi::kSrc, idsType(g), {"batch", "src_len"});
   std::vector<Tensor> crossK, crossV, selfK, selfV;
   for (int64_t i = 0; i < layers; ++i) {
@@ -217,23 +222,27 @@ void buildDecodeStep(ModuleOp module, const TransformerModel &model,
   nn::PositionalEncoding pe{cfg.d_model()};
   Tensor x = model.embed(ctx, model.targetEmbedding(), tokens,
                          pe.atPosition(position)); // [N, K, d]
-  std::vector<std::pair<std::string, Tensor>> caches;
+  std::vector<std::pair<std::string, Tensor>> caches, alignments;
   for (int64_t i = 0; i < layers; ++i) {
-    auto step = model.decoderLayer(i).step(ctx, x, selfK[i], selfV[i],
-                                           crossK[i], crossV[i], srcMask);
+    auto step =
+        model.decoderLayer(i).step(ctx, x, selfK[i], selfV[i], crossK[i],
+                                   crossV[i], srcMask, kind == StepKind::Align);
     x = step.output;
     std::string index = std::to_string(i);
     caches.push_back({abi::kSelfKeyPrefix + index, step.selfK});
     caches.push_back({abi::kSelfValuePrefix + index, step.selfV});
+    if (kind == StepKind::Align) // [N, K, S]: row s * K + j, as the logits
+      alignments.push_back({abi::kAlignmentPrefix + index, step.alignment});
   }
   Tensor logits = model.generate(g, model.decoderNorm(g, x)); // [N, K, V]
   std::vector<std::pair<std::string, Tensor>> outputs;
-  if (logProbs)
+  if (kind == StepKind::LogProbs)
     outputs.push_back({abi::kLogProbs,
                        reshape(logSoftmax(logits, -1), {-1, cfg.tgt_vocab()})});
   else
     outputs.push_back({abi::kLogits, reshape(logits, {-1, cfg.tgt_vocab()})});
   outputs.insert(outputs.end(), caches.begin(), caches.end());
+  outputs.insert(outputs.end(), alignments.begin(), alignments.end());
   g.finish(outputs);
 }
 
@@ -253,8 +262,9 @@ OwningOpRef<ModuleOp> buildModelModule(MLIRContext &ctx,
   buildLoss(*module, model);
   buildTokenLogProbs(*module, model);
   buildEncode(*module, model);
-  buildDecodeStep(*module, model, /*logProbs=*/true);
-  buildDecodeStep(*module, model, /*logProbs=*/false);
+  buildDecodeStep(*module, model, StepKind::LogProbs);
+  buildDecodeStep(*module, model, StepKind::Logits);
+  buildDecodeStep(*module, model, StepKind::Align);
   return module;
 }
 

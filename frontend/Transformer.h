@@ -23,6 +23,13 @@
 //       best token alone, and beam search on the CPU subtracts each row's
 //       log-sum-exp from the few tokens it keeps, so neither writes and
 //       reads again a log-softmax over the whole vocabulary
+//   @decode_step_align(the same inputs)
+//       -> logits [B, V], self_k.{i}, self_v.{i}, alignment.{i} [B, K, S]
+//       @decode_step_logits and, per decoder layer, its cross-attention
+//       weights averaged over the heads: where each hypothesis looks in its
+//       source, which a search returns on request (only this entry pays for
+//       them; its attention stays fused, the weights rebuilt from the fused
+//       op's log-sum-exp)
 //
 //===----------------------------------------------------------------------===//
 
@@ -71,8 +78,8 @@ private:
   TransformerConfig cfg;
 };
 
-/// Builds @loss, @token_log_probs, @encode, @decode_step and
-/// @decode_step_logits for `config`
+/// Builds @loss, @token_log_probs, @encode, @decode_step,
+/// @decode_step_logits and @decode_step_align for `config`
 /// (validated here: an invalid config is reported as an error diagnostic
 /// and gives a null module).
 mlir::OwningOpRef<mlir::ModuleOp>

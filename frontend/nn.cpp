@@ -111,21 +111,24 @@ Tensor MultiHeadAttention::projectRows(Graph &g, Tensor x,
 }
 
 Tensor MultiHeadAttention::attendHeads(Context &ctx, Tensor q, Tensor k,
-                                       Tensor v,
-                                       llvm::ArrayRef<Tensor> masks) const {
+                                       Tensor v, llvm::ArrayRef<Tensor> masks,
+                                       Tensor *probs) const {
   Graph &g = ctx.graph;
   Graph::Scope scope(g, name);
   Tensor scores = matmul(q, k, false, /*transposeB=*/true) *
                   (1.0 / std::sqrt(static_cast<double>(headDim())));
   for (Tensor mask : masks)
     scores = scores + mask;
-  Tensor probs = ctx.dropout(softmax(scores, -1), DropoutSite::Attention);
-  return matmul(probs, v);
+  Tensor weights = softmax(scores, -1);
+  if (probs)
+    *probs = weights;
+  return matmul(ctx.dropout(weights, DropoutSite::Attention), v);
 }
 
 Tensor MultiHeadAttention::attend(Context &ctx, Tensor q, Tensor k, Tensor v,
-                                  llvm::ArrayRef<Tensor> masks) const {
-  Tensor perHead = attendHeads(ctx, q, k, v, masks); // [B, H, Sq, Dh]
+                                  llvm::ArrayRef<Tensor> masks,
+                                  Tensor *probs) const {
+  Tensor perHead = attendHeads(ctx, q, k, v, masks, probs); // [B, H, Sq, Dh]
   Graph::Scope scope(ctx.graph, name);
   Tensor merged = transpose(perHead, {0, 2, 1, 3}); // [B, Sq, H, Dh]
   return outProject(ctx.graph, reshape(merged, {0, 0, dModel}));
@@ -213,7 +216,8 @@ Tensor DecoderLayer::operator()(Context &ctx, Tensor x, Tensor memory,
 DecoderLayer::StepResult DecoderLayer::step(Context &ctx, Tensor x,
                                             Tensor selfK, Tensor selfV,
                                             Tensor crossK, Tensor crossV,
-                                            Tensor srcMask) const {
+                                            Tensor srcMask,
+                                            bool alignment) const {
   using Projection = MultiHeadAttention::Projection;
   Graph &g = ctx.graph;
   Graph::Scope scope(g, name);
@@ -240,8 +244,17 @@ DecoderLayer::StepResult DecoderLayer::step(Context &ctx, Tensor x,
   x = residual(ctx, x, norm(2), sizes.preNorm, [&](Tensor h) {
     // project() splits [N, K, d] into [N, H, K, Dh]: the hypotheses of a
     // sentence are the query rows of its memory.
-    return cross.attend(ctx, cross.project(g, h, Projection::Query), crossK,
-                        crossV, {srcMask});
+    Tensor probs; // [N, H, K, S]
+    Tensor out =
+        cross.attend(ctx, cross.project(g, h, Projection::Query), crossK,
+                     crossV, {srcMask}, alignment ? &probs : nullptr);
+    // The heads last and kept, so that the mean reduces the trailing dim
+    // as a CPU kernel region does: [N, K, S, 1] -> [N, K, S].
+    if (alignment)
+      result.alignment = reshape(reduceMean(transpose(probs, {0, 2, 3, 1}), {3},
+                                            /*keepDims=*/true),
+                                 {0, 0, 0});
+    return out;
   });
   FeedForward ff = feedForward();
   result.output = residual(ctx, x, norm(3), sizes.preNorm,

@@ -119,12 +119,15 @@ struct MultiHeadAttention {
   /// Attention of q [..., Sq, Dh] over k, v [..., Sk, Dh] with additive
   /// masks that broadcast against the scores [..., Sq, Sk]; heads not
   /// merged.
+  /// `probs`, when given, receives the attention weights [..., Sq, Sk]
+  /// before dropout.
   Tensor attendHeads(Context &ctx, Tensor q, Tensor k, Tensor v,
-                     llvm::ArrayRef<Tensor> masks) const;
+                     llvm::ArrayRef<Tensor> masks,
+                     Tensor *probs = nullptr) const;
   /// attendHeads of q [B, H, Sq, Dh] over k, v [B, H, Sk, Dh]; heads merged
   /// and `out_proj` applied: [B, Sq, d].
   Tensor attend(Context &ctx, Tensor q, Tensor k, Tensor v,
-                llvm::ArrayRef<Tensor> masks) const;
+                llvm::ArrayRef<Tensor> masks, Tensor *probs = nullptr) const;
   /// `out_proj` of x [..., d].
   Tensor outProject(Graph &g, Tensor x) const;
   /// Queries from `query` [B, Sq, d], keys and values from `memory`.
@@ -189,11 +192,14 @@ struct DecoderLayer {
   /// Dh] are the projected memory of each sentence, which its K hypotheses read
   /// as K query rows: the memory is read once per sentence, not once per
   /// hypothesis.
+  /// With `alignment`, also the cross-attention weights averaged over the
+  /// heads: [N, K, S], where each hypothesis looks in its source.
   struct StepResult {
-    Tensor output, selfK, selfV;
+    Tensor output, selfK, selfV, alignment;
   };
   StepResult step(Context &ctx, Tensor x, Tensor selfK, Tensor selfV,
-                  Tensor crossK, Tensor crossV, Tensor srcMask) const;
+                  Tensor crossK, Tensor crossV, Tensor srcMask,
+                  bool alignment = false) const;
 };
 
 } // namespace loom::nn

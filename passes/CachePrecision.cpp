@@ -32,8 +32,11 @@
 //     ...
 //
 // A cache is one of the ABI's (abi/ModelAbi.h): an output of @encode named
-// cross_*, an input of @decode_step or @decode_step_logits named cross_* or
-// self_*, and the output a self_* input is appended into. The runtime's
+// cross_*, an input of @decode_step, @decode_step_logits or
+// @decode_step_align named cross_* or self_*, and the output a self_* input
+// is appended into. @decode_step_align also reads its cross caches where it
+// rebuilds the attention weights it returns; those readers get the narrowed
+// cache cast back to f32, what the fused attention reads. The runtime's
 // drivers give the self-attention caches the cross caches' element type, so
 // the pass narrows every cache or none. It declines (with `remarks`, saying
 // why) when a cache is read by anything but attention's k or v or the
@@ -82,6 +85,9 @@ struct EntryPlan {
   SmallVector<unsigned> args;    // cache inputs
   SmallVector<unsigned> results; // cache outputs (@encode's cross_*)
   SmallVector<ConcatOp> appends; // a self cache with its new position
+  /// @decode_step_align's other readers of a cross cache (the scores its
+  /// alignment weights are rebuilt from): they read it widened back to f32.
+  SmallVector<OpOperand *> widened;
 };
 
 struct LoomCachePrecisionPass
@@ -96,9 +102,9 @@ struct LoomCachePrecisionPass
       return signalPassFailure();
     }
     narrow = BFloat16Type::get(&getContext());
-    SmallVector<EntryPlan> plans;
-    for (const char *name :
-         {abi::kEncode, abi::kDecodeStep, abi::kDecodeStepLogits}) {
+    SmallVector<EntryPlan, 4> plans;
+    for (const char *name : {abi::kEncode, abi::kDecodeStep,
+                             abi::kDecodeStepLogits, abi::kDecodeStepAlign}) {
       auto fn = module.lookupSymbol<func::FuncOp>(name);
       if (!fn || fn.isExternal())
         continue;
@@ -157,6 +163,12 @@ private:
           plan.appends.push_back(concat);
           continue;
         }
+        // The alignment entry's weights read the cross keys outside the
+        // fused op too; they read what the attention reads, widened.
+        if (!self && fn.getSymName() == abi::kDecodeStepAlign) {
+          plan.widened.push_back(&use);
+          continue;
+        }
         return decline(use.getOwner(),
                        "input '" + name.getValue() + "' is read by " +
                            use.getOwner()->getName().getStringRef() +
@@ -212,6 +224,13 @@ private:
     for (unsigned i : plan.args)
       body.getArgument(i).setType(narrowType(body.getArgument(i).getType()));
     OpBuilder b(&getContext());
+    for (OpOperand *use : plan.widened) {
+      Value cache = use->get();
+      b.setInsertionPoint(use->getOwner());
+      auto wide = cast<RankedTensorType>(cache.getType())
+                      .clone(Float32Type::get(&getContext()));
+      use->set(b.create<CastOp>(cache.getLoc(), wide, cache));
+    }
     for (ConcatOp concat : plan.appends) {
       // The new position's cast right after it is made, so that elementwise
       // fusion puts it in its producer's kernel where it can.

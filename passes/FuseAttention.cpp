@@ -36,6 +36,16 @@
 // reshapes and transposes around the chain stay: the fused op takes the
 // per-head [B, H, S, Dh] operands the chain took.
 //
+// Without dropout (inference), the probabilities may have readers besides
+// the matmul with v (a decoder step that returns where it attended): the
+// chain is fused all the same, and the readers get the probabilities
+// rebuilt from the fused op's row statistic,
+//
+//   %w = loom.exp (loom.sub %m, (loom.expand_dims %lse [-1]))
+//
+// the scores chain then stays alive for them. Only a function that reads
+// the weights pays for them; every other keeps the one fused op.
+//
 // With `remarks`, each softmax that is not fused says why, as XLA's
 // FusionDecision does, so a model whose attention does not fuse is easy to
 // diagnose.
@@ -92,6 +102,9 @@ struct Candidate {
   /// the fused op replaces them, so each must have one use.
   SmallVector<Value> scoreChain;
   Value product;
+  /// Uses of the probabilities other than the matmul with v (no dropout):
+  /// they read probabilities rebuilt from the fused op's lse.
+  SmallVector<OpOperand *> weightReaders;
 };
 
 class AttentionMatcher {
@@ -160,9 +173,26 @@ LogicalResult AttentionMatcher::matchOutput() {
       static_cast<int64_t>(softmax.getAxis()) != type.getRank() - 1)
     return decline("softmax is not over the last axis");
   Value probs = softmax.getResult();
-  if (!probs.hasOneUse())
-    return decline("the probabilities have another use");
-  Operation *user = *probs.user_begin();
+  Operation *user = nullptr;
+  if (probs.hasOneUse()) {
+    user = *probs.user_begin();
+  } else {
+    // One use is the matmul with v; the others read the weights, which
+    // rewrite() rebuilds for them. Not with dropout: its probabilities are
+    // drawn, and a backward reads them.
+    for (OpOperand &use : probs.getUses()) {
+      Operation *op = use.getOwner();
+      if (isa<DropoutOp>(op))
+        return decline("the probabilities have another use beside dropout");
+      auto matmul = dyn_cast<MatmulOp>(op);
+      if (!user && matmul && matmul.getLhs() == probs)
+        user = op;
+      else
+        c.weightReaders.push_back(&use);
+    }
+    if (!user)
+      return decline("no matmul with v follows");
+  }
   if (auto dropout = dyn_cast<DropoutOp>(user)) {
     c.dropout = dropout;
     probs = dropout.getResult();
@@ -377,14 +407,30 @@ void rewrite(Candidate &c, llvm::SetVector<Operation *> &maybeDead) {
       dropout ? dropout.getRateAttr() : FloatAttr(),
       dropout ? dropout.getOffsetAttr() : IntegerAttr());
   c.output.getResult().replaceAllUsesWith(attention.getOut());
+  // The weights' other readers: exp(scores - lse), the scores chain kept.
+  if (!c.weightReaders.empty()) {
+    Value scores = c.softmax.getInput();
+    auto scoresType = cast<RankedTensorType>(scores.getType());
+    SmallVector<int64_t> shape(lseType.getShape());
+    shape.push_back(1);
+    Value rowLse = b.create<ExpandDimsOp>(
+        loc, RankedTensorType::get(shape, lseType.getElementType()),
+        attention.getLse(),
+        b.getDenseI64ArrayAttr({int64_t(shape.size()) - 1}));
+    Value weights = b.create<ExpOp>(
+        loc, scoresType, b.create<SubOp>(loc, scoresType, scores, rowLse));
+    for (OpOperand *use : c.weightReaders)
+      use->set(weights);
+  }
 
   // Users before producers, so each op is unused when it goes.
   SmallVector<Operation *> chain = {c.output};
   if (c.dropout)
     chain.push_back(c.dropout);
   chain.push_back(c.softmax);
-  for (Value v : c.scoreChain)
-    chain.push_back(v.getDefiningOp());
+  if (c.weightReaders.empty())
+    for (Value v : c.scoreChain)
+      chain.push_back(v.getDefiningOp());
   for (Operation *op : chain) {
     for (Value operand : op->getOperands())
       if (Operation *def = operand.getDefiningOp())

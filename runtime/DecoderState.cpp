@@ -1,6 +1,7 @@
 //===- DecoderState.cpp - What a decoder keeps between steps --------------===//
 
 #include "runtime/DecoderState.h"
+#include "runtime/Decoding.h"
 #include "runtime/Safetensors.h"
 
 #include <algorithm>
@@ -173,6 +174,25 @@ Status DecoderState::keep(Device &device,
   return Status::success();
 }
 
+Status DecoderState::askAlignments(const Session &session, int64_t layer) {
+  if (!session.hasEntry(abi::kDecodeStepAlign))
+    return Status::failure("this executable has no @decode_step_align, so it "
+                           "cannot return alignments: it was compiled by an "
+                           "earlier Loom; compile it again",
+                           ErrorCode::Unsupported);
+  if (!session.device().ranksLogits())
+    return Status::failure("alignments are returned on the CPU only",
+                           ErrorCode::Unsupported);
+  // Each decoder layer has its cross-attention keys and values.
+  ErrorOr<int64_t> index =
+      alignmentLayerIndex(layer, int64_t(cross.size() / 2));
+  if (!index)
+    return index.status();
+  alignmentLayer = *index;
+  readsLogits = true;
+  return Status::success();
+}
+
 Status DecoderState::planStep(Session &session) {
   for (const std::string &name : session.inputNames(entry())) {
     StepInput input;
@@ -277,9 +297,24 @@ ErrorOr<Tensor> DecoderState::step(Session &session,
     return outputs.status();
   ++length;
   std::optional<Tensor> rowScores;
-  for (NamedTensor &r : *outputs)
+  std::string alignmentName =
+      alignmentLayer >= 0
+          ? abi::cacheName(abi::kAlignmentPrefix, alignmentLayer)
+          : "";
+  for (NamedTensor &r : *outputs) {
     if (r.name == scores())
       rowScores = std::move(r.tensor);
+    else if (!alignmentName.empty() && r.name == alignmentName)
+      alignment = std::move(r.tensor);
+  }
+  if (!alignmentName.empty() &&
+      (!alignment.data() || alignment.shape().size() != 3 ||
+       alignment.shape()[0] * alignment.shape()[1] != sentences * beam))
+    return Status::failure("@" + std::string(entry()) + " returns no [" +
+                               std::to_string(sentences) + ", " +
+                               std::to_string(beam) + ", src_len] " +
+                               alignmentName,
+                           ErrorCode::Corrupt);
   if (!rowScores || rowScores->shape().size() != 2)
     return Status::failure("@" + std::string(entry()) +
                                " returns no [rows, vocab] " + scores(),

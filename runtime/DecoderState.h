@@ -75,12 +75,25 @@ struct DecoderState {
   /// returns its scores() output, [rows, vocab].
   ErrorOr<Tensor> step(Session &session, const std::vector<int32_t> &tokens,
                        int64_t position);
-  /// Whether step() runs @decode_step_logits, and the entry and output
-  /// that follow from it.
+  /// Steps through @decode_step_align instead, which also returns each
+  /// decoder layer's cross-attention weights; step() then keeps those of
+  /// `layer` (from 0, or from the last at -1) in `alignment`. Refused (naming
+  /// the cause) where the executable has no such entry or layer, or the device
+  /// does not rank logits (the entry returns logits, and only such a device
+  /// makes log-probabilities of the few it keeps). Before the first step.
+  Status askAlignments(const Session &session, int64_t layer);
+  /// Whether step() runs @decode_step_logits (or @decode_step_align), and
+  /// the entry and output that follow from it.
   bool readsLogits = false;
+  int64_t alignmentLayer = -1;
   const char *entry() const {
+    if (alignmentLayer >= 0)
+      return abi::kDecodeStepAlign;
     return readsLogits ? abi::kDecodeStepLogits : abi::kDecodeStep;
   }
+  /// The last step's weights of the asked layer, [sentences, beam, src_len]
+  /// on the device: where each row looked in its source.
+  Tensor alignment;
   const char *scores() const {
     return readsLogits ? abi::kLogits : abi::kLogProbs;
   }

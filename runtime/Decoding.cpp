@@ -21,6 +21,7 @@ namespace {
 struct Beam {
   int64_t sentence = 0;
   std::vector<std::vector<int32_t>> tokens;
+  std::vector<std::vector<int32_t>> alignments; // per live one, when asked
   std::vector<double> logProbs;
   std::vector<Hypothesis> finished;
 };
@@ -70,16 +71,20 @@ void placeOnParentRows(Beam &grown, std::vector<int64_t> &parents,
   Beam placed;
   placed.tokens.resize(k);
   placed.logProbs.resize(k);
+  placed.alignments.resize(grown.alignments.size());
   std::vector<int64_t> placedParents(k);
   std::vector<int32_t> placedLast(k);
   for (int64_t j = 0; j < k; ++j) {
     placed.tokens[place[j]] = std::move(grown.tokens[j]);
     placed.logProbs[place[j]] = grown.logProbs[j];
+    if (!grown.alignments.empty())
+      placed.alignments[place[j]] = std::move(grown.alignments[j]);
     placedParents[place[j]] = parents[base + j];
     placedLast[place[j]] = last[base + j];
   }
   grown.tokens = std::move(placed.tokens);
   grown.logProbs = std::move(placed.logProbs);
+  grown.alignments = std::move(placed.alignments);
   std::copy(placedParents.begin(), placedParents.end(), parents.begin() + base);
   std::copy(placedLast.begin(), placedLast.end(), last.begin() + base);
 }
@@ -104,6 +109,18 @@ bool beamSettled(std::vector<double> finishedScores,
     bestLive = std::max(bestLive, logProb);
   return finishedScores[nbest - 1] >=
          bestLive / lengthPenalty(maxLen, alpha, powerPenalty);
+}
+
+ErrorOr<int64_t> alignmentLayerIndex(int64_t layer, int64_t layers) {
+  int64_t index = layer < 0 ? layers + layer : layer;
+  if (index < 0 || index >= layers)
+    return Status::failure(
+        "the alignment layer " + std::to_string(layer) +
+            " is not among the model's " + std::to_string(layers) +
+            " decoder layers (0 to " + std::to_string(layers - 1) +
+            ", or -1 to -" + std::to_string(layers) + " from the last)",
+        ErrorCode::InvalidArgument);
+  return index;
 }
 
 Status checkSampling(const BeamOptions::Sampling &sampling, int64_t beam,
@@ -284,6 +301,9 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
   // written and read again.
   if (device.ranksLogits())
     state->preferLogits(session);
+  const bool aligns = options.alignments;
+  if (aligns)
+    LOOM_RETURN_IF_ERROR(state->askAlignments(session, options.alignmentLayer));
   // Beam 1 with one result and no length penalty compares only one row's
   // extensions with each other, and a hypothesis ending in eos with its
   // sibling of the same step, which it then beats for good (a log-probability
@@ -298,6 +318,8 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
   for (int64_t s = 0; s < batch; ++s) {
     beams[s].sentence = s;
     beams[s].tokens.assign(k, {});
+    if (aligns)
+      beams[s].alignments.assign(k, {});
     // The k rows start equal: only the first may expand at the first step.
     beams[s].logProbs.assign(k, minusInf);
     beams[s].logProbs[0] = 0;
@@ -308,6 +330,22 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
     auto scores = state->step(session, last, t);
     if (!scores)
       return scores.status();
+    // Per row, the source position its step attended to most (the first
+    // of equals), which the token it takes is aligned to.
+    std::vector<int32_t> attended;
+    if (aligns) {
+      ErrorOr<Tensor> weights = toHost(state->alignment);
+      if (!weights)
+        return weights.status();
+      int64_t rows = weights->shape()[0] * weights->shape()[1];
+      int64_t positions = weights->shape()[2];
+      const float *w = weights->f32();
+      for (int64_t r = 0; r < rows; ++r) {
+        const float *row = w + r * positions;
+        attended.push_back(
+            int32_t(std::max_element(row, row + positions) - row));
+      }
+    }
     // The 2k best extensions of a beam hold k that do not end the sentence,
     // and they are among the 2k best of each row: the device ranks each row,
     // and only 2k tokens a row come to the host, as log-probabilities (as
@@ -490,6 +528,9 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
         std::vector<int32_t> tokens = beam.tokens[cand.parent];
         if (cand.token == options.eos && t + 1 <= options.minLen)
           continue; // too early to end: the next candidate takes its place
+        std::vector<int32_t> alignment;
+        if (aligns)
+          alignment = beam.alignments[cand.parent];
         if (cand.token == options.eos) {
           // Every hypothesis that ends is kept: one ending after `k` others
           // may still score above them.
@@ -497,12 +538,17 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
               {tokens, cand.logProb,
                cand.logProb / lengthPenalty(int64_t(tokens.size()) + 1,
                                             options.alpha,
-                                            options.powerPenalty)});
+                                            options.powerPenalty),
+               std::move(alignment)});
           continue;
         }
         tokens.push_back(cand.token);
         grown.tokens.push_back(std::move(tokens));
         grown.logProbs.push_back(cand.logProb);
+        if (aligns) {
+          alignment.push_back(attended[size_t(i) * k + cand.parent]);
+          grown.alignments.push_back(std::move(alignment));
+        }
         parents.push_back(int64_t(i) * k + cand.parent);
         last.push_back(cand.token);
       }
@@ -519,6 +565,8 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
       while (!done && int64_t(grown.tokens.size()) < k) {
         grown.tokens.push_back(grown.tokens.back());
         grown.logProbs.push_back(minusInf);
+        if (aligns)
+          grown.alignments.push_back(grown.alignments.back());
         parents.push_back(parents.back());
         last.push_back(last.back());
       }
@@ -532,7 +580,8 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
                 {grown.tokens[j], grown.logProbs[j],
                  grown.logProbs[j] /
                      lengthPenalty(int64_t(grown.tokens[j].size()),
-                                   options.alpha, options.powerPenalty)});
+                                   options.alpha, options.powerPenalty),
+                 aligns ? grown.alignments[j] : std::vector<int32_t>{}});
         std::stable_sort(grown.finished.begin(), grown.finished.end(),
                          [](const Hypothesis &a, const Hypothesis &b) {
                            return a.score > b.score;

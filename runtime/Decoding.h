@@ -77,6 +77,11 @@ struct BeamOptions {
   /// none), each scored by its log-probability as a chosen token is. Shorter
   /// than the sentence's maxLen.
   std::vector<std::vector<int32_t>> prefixes;
+  /// Whether each hypothesis also returns its alignment, from decoder layer
+  /// `alignmentLayer`'s cross-attention (averaged over the heads;
+  /// @decode_step_align): from 0, or from the last at -1, -2, ...
+  bool alignments = false;
+  int64_t alignmentLayer = -1;
   /// Sampling instead of search, with beam 1: each step draws the next token
   /// from the row's distribution at `temperature`, restricted to its `topK`
   /// most likely tokens (0: all) and, within those, to the fewest whose
@@ -97,6 +102,9 @@ struct Hypothesis {
   std::vector<int32_t> tokens; // eos left out
   double logProb = 0;          // sum of the tokens' log-probabilities
   double score = 0;            // logProb / length penalty
+  /// With BeamOptions::alignmentLayer, per token the source position the
+  /// step that chose it attended to most.
+  std::vector<int32_t> alignment;
 };
 
 /// Beam search over `src` ([batch, len] i32 on the host, 0-padded): per
@@ -118,6 +126,11 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options);
 /// length^alpha (CTranslate2's length_penalty: at alpha 1 a score is the
 /// mean log-probability per token).
 double lengthPenalty(int64_t length, double alpha, bool power);
+
+/// Decoder layer `layer` of a model of `layers` (from 0, or from the last
+/// at -1) as an index from 0; InvalidArgument naming the range where there
+/// is no such layer.
+ErrorOr<int64_t> alignmentLayerIndex(int64_t layer, int64_t layers);
 
 /// Whether `sampling`'s values can be drawn with (a finite temperature
 /// above 0, top-p in (0, 1], top-k not negative) and, when it is on, the

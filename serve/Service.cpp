@@ -302,7 +302,9 @@ std::optional<Refusal> parseOwn(json &body, const ServeOptions &serve,
                                 "sampling_topk",
                                 "sampling_topp",
                                 "sampling_temperature",
-                                "seed"};
+                                "seed",
+                                "return_alignments",
+                                "alignment_layer"};
   for (auto it = body.begin(); it != body.end(); ++it)
     if (std::find_if(std::begin(known), std::end(known), [&](const char *k) {
           return it.key() == k;
@@ -350,6 +352,15 @@ std::optional<Refusal> parseOwn(json &body, const ServeOptions &serve,
                               typeName(body["return_scores"])};
     p.options.scores = body["return_scores"].get<bool>();
   }
+  if (body.contains("return_alignments")) {
+    if (!body["return_alignments"].is_boolean())
+      return Refusal{400, "return_alignments must be true or false, not " +
+                              typeName(body["return_alignments"])};
+    p.options.alignments = body["return_alignments"].get<bool>();
+  }
+  if (auto refused =
+          readInteger(body, "alignment_layer", p.options.alignmentLayer, false))
+    return refused;
   if (auto refused =
           readInteger(body, "min_length", p.options.minLength, false))
     return refused;
@@ -696,6 +707,12 @@ void Service::translate(const HttpRequest &request, bool libreTranslate,
           if (parsed->options.scores) {
             h["score"] = t.score;
             h["log_prob"] = t.logProb;
+          }
+          if (parsed->options.alignments) {
+            json pairs = json::array();
+            for (auto [source, target] : t.alignment)
+              pairs.push_back(json::array({source, target}));
+            h["alignment"] = std::move(pairs);
           }
           list.push_back(std::move(h));
         }

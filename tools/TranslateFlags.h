@@ -31,6 +31,15 @@ inline void addTranslateFlags(CLI::App *cmd, TranslateStreamOptions &input,
   cmd->add_flag("--with-scores", input.withScores,
                 "Print each translation after its score (the "
                 "log-probability over the length penalty) and a tab");
+  cmd->add_flag("--with-alignments", input.withAlignments,
+                "Print after each translation a tab and its alignment: "
+                "source piece - target piece pairs from 0 (\"0-0 2-1\"), "
+                "each target piece with the source piece its step attended "
+                "to most");
+  cmd->add_option("--alignment-layer", options.alignmentLayer,
+                  "The decoder layer whose cross-attention (averaged over "
+                  "its heads) aligns: from 0, or -1 for the last")
+      ->capture_default_str();
   cmd->add_option("--weights", opening.weights,
                   "Parameters to use instead of the model's "
                   "model.safetensors");

@@ -93,13 +93,17 @@ typedef struct loom_translation_options {
   double sampling_topp;     /* in (0, 1]: draw from the nucleus */
   double sampling_temperature;
   unsigned long long seed; /* with a sentence's tokens, fixes its draws */
+  int alignments;          /* nonzero: loom_result_alignment gives them */
+  int alignment_layer;     /* the decoder layer that aligns: from 0, or -1
+                              for the last */
 } loom_translation_options;
 
 /* The defaults: all threads, the folder's files; beam 4, alpha 0.6, ratio
  * 1.5, nbest 1, batch 32, batch_tokens 0, split_long 0, lengths 0 (none),
  * repetition_penalty 1, no_repeat_ngram_size 0, no forbidden phrases, no
- * prefixes. (The fields from batch_tokens on came with 0.6, whose
- * libloom.so.0.6 a program built against 0.5's header must not load.) */
+ * prefixes, no alignments (from the last layer when asked). (The fields from
+ * batch_tokens on came with 0.6, whose libloom.so.0.6 a program built against
+ * 0.5's header must not load.) */
 LOOM_API void loom_translator_options_init(loom_translator_options *options);
 LOOM_API void loom_translation_options_init(loom_translation_options *options);
 
@@ -128,6 +132,16 @@ LOOM_API double loom_result_score(const loom_result *result, size_t sentence,
                                   size_t rank);
 LOOM_API double loom_result_log_prob(const loom_result *result, size_t sentence,
                                      size_t rank);
+/* With `alignments`: how many (source piece, target piece) pairs a
+ * translation has, and pair `pair` of them (in target order; each target
+ * piece with the source piece its step attended to most; the pieces are the
+ * vocabulary's, from 0). loom_result_alignment returns 0 and leaves the
+ * outputs alone when out of range, else 1. */
+LOOM_API size_t loom_result_alignment_count(const loom_result *result,
+                                            size_t sentence, size_t rank);
+LOOM_API int loom_result_alignment(const loom_result *result, size_t sentence,
+                                   size_t rank, size_t pair, int *source_piece,
+                                   int *target_piece);
 LOOM_API void loom_result_free(loom_result *result);
 
 /* Scoring given translations (forced decoding): per pair, the

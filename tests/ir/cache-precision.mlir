@@ -56,6 +56,24 @@ func.func @decode_step(%ck: tensor<?x2x?x8xf32> {loom.input = "cross_k.0"},
   return %o2, %k, %v : tensor<?x2x1x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>
 }
 
+// @decode_step_align rebuilds its cross-attention weights from scores it
+// computes beside the fused op: that matmul reads the narrowed cross keys
+// cast back to f32, and the caches are narrowed all the same.
+// CHECK-LABEL: func.func @decode_step_align(
+// CHECK-SAME:    %[[CK:[a-z0-9]+]]: tensor<?x2x?x8xbf16> {loom.input = "cross_k.0"}, %[[CV:[a-z0-9]+]]: tensor<?x2x?x8xbf16> {loom.input = "cross_v.0"}
+// CHECK:         loom.attention %[[Q:.*]], %[[CK]], %[[CV]]
+// CHECK:         %[[WIDE:.*]] = loom.cast %[[CK]] : tensor<?x2x?x8xbf16> to tensor<?x2x?x8xf32>
+// CHECK-NEXT:    loom.matmul %[[Q]], %[[WIDE]] {transpose_rhs}
+func.func @decode_step_align(%ck: tensor<?x2x?x8xf32> {loom.input = "cross_k.0"},
+                             %cv: tensor<?x2x?x8xf32> {loom.input = "cross_v.0"},
+                             %q: tensor<?x2x1x8xf32>)
+    -> (tensor<?x2x1x8xf32> {loom.output = "logits"},
+        tensor<?x2x1x?xf32> {loom.output = "alignment.0"}) {
+  %o, %l = loom.attention %q, %ck, %cv {scale = 0.35 : f64} : tensor<?x2x1x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32> -> tensor<?x2x1x8xf32>, tensor<?x2x1xf32>
+  %s = loom.matmul %q, %ck {transpose_rhs} : (tensor<?x2x1x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x2x1x?xf32>
+  return %o, %s : tensor<?x2x1x8xf32>, tensor<?x2x1x?xf32>
+}
+
 // A training entry point is not a decoder's: untouched.
 // CHECK-LABEL: func.func @loss(
 // CHECK-NOT:     bf16

@@ -158,15 +158,46 @@ func.func @not_masked_fill(%q: tensor<2x3x8xf32>, %k: tensor<2x5x8xf32>, %v: ten
 
 // -----
 
+// Without dropout, the probabilities may have readers besides the matmul
+// with v (a decoder step returning its alignment): the chain still fuses,
+// and the readers get exp(scores - lse) from the fused op's statistic.
+// The scores chain stays for them; the softmax goes.
+// CHECK-LABEL: func.func @weights_read
+// CHECK-SAME: (%[[Q:[a-z0-9]+]]: {{[^,]*}}, %[[K:[a-z0-9]+]]: {{[^,]*}}, %[[V:[a-z0-9]+]]: {{[^,]*}}, %[[MASK:[a-z0-9]+]]: {{[^)]*}})
+// CHECK: %[[S:.*]] = loom.matmul %[[Q]], %[[K]] {transpose_rhs}
+// CHECK: %[[T:.*]] = loom.mul %[[S]]
+// CHECK: %[[M:.*]] = loom.add %[[T]], %[[MASK]]
+// CHECK: %[[O:.*]], %[[LSE:.*]] = loom.attention %[[Q]], %[[K]], %[[V]] mask(%[[MASK]] : tensor<2x1x5xf32>) {scale = 5.000000e-01 : f64} : {{.*}} -> tensor<2x3x4xf32>, tensor<2x3xf32>
+// CHECK: %[[ROW:.*]] = loom.expand_dims %[[LSE]] [2] : (tensor<2x3xf32>) -> tensor<2x3x1xf32>
+// CHECK: %[[D:.*]] = loom.sub %[[M]], %[[ROW]]
+// CHECK: %[[W:.*]] = loom.exp %[[D]]
+// CHECK-NOT: loom.softmax
+// CHECK: %[[MEAN:.*]] = loom.reduce_mean %[[W]]
+// CHECK: return %[[O]], %[[MEAN]], %[[W]]
+func.func @weights_read(%q: tensor<2x3x8xf32>, %k: tensor<2x5x8xf32>, %v: tensor<2x5x4xf32>,
+                        %mask: tensor<2x1x5xf32>) -> (tensor<2x3x4xf32>, tensor<2x5xf32>, tensor<2x3x5xf32>) {
+  %c = loom.constant dense<0.5> : tensor<f32>
+  %s = loom.matmul %q, %k {transpose_rhs} : (tensor<2x3x8xf32>, tensor<2x5x8xf32>) -> tensor<2x3x5xf32>
+  %t = loom.mul %s, %c : (tensor<2x3x5xf32>, tensor<f32>) -> tensor<2x3x5xf32>
+  %m = loom.add %t, %mask : (tensor<2x3x5xf32>, tensor<2x1x5xf32>) -> tensor<2x3x5xf32>
+  %p = loom.softmax %m {axis = 2 : i64} : (tensor<2x3x5xf32>) -> tensor<2x3x5xf32>
+  %o = loom.matmul %p, %v : (tensor<2x3x5xf32>, tensor<2x5x4xf32>) -> tensor<2x3x4xf32>
+  %mean = loom.reduce_mean %p [1] : (tensor<2x3x5xf32>) -> tensor<2x5xf32>
+  return %o, %mean, %p : tensor<2x3x4xf32>, tensor<2x5xf32>, tensor<2x3x5xf32>
+}
+
+// -----
+
 // Declined candidates stay as they are, each with its reason.
 // CHECK-LABEL: func.func @declined
 // CHECK-NOT: loom.attention
-// CHECK-COUNT-7: loom.softmax
+// CHECK-COUNT-8: loom.softmax
 // CHECK-NOT: loom.attention
 func.func @declined(%q: tensor<2x3x8xf32>, %k: tensor<2x3x8xf32>, %v: tensor<2x3x8xf32>,
                     %w: tensor<2x3x3xf32>, %kt: tensor<2x8x3xf32>, %seed: tensor<i64>)
     -> (tensor<2x3x8xf32>, tensor<2x3x3xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x3xf32>,
-        tensor<2x3x8xf32>, tensor<2x3x3xf32>, tensor<2x3x8xf32>, tensor<2x3x3xf32>) {
+        tensor<2x3x8xf32>, tensor<2x3x3xf32>, tensor<2x3x8xf32>, tensor<2x3x3xf32>, tensor<2x3x8xf32>,
+        tensor<2x3x3xf32>) {
   %c = loom.constant dense<0.5> : tensor<f32>
   // The scores are also returned.
   %s0 = loom.matmul %q, %k {transpose_rhs} : (tensor<2x3x8xf32>, tensor<2x3x8xf32>) -> tensor<2x3x3xf32>
@@ -212,7 +243,16 @@ func.func @declined(%q: tensor<2x3x8xf32>, %k: tensor<2x3x8xf32>, %v: tensor<2x3
   // expected-remark @+1 {{not fused: no matmul with v follows}}
   %p6 = loom.softmax %s6 {axis = 2 : i64} : (tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
   %o6 = loom.matmul %w, %p6 : (tensor<2x3x3xf32>, tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
-  return %o0, %t0, %o1, %o2, %p3, %o4, %d4, %o5, %o6
+
+  // The probabilities are dropped out and also read as they are: the
+  // weights cannot be rebuilt for a training graph's backward.
+  %s7 = loom.matmul %q, %k {transpose_rhs} : (tensor<2x3x8xf32>, tensor<2x3x8xf32>) -> tensor<2x3x3xf32>
+  // expected-remark @+1 {{not fused: the probabilities have another use beside dropout}}
+  %p7 = loom.softmax %s7 {axis = 2 : i64} : (tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+  %d7 = loom.dropout %p7, %seed {rate = 0.1 : f64, offset = 2 : i64} : (tensor<2x3x3xf32>, tensor<i64>) -> tensor<2x3x3xf32>
+  %o7 = loom.matmul %d7, %v : (tensor<2x3x3xf32>, tensor<2x3x8xf32>) -> tensor<2x3x8xf32>
+  return %o0, %t0, %o1, %o2, %p3, %o4, %d4, %o5, %o6, %o7, %p7
       : tensor<2x3x8xf32>, tensor<2x3x3xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x3xf32>,
-        tensor<2x3x8xf32>, tensor<2x3x3xf32>, tensor<2x3x8xf32>, tensor<2x3x3xf32>
+        tensor<2x3x8xf32>, tensor<2x3x3xf32>, tensor<2x3x8xf32>, tensor<2x3x3xf32>, tensor<2x3x8xf32>,
+        tensor<2x3x3xf32>
 }

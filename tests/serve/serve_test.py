@@ -183,6 +183,13 @@ def _(s):
         assert scores == sorted(scores, reverse=True) and all(x <= 0 for x in scores), scores
         assert all("log_prob" in h for h in t["hypotheses"])
     assert "score" not in v1(s, SENTENCES[:1])[0]["hypotheses"][0]
+    # Alignments as loom-translate --with-alignments prints them.
+    found = v1(s, SENTENCES, return_alignments=True, alignment_layer=-1)
+    expected = reference("--with-alignments", "--alignment-layer", "-1")
+    got = ["%s\t%s" % (h["text"], " ".join("%d-%d" % (a, b) for a, b in h["alignment"]))
+           for t in found for h in t["hypotheses"]]
+    assert got == expected, ("alignments", got[:3], expected[:3])
+    assert "alignment" not in v1(s, SENTENCES[:1])[0]["hypotheses"][0]
     # A blank sentence is an empty translation.
     assert v1(s, ["", "  "]) == [{"hypotheses": [{"text": ""}]}] * 2
 
@@ -250,6 +257,10 @@ def _(s):
         ("POST", "/v1/translate", {"sentences": ["a"], "length_penalty": -1}, 400, "length_penalty"),
         ("POST", "/v1/translate", {"sentences": ["a"], "max_length_ratio": 0}, 400, "max_length_ratio"),
         ("POST", "/v1/translate", {"sentences": ["a"], "return_scores": 1}, 400, "return_scores"),
+        ("POST", "/v1/translate", {"sentences": ["a"], "return_alignments": 1}, 400,
+         "return_alignments"),
+        ("POST", "/v1/translate", {"sentences": ["a"], "return_alignments": True,
+                                   "alignment_layer": 9}, 400, "alignment layer 9"),
         ("POST", "/v1/translate", {"sentences": ["a\nb"]}, 400, "line break"),
         ("POST", "/v1/translate", {"sentences": ["a"], "repetition_penalty": 0}, 400,
          "repetition_penalty must be above 0"),

@@ -407,6 +407,10 @@ TEST_P(DeviceAgreement, EveryKernelAgreesAlone) {
   beam.maxLen = 12;
   auto searched = runtime::beamSearch(*onCpu, src.ref(), beam);
   ASSERT_TRUE(bool(searched)) << searched.error();
+  // @decode_step_align, where a search returns alignments.
+  beam.alignments = true;
+  auto aligned = runtime::beamSearch(*onCpu, src.ref(), beam);
+  ASSERT_TRUE(bool(aligned)) << aligned.error();
   // On the CPU both read @decode_step_logits; @decode_step's log-softmax
   // runs in one step of its own, from empty self-attention caches.
   auto encoded = onCpu->run("encode", {src.ref()});

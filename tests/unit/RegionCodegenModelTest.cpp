@@ -187,7 +187,8 @@ TEST_P(ModelRegions, EveryRegionMatchesTheInterpreter) {
   }
   step["tokens"] = test::randomIds(rng, vocab, {2, 2, 2}, 2, false);
   step["position"] = HostTensor::scalar(2, DType::I64);
-  for (const char *fn : {"decode_step", "decode_step_logits"}) {
+  for (const char *fn :
+       {"decode_step", "decode_step_logits", "decode_step_align"}) {
     auto decoded = recorder.run(fn, model.parameters(), step);
     ASSERT_TRUE(bool(decoded))
         << fn << ": " << llvm::toString(decoded.takeError());

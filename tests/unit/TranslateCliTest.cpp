@@ -644,6 +644,66 @@ TEST_F(TranslateCli, CppWrapperScoresWhatItTranslated) {
   EXPECT_THROW(translator.scorePairs({"a"}, {"b", "c"}), loom::api::Error);
 }
 
+TEST_F(TranslateCli, AlignmentsPointIntoTheSourceAndChangeNothingElse) {
+  loom_translator *translator = openTranslator(*this, dir);
+  ASSERT_NE(translator, nullptr);
+  loom_translation_options options;
+  loom_translation_options_init(&options);
+  options.nbest = 2;
+  loom_result *plain = nullptr, *aligned = nullptr;
+  char *error = nullptr;
+  ASSERT_EQ(loom_translate(translator, kSentences, 3, &options, &plain, &error),
+            LOOM_OK)
+      << (error ? error : "");
+  options.alignments = 1;
+  ASSERT_EQ(
+      loom_translate(translator, kSentences, 3, &options, &aligned, &error),
+      LOOM_OK)
+      << (error ? error : "");
+  // "the dog runs." and "eine Katze läuft über grass." in pieces.
+  for (size_t s : {size_t(0), size_t(2)})
+    for (size_t r = 0; r < 2; ++r) {
+      // The same translations and scores, with or without alignments.
+      EXPECT_STREQ(loom_result_text(aligned, s, r),
+                   loom_result_text(plain, s, r));
+      EXPECT_NEAR(loom_result_score(aligned, s, r),
+                  loom_result_score(plain, s, r), 1e-5);
+      size_t n = loom_result_alignment_count(aligned, s, r);
+      EXPECT_EQ(loom_result_alignment_count(plain, s, r), 0u);
+      int lastTarget = -1;
+      for (size_t p = 0; p < n; ++p) {
+        int source = -1, target = -1;
+        ASSERT_EQ(loom_result_alignment(aligned, s, r, p, &source, &target), 1);
+        EXPECT_GE(source, 0);
+        EXPECT_LT(source, 40); // the sentence's pieces, at most
+        EXPECT_GT(target, lastTarget);
+        lastTarget = target;
+      }
+      int untouched = 7;
+      EXPECT_EQ(loom_result_alignment(aligned, s, r, n, &untouched, &untouched),
+                0);
+      EXPECT_EQ(untouched, 7);
+    }
+  loom_result_free(plain);
+  loom_result_free(aligned);
+  // The model has 2 decoder layers: 0, 1, -1 and -2 align; 2 and -3 do not.
+  options.alignment_layer = -2;
+  ASSERT_EQ(
+      loom_translate(translator, kSentences, 3, &options, &aligned, &error),
+      LOOM_OK)
+      << (error ? error : "");
+  loom_result_free(aligned);
+  options.alignment_layer = 2;
+  EXPECT_EQ(
+      loom_translate(translator, kSentences, 3, &options, &aligned, &error),
+      LOOM_ERROR_INVALID_ARGUMENT);
+  ASSERT_NE(error, nullptr);
+  EXPECT_NE(std::string(error).find("alignment layer 2"), std::string::npos)
+      << error;
+  loom_free_string(error);
+  loom_translator_free(translator);
+}
+
 TEST_F(TranslateCli, CApiReportsErrorsAsCodesWithMessages) {
   char *error = nullptr;
   loom_translator *translator = nullptr;

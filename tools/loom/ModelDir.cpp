@@ -72,9 +72,10 @@ std::string staleReason(const runtime::Executable &exe,
       return "it multiplies in " + precision + ", not " + target.precision;
   }
   // One from before @decode_step_logits still translates, but its searches
-  // write and read a log-softmax the new one does without.
-  for (const char *entry :
-       {abi::kEncode, abi::kDecodeStep, abi::kDecodeStepLogits}) {
+  // write and read a log-softmax the new one does without; one from before
+  // @decode_step_align cannot return alignments.
+  for (const char *entry : {abi::kEncode, abi::kDecodeStep,
+                            abi::kDecodeStepLogits, abi::kDecodeStepAlign}) {
     bool found = false;
     for (const runtime::EntryPoint &e : exe.entry_points())
       found |= e.name() == entry;
