@@ -5,6 +5,8 @@
         [--beam 4] [--batch 32] [--threads 2] [--workers 1]
         [--compute-type float32]
         [--length-penalty 0] [--max-len-ratio 1.5] [--max-len 256]
+        [--target-prefix FILE] [--sampling-topk K --sampling-topp P
+         --sampling-temperature T --seed S] [--no-repeat-ngram-size N]
         [--time-runs N] > translations
 
 CT2_DIR is bench/ct2_convert.py's conversion of a Loom model directory, and
@@ -27,6 +29,12 @@ With --time-runs N, the same translation runs N more times and one JSON
 line goes to stderr with the fields `loom translate --time-runs` prints
 (seconds per run, their median, target tokens and sentences per second).
 Tokens are counted as the vocabulary splits the text, as Loom counts them.
+
+The decoding options as `loom translate` takes them: --target-prefix (one
+line per input line, its pieces forced first; an empty line for none),
+sampling (top-k 1 is the search; --seed sets CTranslate2's random seed once)
+and --no-repeat-ngram-size, passed to translate_batch under CTranslate2's
+names. A prefix counts on top of the length limit, as in Loom.
 
 Length normalization: CTranslate2 divides a hypothesis' log-probability by
 length^penalty. --length-penalty 0 (the default) ranks by log-probability
@@ -55,6 +63,12 @@ def main():
     p.add_argument("--max-len-ratio", type=float, default=1.5)
     p.add_argument("--max-len", type=int, default=256)
     p.add_argument("--time-runs", type=int, default=0)
+    p.add_argument("--target-prefix")
+    p.add_argument("--sampling-topk", type=int, default=1)
+    p.add_argument("--sampling-topp", type=float, default=1.0)
+    p.add_argument("--sampling-temperature", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-repeat-ngram-size", type=int, default=0)
     a = p.parse_args()
 
     import ctranslate2
@@ -68,12 +82,36 @@ def main():
         if line.strip():
             pieces = sp.encode(line, out_type=str)[:a.max_len - 1]
             sources[i] = pieces + ["</s>"]
+    prefixes = {}
+    if a.target_prefix:
+        with open(a.target_prefix, encoding="utf-8") as f:
+            for i, line in enumerate(f):
+                line = line.rstrip("\r\n")
+                if i in sources and line.strip():
+                    prefixes[i] = sp.encode(line, out_type=str)
     order = sorted(sources, key=lambda i: len(sources[i]))
     batches = [order[s:s + a.batch] for s in range(0, len(order), a.batch)]
 
     def limit(i):
-        return max(2, int(min(a.max_len_ratio * len(sources[i]) + 1,
-                              a.max_len)))
+        return max(2, int(min(a.max_len_ratio * len(sources[i]) + 1
+                              + len(prefixes.get(i, [])), a.max_len)))
+
+    # The options beside the search's, under CTranslate2's names.
+    controls = {}
+    if prefixes:
+        controls["target_prefix"] = None  # per batch, below
+    if a.sampling_topk != 1:
+        controls.update(sampling_topk=a.sampling_topk, sampling_topp=a.sampling_topp,
+                        sampling_temperature=a.sampling_temperature)
+        ctranslate2.set_random_seed(a.seed)
+    if a.no_repeat_ngram_size > 0:
+        controls["no_repeat_ngram_size"] = a.no_repeat_ngram_size
+
+    def options(batch):
+        o = dict(controls)
+        if prefixes:
+            o["target_prefix"] = [prefixes.get(i) for i in batch]
+        return o
 
     translator = ctranslate2.Translator(
         a.model, device="cpu", compute_type=a.compute_type,
@@ -86,7 +124,7 @@ def main():
             [sources[i] for i in batch], beam_size=a.beam,
             max_batch_size=0, length_penalty=a.length_penalty,
             max_decoding_length=max(limit(i) for i in batch),
-            return_scores=False, asynchronous=a.workers > 1)
+            return_scores=False, asynchronous=a.workers > 1, **options(batch))
             for batch in batches] if a.workers > 1 else None
         for n, batch in enumerate(batches):
             if pending is None:
@@ -94,7 +132,7 @@ def main():
                     [sources[i] for i in batch], beam_size=a.beam,
                     max_batch_size=0, length_penalty=a.length_penalty,
                     max_decoding_length=max(limit(i) for i in batch),
-                    return_scores=False)
+                    return_scores=False, **options(batch))
             else:
                 results = [r.result() for r in pending[n]]
             # Cut to the sentence's own limit, where Loom's search stops
@@ -127,6 +165,8 @@ def main():
         "beam": a.beam, "batch": a.batch,
         "threads": a.threads, "workers": a.workers,
         "length_penalty": a.length_penalty,
+        "target_prefix": bool(prefixes), "sampling_topk": a.sampling_topk,
+        "no_repeat_ngram_size": a.no_repeat_ngram_size,
         "sentences": sentences,
         "source_tokens": sum(len(s) - 1 for s in sources.values()),
         "target_tokens": target, "seconds": seconds,
