@@ -406,8 +406,8 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
     // A search below its minimum length passes over eos for the next
     // candidate; a draw has no next candidate, so eos is banned from it.
     bool banEos = sampling.on && t + 1 <= options.minLen;
+    std::vector<Device::ScoreEdit> edits;
     if (options.controls.any() || banEos) {
-      std::vector<Device::ScoreEdit> edits;
       for (size_t i = 0; i < beams.size(); ++i)
         for (int64_t j = 0; j < k; ++j) {
           if (isForcing(i) || beams[i].logProbs[j] == minusInf)
@@ -422,6 +422,17 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
         }
       LOOM_RETURN_IF_ERROR(device.editScores(scores->ref(), edits));
     }
+    // Whether the controls banned every token of `row`: its best token
+    // (`best`) is banned, so every other is -inf too, and its log-softmax
+    // is -inf less -inf, NaN, which is then no overflow. Looked up only for
+    // a row whose best value is not a number.
+    auto everyTokenBanned = [&](int64_t row, int32_t best) {
+      int64_t cell = row * vocab + best;
+      return std::any_of(
+          edits.begin(), edits.end(), [&](const Device::ScoreEdit &e) {
+            return e.kind == Device::ScoreEdit::Ban && e.cell == cell;
+          });
+    };
     int64_t perRow = std::min<int64_t>(2 * k, vocab);
     if (sampling.on)
       perRow = sampling.topK > 0 ? std::min(sampling.topK, vocab) : vocab;
@@ -461,6 +472,8 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
           // after it are out. Weights relative to the best, tempered.
           const float *values = top->values.data() + row * perRow;
           const int32_t *tokens = top->indices.data() + row * perRow;
+          if (!std::isfinite(values[0]) && everyTokenBanned(row, tokens[0]))
+            continue; // nothing left to draw: the row has no extension
           if (!std::isfinite(values[0]))
             return nonFiniteScore(state->entry(), state->scores(), values[0],
                                   sentenceNumber(beam.sentence), t + 1);
@@ -502,7 +515,9 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
           // Where controls ban tokens, -inf is a ban: that token and the
           // rest of the row are out.
           bool banned = options.controls.any() &&
-                        value == -std::numeric_limits<float>::infinity();
+                        (value == -std::numeric_limits<float>::infinity() ||
+                         (c == 0 && std::isnan(value) &&
+                          everyTokenBanned(row, top->indices[row * perRow])));
           if (c == 0 ? !std::isfinite(value) && !banned : std::isnan(value))
             return nonFiniteScore(state->entry(), state->scores(), value,
                                   sentenceNumber(beam.sentence), t + 1);
@@ -552,6 +567,19 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
         parents.push_back(int64_t(i) * k + cand.parent);
         last.push_back(cand.token);
       }
+      // Every extension of every live hypothesis was banned (or was eos
+      // below the minimum length) and fewer than `nbest` have ended: the
+      // live ones end as they are, without eos, as at the length limit, so
+      // that a sentence always has its n best.
+      if (grown.tokens.empty() &&
+          int64_t(grown.finished.size()) < options.nbest)
+        for (int64_t j = 0; j < k; ++j)
+          grown.finished.push_back(
+              {beam.tokens[j], beam.logProbs[j],
+               beam.logProbs[j] / lengthPenalty(int64_t(beam.tokens[j].size()),
+                                                options.alpha,
+                                                options.powerPenalty),
+               aligns ? beam.alignments[j] : std::vector<int32_t>{}});
       // Not when `k` hypotheses have ended (fairseq's early stopping): a
       // live one may still beat them (on the multi30k model's val
       // sentences at beam 4, stopping there gave 14 of 1,014 translations

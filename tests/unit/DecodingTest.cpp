@@ -588,6 +588,59 @@ TEST_F(DecodingTest, BeamRefusesEosBeforeTheMinimumLength) {
   }
 }
 
+// When the controls leave a hypothesis nothing to say (every token banned,
+// eos included, or eos alone below the minimum length), the search ends the
+// live hypotheses as they are, as at the length limit: each sentence still
+// has its n best, and the banned row's NaN log-softmax (-inf less -inf) is
+// not taken for an overflow.
+TEST_F(DecodingTest, HypothesesWithNothingLeftToSayEndAsTheyAre) {
+  runtime::Tensor src = sources(kSources);
+  int64_t vocab = config.tgt_vocab();
+  runtime::DecodingControls everything;
+  for (int32_t token = 0; token < int32_t(vocab); ++token)
+    everything.forbidden.push_back({token});
+  runtime::DecodingControls allButEos = everything;
+  allButEos.forbidden.erase(allButEos.forbidden.begin() + 3); // eos
+  struct Case {
+    const char *what;
+    int64_t beam, nbest, minLen;
+    bool scores, sampling;
+    const runtime::DecodingControls *controls;
+  };
+  for (const Case &c : {
+           Case{"beam 3, every token banned", 3, 2, 0, true, false,
+                &everything},
+           Case{"greedy, every token banned", 1, 1, 0, true, false,
+                &everything},
+           Case{"greedy on raw logits, every token banned", 1, 1, 0, false,
+                false, &everything},
+           Case{"sampling, every token banned", 1, 1, 0, true, true,
+                &everything},
+           Case{"beam 2, eos alone below the minimum", 2, 2, 3, true, false,
+                &allButEos},
+       }) {
+    runtime::BeamOptions o;
+    o.beam = c.beam;
+    o.nbest = c.nbest;
+    o.maxLen = 8;
+    o.minLen = c.minLen;
+    o.scores = c.scores;
+    o.alpha = c.scores ? 0.6 : 0;
+    o.controls = *c.controls;
+    if (c.sampling) {
+      o.sampling.on = true;
+      o.sampling.seeds = {1, 2, 3};
+    }
+    auto out = runtime::beamSearch(*model, src.ref(), o);
+    ASSERT_TRUE(bool(out)) << c.what << ": " << out.error();
+    for (const std::vector<runtime::Hypothesis> &sentence : *out) {
+      ASSERT_EQ(int64_t(sentence.size()), c.nbest) << c.what;
+      EXPECT_TRUE(sentence[0].tokens.empty()) << c.what;
+      EXPECT_EQ(sentence[0].logProb, 0) << c.what;
+    }
+  }
+}
+
 // The self-attention caches that @decode_step returns are its inputs with
 // one position appended, and the program knows it; Session::run writes
 // them into the room a caller gives only where that holds.
