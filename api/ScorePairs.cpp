@@ -51,10 +51,22 @@ Translator::scorePairs(const std::vector<std::string> &sources,
       tgtIds(targets.size());
   for (size_t i = 0; i < sources.size(); ++i) {
     int64_t number = int64_t(i) + 1;
+    // Cut where too long, only to be refused below with scoring's message
+    // (a translation can be split; a pair cannot).
     ErrorOr<std::vector<std::vector<int32_t>>> parts =
-        encodeParts(sources[i], number, /*splitLong=*/false);
+        encodeParts(sources[i], number, /*splitLong=*/true);
     if (!parts)
       return parts.status();
+    if (parts->size() > 1) {
+      size_t tokens = 1;
+      for (const std::vector<int32_t> &part : *parts)
+        tokens += part.size() - 1;
+      return Status::failure("the source of pair " + std::to_string(number) +
+                                 " has " + std::to_string(tokens) +
+                                 " tokens (eos included), more than the " +
+                                 std::to_string(limit) + " the model takes",
+                             ErrorCode::InvalidArgument);
+    }
     // A blank source is eos alone, as the model sees an empty sentence.
     srcIds[i] = parts->empty() ? std::vector<int32_t>{abi::kEosId}
                                : std::move(parts->front());

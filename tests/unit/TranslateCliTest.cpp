@@ -582,6 +582,16 @@ TEST_F(TranslateCli, CApiAndCommandScorePairsAlike) {
             std::string::npos)
       << error;
   loom_free_string(error);
+  // A source too long is refused as scoring's, not translating's, error:
+  // there is no splitting a pair.
+  EXPECT_EQ(loom_score_pairs(translator, tooLong, targets, 1, nullptr, &scores,
+                             &error),
+            LOOM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("the source of pair 1 has"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(std::string(error).find("split"), std::string::npos) << error;
+  loom_free_string(error);
   options.alpha = -1;
   EXPECT_EQ(loom_score_pairs(translator, sources, targets, 3, &options, &scores,
                              &error),

@@ -42,9 +42,6 @@ struct ScorePairsOptions {
 };
 
 llvm::Error scorePairs(const ScorePairsOptions &o) {
-  if (o.source == o.target)
-    return toError(Status::failure("--source and --target are the same file",
-                                   ErrorCode::InvalidArgument));
   auto sources = readInputLines(o.source);
   if (!sources)
     return toError(sources.status());
