@@ -323,17 +323,8 @@ Status Translator::checkOptions(const TranslationOptions &o) const {
                            "got " +
                            std::to_string(o.alpha));
   if (o.alignments) {
-    if (!sessions[0]->hasEntry(abi::kDecodeStepAlign))
-      return Status::failure("this translator's executable has no "
-                             "@decode_step_align, so it cannot return "
-                             "alignments: it was compiled by an earlier Loom; "
-                             "compile it again",
-                             ErrorCode::Unsupported);
-    int64_t layers = 0;
-    for (const std::string &name : sessions[0]->inputNames(abi::kDecodeStep))
-      layers += abi::hasPrefix(name, abi::kCrossKeyPrefix);
     ErrorOr<int64_t> layer =
-        runtime::alignmentLayerIndex(o.alignmentLayer, layers);
+        runtime::alignmentLayerIndex(*sessions[0], o.alignmentLayer);
     if (!layer)
       return layer.status();
   }

@@ -175,17 +175,7 @@ Status DecoderState::keep(Device &device,
 }
 
 Status DecoderState::askAlignments(const Session &session, int64_t layer) {
-  if (!session.hasEntry(abi::kDecodeStepAlign))
-    return Status::failure("this executable has no @decode_step_align, so it "
-                           "cannot return alignments: it was compiled by an "
-                           "earlier Loom; compile it again",
-                           ErrorCode::Unsupported);
-  if (!session.device().ranksLogits())
-    return Status::failure("alignments are returned on the CPU only",
-                           ErrorCode::Unsupported);
-  // Each decoder layer has its cross-attention keys and values.
-  ErrorOr<int64_t> index =
-      alignmentLayerIndex(layer, int64_t(cross.size() / 2));
+  ErrorOr<int64_t> index = alignmentLayerIndex(session, layer);
   if (!index)
     return index.status();
   alignmentLayer = *index;

@@ -77,10 +77,8 @@ struct DecoderState {
                        int64_t position);
   /// Steps through @decode_step_align instead, which also returns each
   /// decoder layer's cross-attention weights; step() then keeps those of
-  /// `layer` (from 0, or from the last at -1) in `alignment`. Refused (naming
-  /// the cause) where the executable has no such entry or layer, or the device
-  /// does not rank logits (the entry returns logits, and only such a device
-  /// makes log-probabilities of the few it keeps). Before the first step.
+  /// `layer` (from 0, or from the last at -1) in `alignment`. Refused as
+  /// alignmentLayerIndex (Decoding.h) refuses. Before the first step.
   Status askAlignments(const Session &session, int64_t layer);
   /// Whether step() runs @decode_step_logits (or @decode_step_align), and
   /// the entry and output that follow from it.

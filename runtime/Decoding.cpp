@@ -111,7 +111,19 @@ bool beamSettled(std::vector<double> finishedScores,
          bestLive / lengthPenalty(maxLen, alpha, powerPenalty);
 }
 
-ErrorOr<int64_t> alignmentLayerIndex(int64_t layer, int64_t layers) {
+ErrorOr<int64_t> alignmentLayerIndex(const Session &session, int64_t layer) {
+  if (!session.hasEntry(abi::kDecodeStepAlign))
+    return Status::failure("this executable has no @decode_step_align, so it "
+                           "cannot return alignments: it was compiled by an "
+                           "earlier Loom; compile it again",
+                           ErrorCode::Unsupported);
+  if (!session.device().ranksLogits())
+    return Status::failure("alignments are returned on the CPU only",
+                           ErrorCode::Unsupported);
+  // Each decoder layer reads its own cross-attention keys.
+  int64_t layers = 0;
+  for (const std::string &name : session.inputNames(abi::kDecodeStepAlign))
+    layers += abi::hasPrefix(name, abi::kCrossKeyPrefix);
   int64_t index = layer < 0 ? layers + layer : layer;
   if (index < 0 || index >= layers)
     return Status::failure(

@@ -127,10 +127,13 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options);
 /// mean log-probability per token).
 double lengthPenalty(int64_t length, double alpha, bool power);
 
-/// Decoder layer `layer` of a model of `layers` (from 0, or from the last
-/// at -1) as an index from 0; InvalidArgument naming the range where there
-/// is no such layer.
-ErrorOr<int64_t> alignmentLayerIndex(int64_t layer, int64_t layers);
+/// The index from 0 of decoder layer `layer` (from 0, or from the last at
+/// -1) of `session`'s model, whose searches can return alignments from it:
+/// the executable has @decode_step_align, the device ranks logits (the
+/// entry returns logits, and only such a device makes the log-probabilities
+/// a search keeps from them), and the layer exists. The message names what
+/// is missing.
+ErrorOr<int64_t> alignmentLayerIndex(const Session &session, int64_t layer);
 
 /// Whether `sampling`'s values can be drawn with (a finite temperature
 /// above 0, top-p in (0, 1], top-k not negative) and, when it is on, the

@@ -40,7 +40,8 @@ protected:
   }
 
   /// The tiny preset compiled for the CPU; without @decode_step_logits
-  /// where `withLogits` is false, as an executable from before it was.
+  /// (and @decode_step_align) where `withLogits` is false, as an executable
+  /// from before they were.
   std::unique_ptr<runtime::Session> compile(bool withLogits) {
     if (!ctx)
       ctx = test::makeContext();
@@ -58,8 +59,10 @@ protected:
     EXPECT_TRUE(module);
     if (!module)
       return nullptr;
-    if (!withLogits)
+    if (!withLogits) {
       module->lookupSymbol("decode_step_logits")->erase();
+      module->lookupSymbol("decode_step_align")->erase();
+    }
     EXPECT_TRUE(mlir::succeeded(runCompilePipeline(*module, options)));
     CpuExecutableOptions exeOptions;
     exeOptions.bounds = {options.maxTokens, options.maxLen, options.maxBatch};

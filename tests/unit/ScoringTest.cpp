@@ -4,7 +4,9 @@
 // Scoring a translation feeds it to @decode_step token by token. Each
 // token's log-probability must be the one a from-scratch recomputation of
 // its prefix gives, whatever the batch, and the hypotheses beam search
-// returned must score the log-probabilities it reported for them.
+// returned must score the log-probabilities it reported for them. The
+// search's other per-token output, its alignments, is refused where the
+// executable cannot give it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -128,6 +130,40 @@ TEST_F(ScoringTest, WithoutStepLogitsScoresTheLogProbs) {
   ASSERT_TRUE(bool(viaLogProbs)) << viaLogProbs.error();
   for (size_t s = 0; s < targets.size(); ++s)
     EXPECT_NEAR(sum((*viaLogits)[s]), sum((*viaLogProbs)[s]), 1e-4);
+}
+
+// Alignments come from @decode_step_align: an executable without it, or a
+// layer the model does not have, is refused with the reason.
+TEST_F(ScoringTest, AlignmentsNeedTheirEntryAndALayerOfTheModel) {
+  runtime::Tensor src = sources(kSources);
+  runtime::BeamOptions o;
+  o.maxLen = 6;
+  o.alignments = true;
+  o.alignmentLayer = int64_t(config.decoder_layers());
+  auto beyond = runtime::beamSearch(*model, src.ref(), o);
+  ASSERT_FALSE(bool(beyond));
+  EXPECT_NE(beyond.error().find("alignment layer " +
+                                std::to_string(o.alignmentLayer) +
+                                " is not among the model's"),
+            std::string::npos)
+      << beyond.error();
+  o.alignmentLayer = -int64_t(config.decoder_layers());
+  auto first = runtime::beamSearch(*model, src.ref(), o);
+  ASSERT_TRUE(bool(first)) << first.error();
+  for (const std::vector<runtime::Hypothesis> &sentence : *first)
+    for (const runtime::Hypothesis &h : sentence) {
+      ASSERT_EQ(h.alignment.size(), h.tokens.size());
+      for (int32_t position : h.alignment) {
+        EXPECT_GE(position, 0);
+        EXPECT_LT(position, 7); // the longest source, eos included
+      }
+    }
+  std::unique_ptr<runtime::Session> old = compile(/*withLogits=*/false);
+  ASSERT_TRUE(old);
+  auto refused = runtime::beamSearch(*old, src.ref(), o);
+  ASSERT_FALSE(bool(refused));
+  EXPECT_NE(refused.error().find("no @decode_step_align"), std::string::npos)
+      << refused.error();
 }
 
 TEST_F(ScoringTest, RefusesTokensOutsideTheVocabularyAndMismatchedTargets) {
