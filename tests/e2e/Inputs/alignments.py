@@ -10,27 +10,7 @@ in order, most pieces aligned; and that the pairs follow the task: on the
 copy task (`diagonal`) source position rises with target position, on the
 reversing task (`reversed`) it falls.
 """
-import argparse
-import json
-import os
-import subprocess
-
-
-def run(args, command):
-    return subprocess.run([args.loom] + command, check=True, capture_output=True,
-                          text=True).stdout.split("\n")[:-1]
-
-
-def pieces(args, sources, targets):
-    src = os.path.join(args.work, "align-pieces.src")
-    tgt = os.path.join(args.work, "align-pieces.tgt")
-    with open(src, "w", encoding="utf-8") as f:
-        f.write("".join(s + "\n" for s in sources))
-    with open(tgt, "w", encoding="utf-8") as f:
-        f.write("".join(t + "\n" for t in targets))
-    records = run(args, ["score-pairs", "--model", args.model, "--source", src,
-                         "--target", tgt, "--json", "--threads", "1"])
-    return [len(json.loads(r)["tokens"]) - 1 for r in records]  # eos left out
+from decoding_case import arguments, pieces, run, sentences as read_sentences
 
 
 def correlation(pairs):
@@ -45,25 +25,16 @@ def correlation(pairs):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--loom", required=True)
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--inputs", required=True)
-    parser.add_argument("--work", required=True)
-    parser.add_argument("--order", choices=["diagonal", "reversed"], required=True)
-    args = parser.parse_args()
-    with open(args.inputs, encoding="utf-8") as f:
-        sentences = [line for line in f.read().split("\n") if line.strip()][:24]
-    src = os.path.join(args.work, "align.src")
-    with open(src, "w", encoding="utf-8") as f:
-        f.write("".join(s + "\n" for s in sentences))
-    source_pieces = pieces(args, sentences, sentences)
+    args = arguments(__doc__, lambda parser: parser.add_argument(
+        "--order", choices=["diagonal", "reversed"], required=True))
+    sentences, src = read_sentences(args, "align.src")
+    source_pieces = [len(p) for p in pieces(args, sentences, sentences)]
     for search in (["--beam", "1"], ["--beam", "4"]):
         lines = run(args, ["translate", "--model", args.model, "--input", src,
                            "--with-alignments", "--threads", "1"] + search)
         assert len(lines) == len(sentences), lines
         texts = [line.split("\t")[0] for line in lines]
-        target_pieces = pieces(args, sentences, texts)
+        target_pieces = [len(p) for p in pieces(args, sentences, texts)]
         pairs_total = pieces_total = steps = following = 0
         correlations = []
         for line, n_src, n_tgt in zip(lines, source_pieces, target_pieces):

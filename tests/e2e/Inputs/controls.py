@@ -10,30 +10,9 @@ lines per sentence. Sampling with the same seed repeats itself, and top-k 1
 is the search. Pieces are counted as the model's vocabulary splits the text
 (`loom score-pairs --json`).
 """
-import argparse
-import json
 import os
-import subprocess
 
-
-def run(args, command):
-    return subprocess.run([args.loom] + command, check=True, capture_output=True,
-                          text=True).stdout.split("\n")[:-1]
-
-
-def write(path, lines):
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("".join(line + "\n" for line in lines))
-
-
-def pieces(args, sentences, texts):
-    """Each text's pieces, as the vocabulary splits it (eos left out)."""
-    src, tgt = (os.path.join(args.work, "controls-pieces." + x) for x in ("src", "tgt"))
-    write(src, sentences)
-    write(tgt, texts)
-    return [json.loads(r)["tokens"][:-1] for r in
-            run(args, ["score-pairs", "--model", args.model, "--source", src,
-                       "--target", tgt, "--json", "--threads", "1"])]
+from decoding_case import arguments, pieces, run, sentences as read_sentences, write
 
 
 def repeats(tokens, n):
@@ -42,16 +21,8 @@ def repeats(tokens, n):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--loom", required=True)
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--inputs", required=True)
-    parser.add_argument("--work", required=True)
-    args = parser.parse_args()
-    with open(args.inputs, encoding="utf-8") as f:
-        sentences = [line for line in f.read().split("\n") if line.strip()][:24]
-    src = os.path.join(args.work, "controls.src")
-    write(src, sentences)
+    args = arguments(__doc__)
+    sentences, src = read_sentences(args, "controls.src")
 
     def translate(*flags):
         return run(args, ["translate", "--model", args.model, "--input", src,

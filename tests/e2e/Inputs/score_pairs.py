@@ -9,30 +9,16 @@ then scores each (sentence, translation) pair with `loom score-pairs
 agree; `--json` must give each pair's pieces, eos last, with log-probabilities
 summing to its total.
 """
-import argparse
 import json
 import math
 import os
-import subprocess
 
-
-def run(args, command):
-    return subprocess.run([args.loom] + command, check=True, capture_output=True,
-                          text=True).stdout.split("\n")[:-1]
+from decoding_case import arguments, run, sentences as read_sentences, write
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--loom", required=True)
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--inputs", required=True)
-    parser.add_argument("--work", required=True)
-    args = parser.parse_args()
-    with open(args.inputs, encoding="utf-8") as f:
-        sentences = [line for line in f.read().split("\n") if line.strip()][:24]
-    src = os.path.join(args.work, "score.src")
-    with open(src, "w", encoding="utf-8") as f:
-        f.write("".join(s + "\n" for s in sentences))
+    args = arguments(__doc__)
+    sentences, src = read_sentences(args, "score.src")
     common = ["--model", args.model, "--threads", "1"]
     for search, nbest, penalty in (
             (["--beam", "1", "--alpha", "0"], 1, ["--alpha", "0"]),
@@ -48,10 +34,8 @@ def main():
         translations = [line.split("\t", 1)[1] for line in lines]
         pairs_src = os.path.join(args.work, "pairs.src")
         pairs_tgt = os.path.join(args.work, "pairs.tgt")
-        with open(pairs_src, "w", encoding="utf-8") as f:
-            f.write("".join(s + "\n" for s in sentences for _ in range(nbest)))
-        with open(pairs_tgt, "w", encoding="utf-8") as f:
-            f.write("".join(t + "\n" for t in translations))
+        write(pairs_src, [s for s in sentences for _ in range(nbest)])
+        write(pairs_tgt, translations)
         scored = [float(x) for x in run(args, ["score-pairs", "--source", pairs_src,
                                                "--target", pairs_tgt, "--normalize"]
                                         + common + penalty)]
