@@ -174,6 +174,32 @@ Status DecoderState::keep(Device &device,
   return Status::success();
 }
 
+ErrorOr<std::vector<float>> logProbsAt(Device &device, const Tensor &scores,
+                                       const std::vector<int64_t> &cells,
+                                       const std::vector<int64_t> &rows,
+                                       bool logits) {
+  ErrorOr<std::vector<float>> values = device.readScores(scores.ref(), cells);
+  if (!values || !logits)
+    return values;
+  ErrorOr<std::vector<float>> lse = device.logSumExp(scores.ref());
+  if (!lse)
+    return lse.status();
+  for (size_t c = 0; c < cells.size(); ++c)
+    (*values)[c] -= (*lse)[rows[c]];
+  return values;
+}
+
+Status checkInVocabulary(const std::vector<int32_t> &tokens, int64_t vocab,
+                         const std::string &what) {
+  for (int32_t token : tokens)
+    if (token < 0 || token >= vocab)
+      return Status::failure(what + " holds token " + std::to_string(token) +
+                                 ", outside the vocabulary of " +
+                                 std::to_string(vocab),
+                             ErrorCode::InvalidArgument);
+  return Status::success();
+}
+
 Status DecoderState::askAlignments(const Session &session, int64_t layer) {
   ErrorOr<int64_t> index = alignmentLayerIndex(session, layer);
   if (!index)

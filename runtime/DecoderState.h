@@ -22,6 +22,21 @@
 
 namespace loom::runtime {
 
+/// The log-probabilities of a step's `scores` ([rows, vocab], on the
+/// device) at flat indices `cells`, cell c in row rows[c]: the values read
+/// where they lie, less their row's log-sum-exp where they are `logits` (the
+/// number topKLogSoftmax subtracts, so that a token read here scores as the
+/// search would rank it).
+ErrorOr<std::vector<float>> logProbsAt(Device &device, const Tensor &scores,
+                                       const std::vector<int64_t> &cells,
+                                       const std::vector<int64_t> &rows,
+                                       bool logits);
+
+/// Whether every token of `tokens` lies in a vocabulary of `vocab`; else
+/// InvalidArgument: "`what` holds token T, outside the vocabulary of V".
+Status checkInVocabulary(const std::vector<int32_t> &tokens, int64_t vocab,
+                         const std::string &what);
+
 /// Log-probabilities come from a log-softmax, so the best of a row is at
 /// least -log(vocab) and none is NaN or +Inf; the best logit of a row is a
 /// number too. Anything else means the model overflowed (finite parameters

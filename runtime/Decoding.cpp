@@ -316,6 +316,17 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
   const bool aligns = options.alignments;
   if (aligns)
     LOOM_RETURN_IF_ERROR(state->askAlignments(session, options.alignmentLayer));
+  // The live hypotheses of `beam` end with the tokens they have (no eos),
+  // into `finished`: out of steps, or with nothing left to say.
+  auto endAsTheyAre = [&](const Beam &beam, std::vector<Hypothesis> &finished) {
+    for (size_t j = 0; j < beam.tokens.size(); ++j)
+      finished.push_back(
+          {beam.tokens[j], beam.logProbs[j],
+           beam.logProbs[j] / lengthPenalty(int64_t(beam.tokens[j].size()),
+                                            options.alpha,
+                                            options.powerPenalty),
+           aligns ? beam.alignments[j] : std::vector<int32_t>{}});
+  };
   // Beam 1 with one result and no length penalty compares only one row's
   // extensions with each other, and a hypothesis ending in eos with its
   // sibling of the same step, which it then beats for good (a log-probability
@@ -366,14 +377,10 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
     if (t == 0) {
       LOOM_RETURN_IF_ERROR(checkDecodingControls(options.controls, vocab));
       for (int64_t s = 0; s < int64_t(options.prefixes.size()); ++s)
-        for (int32_t token : options.prefixes[s])
-          if (token < 0 || token >= vocab)
-            return Status::failure("the target prefix of sentence " +
-                                       std::to_string(sentenceNumber(s)) +
-                                       " holds token " + std::to_string(token) +
-                                       ", outside the vocabulary of " +
-                                       std::to_string(vocab),
-                                   ErrorCode::InvalidArgument);
+        LOOM_RETURN_IF_ERROR(
+            checkInVocabulary(options.prefixes[s], vocab,
+                              "the target prefix of sentence " +
+                                  std::to_string(sentenceNumber(s))));
     }
     // Sentences still in their target prefix: each live hypothesis takes
     // the prefix's next token, scored as the search would have scored it
@@ -401,18 +408,12 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
       }
       if (!cells.empty()) {
         ErrorOr<std::vector<float>> values =
-            device.readScores(scores->ref(), cells);
+            logProbsAt(device, *scores, cells, rows,
+                       state->readsLogits && !ranksRawLogits);
         if (!values)
           return values.status();
-        std::vector<float> lse;
-        if (state->readsLogits && !ranksRawLogits) {
-          ErrorOr<std::vector<float>> sums = device.logSumExp(scores->ref());
-          if (!sums)
-            return sums.status();
-          lse = std::move(*sums);
-        }
         for (size_t c = 0; c < cells.size(); ++c)
-          forced[rows[c]] = (*values)[c] - (lse.empty() ? 0.0f : lse[rows[c]]);
+          forced[rows[c]] = (*values)[c];
       }
     }
     // A search below its minimum length passes over eos for the next
@@ -585,13 +586,7 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
       // that a sentence always has its n best.
       if (grown.tokens.empty() &&
           int64_t(grown.finished.size()) < options.nbest)
-        for (int64_t j = 0; j < k; ++j)
-          grown.finished.push_back(
-              {beam.tokens[j], beam.logProbs[j],
-               beam.logProbs[j] / lengthPenalty(int64_t(beam.tokens[j].size()),
-                                                options.alpha,
-                                                options.powerPenalty),
-               aligns ? beam.alignments[j] : std::vector<int32_t>{}});
+        endAsTheyAre(beam, grown.finished);
       // Not when `k` hypotheses have ended (fairseq's early stopping): a
       // live one may still beat them (on the multi30k model's val
       // sentences at beam 4, stopping there gave 14 of 1,014 translations
@@ -615,13 +610,7 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
       if (done) {
         // Out of steps: the live hypotheses end here, without eos.
         if (lastStep)
-          for (size_t j = 0; j < grown.tokens.size(); ++j)
-            grown.finished.push_back(
-                {grown.tokens[j], grown.logProbs[j],
-                 grown.logProbs[j] /
-                     lengthPenalty(int64_t(grown.tokens[j].size()),
-                                   options.alpha, options.powerPenalty),
-                 aligns ? grown.alignments[j] : std::vector<int32_t>{}});
+          endAsTheyAre(grown, grown.finished);
         std::stable_sort(grown.finished.begin(), grown.finished.end(),
                          [](const Hypothesis &a, const Hypothesis &b) {
                            return a.score > b.score;

@@ -61,13 +61,9 @@ scoreTargets(Session &session, const TensorRef &src,
     int64_t vocab = scores->shape()[1];
     if (t == 0)
       for (int64_t s = 0; s < batch; ++s)
-        for (int32_t token : targets[s])
-          if (token < 0 || token >= vocab)
-            return Status::failure(
-                "the target of sentence " + std::to_string(sentenceNumber(s)) +
-                    " holds token " + std::to_string(token) +
-                    ", outside the vocabulary of " + std::to_string(vocab),
-                ErrorCode::InvalidArgument);
+        LOOM_RETURN_IF_ERROR(checkInVocabulary(
+            targets[s], vocab,
+            "the target of sentence " + std::to_string(sentenceNumber(s))));
     int64_t rows = int64_t(rowSentence.size());
     // One cell per row whose sentence has a token to score at this step.
     std::vector<int64_t> cells, cellRows;
@@ -79,20 +75,13 @@ scoreTargets(Session &session, const TensorRef &src,
       cells.push_back(r * vocab + targetAt(s, t));
     }
     ErrorOr<std::vector<float>> values =
-        device.readScores(scores->ref(), cells);
+        logProbsAt(device, *scores, cells, cellRows, state->readsLogits);
     if (!values)
       return values.status();
-    std::vector<float> lse;
-    if (state->readsLogits) {
-      ErrorOr<std::vector<float>> sums = device.logSumExp(scores->ref());
-      if (!sums)
-        return sums.status();
-      lse = std::move(*sums);
-    }
     session.recycle(std::move(*scores));
     for (size_t c = 0; c < cells.size(); ++c) {
-      int64_t r = cellRows[c], s = rowSentence[r];
-      float value = (*values)[c] - (lse.empty() ? 0.0f : lse[r]);
+      int64_t s = rowSentence[cellRows[c]];
+      float value = (*values)[c];
       if (!std::isfinite(value))
         return nonFiniteScore(state->entry(), state->scores(), value,
                               sentenceNumber(s), t + 1);
