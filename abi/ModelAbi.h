@@ -37,6 +37,11 @@ inline constexpr const char kSeed[] = "seed";     // i64: dropout's seed
 inline constexpr const char kStep[] = "step";     // i64: Adam's step, from 1
 inline constexpr const char kTokens[] = "tokens"; // [batch, beam] i32
 inline constexpr const char kPosition[] = "position"; // i64
+// [batch] i64: per sentence of @decode_step, the first cache position that
+// is its own; its tokens' positions count from there. 0 for a sentence that
+// started with the batch; a sentence that joined a running batch (`loom
+// serve`'s in-flight batching) starts at the caches' length then.
+inline constexpr const char kStart[] = "start";
 // An imported model's loss: the class of each position of its output.
 inline constexpr const char kTargets[] = "targets"; // [..] i64
 

@@ -159,6 +159,7 @@ InterpretedModel::greedy(const HostTensor &src, int64_t maxLen, int64_t bos,
       tokens.data[b] = double(last[b]);
     state[abi::kTokens] = tokens;
     state[abi::kPosition] = HostTensor::scalar(double(t), DType::I64);
+    state[abi::kStart] = HostTensor({batch}, DType::I64);
     auto step = call(abi::kDecodeStep, state);
     if (!step)
       return step.takeError();

@@ -216,17 +216,23 @@ void buildDecodeStep(ModuleOp module, const TransformerModel &model,
   Tensor tokens =
       g.input(abi::kTokens, tensorOf({kDyn, kDyn}, g.i32()), {"batch", "beam"});
   Tensor position = g.input(abi::kPosition, tensorOf({}, g.i64()));
+  Tensor start = g.input(abi::kStart, tensorOf({kDyn}, g.i64()), {"batch"});
 
   nn::Context ctx(g);
   Tensor srcMask = paddingMask(src, 0, g.f32()); // [N, 1, 1, S]
+  // Sentence n's own position is `position` less its start: the caches'
+  // length when it joined.
   nn::PositionalEncoding pe{cfg.d_model()};
-  Tensor x = model.embed(ctx, model.targetEmbedding(), tokens,
-                         pe.atPosition(position)); // [N, K, d]
+  Tensor x = model.embed(
+      ctx, model.targetEmbedding(), tokens,
+      pe.atPositions(castTo(position, g.f32()) -
+                     castTo(expandDims(start, {1, 2}), g.f32()))); // [N, 1, d]
+  Tensor startF = castTo(expandDims(start, {1, 2, 3, 4}), g.f32());
   std::vector<std::pair<std::string, Tensor>> caches, alignments;
   for (int64_t i = 0; i < layers; ++i) {
-    auto step =
-        model.decoderLayer(i).step(ctx, x, selfK[i], selfV[i], crossK[i],
-                                   crossV[i], srcMask, kind == StepKind::Align);
+    auto step = model.decoderLayer(i).step(ctx, x, selfK[i], selfV[i],
+                                           crossK[i], crossV[i], srcMask,
+                                           startF, kind == StepKind::Align);
     x = step.output;
     std::string index = std::to_string(i);
     caches.push_back({abi::kSelfKeyPrefix + index, step.selfK});

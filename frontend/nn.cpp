@@ -71,6 +71,24 @@ Tensor PositionalEncoding::forIds(Tensor ids) const {
   return (*this)(iota(ids, 1, ids.graph().f32()));
 }
 
+Tensor PositionalEncoding::atPositions(Tensor positions) const {
+  Graph &g = positions.graph();
+  Graph::Scope scope(g, "positional_encoding");
+  // Channel c's angle is position * 10000^(-2 floor(c/2) / dim), the
+  // product operator() computes for the pair c belongs to.
+  std::vector<double> inverse(dim), odd(dim);
+  for (int64_t c = 0; c < dim; ++c) {
+    inverse[c] = 1.0 / std::pow(10000.0, 2.0 * (c / 2) / dim);
+    odd[c] = c % 2;
+  }
+  Tensor angles =
+      positions * g.constant(inverse, {dim}, positions.elementType());
+  Tensor isCos = compare(ComparePredicate::ne,
+                         g.constant(odd, {dim}, positions.elementType()),
+                         scalarLike(positions, 0.0));
+  return select(isCos, cos(angles), sin(angles));
+}
+
 Tensor PositionalEncoding::atPosition(Tensor position) const {
   Graph &g = position.graph();
   return (*this)(expandDims(castTo(position, g.f32()), {0}));
@@ -216,7 +234,7 @@ Tensor DecoderLayer::operator()(Context &ctx, Tensor x, Tensor memory,
 DecoderLayer::StepResult DecoderLayer::step(Context &ctx, Tensor x,
                                             Tensor selfK, Tensor selfV,
                                             Tensor crossK, Tensor crossV,
-                                            Tensor srcMask,
+                                            Tensor srcMask, Tensor start,
                                             bool alignment) const {
   using Projection = MultiHeadAttention::Projection;
   Graph &g = ctx.graph;
@@ -237,8 +255,16 @@ DecoderLayer::StepResult DecoderLayer::step(Context &ctx, Tensor x,
     result.selfV = concat({selfV, newPosition(Projection::Value)}, 0);
     Tensor keys = transpose(result.selfK, {1, 2, 3, 0, 4});
     Tensor values = transpose(result.selfV, {1, 2, 3, 0, 4});
-    Tensor perHead = self.attendHeads(
-        ctx, self.projectRows(g, h, Projection::Query), keys, values, {});
+    // Cache position j is a sentence's own from its start on; before it
+    // the positions belong to sentences decoded before it joined (the
+    // runtime holds finite values there). [N, 1, 1, 1, T + 1].
+    Tensor slots = iota(result.selfK, 0, g.f32());
+    Tensor selfMask =
+        select(compare(ComparePredicate::lt, slots, start),
+               scalarLike(slots, kMaskedScore), scalarLike(slots, 0.0));
+    Tensor perHead =
+        self.attendHeads(ctx, self.projectRows(g, h, Projection::Query), keys,
+                         values, {selfMask});
     return self.outProject(g, reshape(perHead, {0, 0, sizes.dModel}));
   });
   x = residual(ctx, x, norm(2), sizes.preNorm, [&](Tensor h) {

@@ -89,6 +89,11 @@ struct PositionalEncoding {
   Tensor forIds(Tensor ids) const;
   /// [1, dim] for one position (tensor<i64>), when decoding step by step.
   Tensor atPosition(Tensor position) const;
+  /// [..., dim] for float positions [..., 1]: each row's own position, when
+  /// decoding sentences that are at different positions. The same values
+  /// as operator(), each channel taking the sine or the cosine of its angle,
+  /// with no dims moved (a CPU kernel then computes it where it is added).
+  Tensor atPositions(Tensor positions) const;
 };
 
 /// torch.nn.LayerNorm over the last dim: `name.weight`, `name.bias` [dim].
@@ -197,8 +202,11 @@ struct DecoderLayer {
   struct StepResult {
     Tensor output, selfK, selfV, alignment;
   };
+  /// `start` ([N, 1, 1, 1, 1] f32) is per sentence the first cache
+  /// position its hypotheses attend to: a sentence that joined a running
+  /// batch after its first step has the positions before it masked out.
   StepResult step(Context &ctx, Tensor x, Tensor selfK, Tensor selfV,
-                  Tensor crossK, Tensor crossV, Tensor srcMask,
+                  Tensor crossK, Tensor crossV, Tensor srcMask, Tensor start,
                   bool alignment = false) const;
 };
 

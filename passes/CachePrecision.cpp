@@ -39,10 +39,10 @@
 // cache cast back to f32, what the fused attention reads. The runtime's
 // drivers give the self-attention caches the cross caches' element type, so
 // the pass narrows every cache or none. It declines (with `remarks`, saying
-// why) when a cache is read by anything but attention's k or v or the
-// concat that appends a position to it (a CUDA executable's caches go
-// through transposes first: its attention kernel reads f32), or when a
-// cache is not f32. Training entries are not touched.
+// why) when a cache is read by anything but attention's k or v, the
+// concat that appends a position to it, or an op that reads only its shape (a
+// CUDA executable's caches go through transposes first: its attention kernel
+// reads f32), or when a cache is not f32. Training entries are not touched.
 //
 //===----------------------------------------------------------------------===//
 
@@ -209,9 +209,16 @@ private:
   /// neither, or null.
   Operation *appendedReader(ConcatOp concat) {
     for (OpOperand &use : concat->getUses())
-      if (!readAsKeys(use) && !isa<func::ReturnOp>(use.getOwner()))
+      if (!readAsKeys(use) && !isa<func::ReturnOp>(use.getOwner()) &&
+          !readsShapeOnly(use))
         return use.getOwner();
     return nullptr;
+  }
+
+  /// A loom.iota reads its operand's shape, whatever its element type (the
+  /// step's positions, which mask those a sentence does not own).
+  static bool readsShapeOnly(OpOperand &use) {
+    return isa<IotaOp>(use.getOwner());
   }
 
   RankedTensorType narrowType(Type t) const {

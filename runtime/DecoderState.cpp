@@ -68,6 +68,7 @@ ErrorOr<DecoderState> DecoderState::start(Session &session,
     return encoded.status();
   DecoderState state;
   state.sentences = src.shape[0];
+  state.starts.assign(size_t(state.sentences), 0);
   state.beam = beam;
   state.capacity = steps;
   state.src = std::move(*deviceSrc);
@@ -109,11 +110,19 @@ Status DecoderState::keep(Device &device,
   int64_t oldRows = sentences * beam, newRows = int64_t(rows.size());
   int64_t rowElements = headShape[0] * headShape[1];
   int64_t esize = dtypeSize(dtype);
+  // Positions that only sentences leaving now read (they joined before
+  // every sentence kept) are dropped on the way.
+  std::vector<int64_t> keptStarts;
+  for (int64_t s : keptSentences)
+    keptStarts.push_back(starts[size_t(s)]);
+  int64_t drop = keptStarts.empty()
+                     ? 0
+                     : *std::min_element(keptStarts.begin(), keptStarts.end());
   // A row that keeps its hypothesis costs nothing. When no row is both read
   // by one that moves and moved itself, the rows that change move in place;
   // beam search puts a parent's first child on the parent's row, so that is
   // the rule and only a parent's later children move.
-  bool inPlace = newRows == oldRows;
+  bool inPlace = newRows == oldRows && drop == 0;
   if (inPlace) {
     std::vector<uint8_t> use(static_cast<size_t>(oldRows),
                              0); // 1 read, 2 written
@@ -143,16 +152,17 @@ Status DecoderState::keep(Device &device,
   } else {
     for (SelfCache &c : self) {
       Tensor &other = c.room[1 - c.current];
-      if (!other.data()) {
+      // The other room may be of an earlier, smaller batch (join()).
+      if (!other.data() || !other.reuseAs(dtype, c.room[c.current].shape())) {
         ErrorOr<Tensor> room = Tensor::onDevice(
             device, dtype, c.room[c.current].shape(), Fill::Unspecified);
         if (!room)
           return room.status();
         other = std::move(*room);
       }
-      for (int64_t t = 0; t < length; ++t) {
+      for (int64_t t = 0; t + drop < length; ++t) {
         TensorRef from{static_cast<char *>(c.room[c.current].data()) +
-                           t * oldRows * rowElements * esize,
+                           (t + drop) * oldRows * rowElements * esize,
                        dtype,
                        {oldRows, rowElements}};
         TensorRef to{static_cast<char *>(other.data()) +
@@ -164,6 +174,11 @@ Status DecoderState::keep(Device &device,
       c.current = 1 - c.current;
     }
   }
+  length -= drop;
+  capacity -= drop;
+  for (int64_t &start : keptStarts)
+    start -= drop;
+  starts = std::move(keptStarts);
   if (int64_t(keptSentences.size()) != sentences) {
     for (auto &[name, tensor] : cross)
       LOOM_RETURN_IF_ERROR(
@@ -171,6 +186,145 @@ Status DecoderState::keep(Device &device,
     LOOM_RETURN_IF_ERROR(gatherRowsVia(device, src, spareSrc, keptSentences));
     sentences = static_cast<int64_t>(keptSentences.size());
   }
+  return Status::success();
+}
+
+bool DecoderState::canJoin(const Session &session) {
+  std::vector<std::string> names = session.inputNames(abi::kDecodeStep);
+  return std::find(names.begin(), names.end(), abi::kStart) != names.end();
+}
+
+Status DecoderState::join(Session &session, const TensorRef &newSrc,
+                          int64_t steps) {
+  if (newSrc.rank() != 2 || newSrc.dtype != DType::I32)
+    return Status::failure("joining sentences take [batch, len] i32 ids");
+  if (!canJoin(session))
+    return Status::failure(
+        "this executable's @decode_step takes no per-sentence start, so "
+        "sentences cannot join a running batch: recompile it",
+        ErrorCode::Unsupported);
+  Device &device = session.device();
+  ErrorOr<DecoderState> added = start(session, newSrc, beam, steps);
+  if (!added)
+    return added.status();
+  int64_t joining = added->sentences;
+  if (sentences == 0) {
+    // Nothing to keep: the new state as it is (its caches' room), with
+    // the step already planned kept.
+    added->readsLogits = readsLogits;
+    added->alignmentLayer = alignmentLayer;
+    added->stepInputs.clear();
+    std::swap(ids, added->ids);
+    std::swap(at, added->at);
+    std::swap(startAt, added->startAt);
+    std::swap(zeros, added->zeros);
+    *this = std::move(*added);
+    return Status::success();
+  }
+  if (added->dtype != dtype || added->headShape != headShape)
+    return Status::failure("@encode returned caches unlike the running ones",
+                           ErrorCode::Corrupt);
+  int64_t esize = dtypeSize(dtype);
+  int64_t rowElements = headShape[0] * headShape[1];
+
+  // Positions before every sentence's start are read by none.
+  int64_t drop = *std::min_element(starts.begin(), starts.end());
+  int64_t newLength = length - drop;
+  int64_t newCapacity = std::max(capacity - drop, newLength + steps);
+  int64_t oldRows = sentences * beam, newRows = (sentences + joining) * beam;
+  int64_t rowBytes = rowElements * esize;
+  int64_t zeroBytes = joining * beam * rowBytes;
+  if (zeros.bytes() < zeroBytes) {
+    ErrorOr<Tensor> fresh =
+        Tensor::onDevice(device, dtype, {zeroBytes / esize}, Fill::Zeros);
+    if (!fresh)
+      return fresh.status();
+    zeros = std::move(*fresh);
+  }
+  for (SelfCache &c : self) {
+    Tensor &into = c.room[1 - c.current];
+    std::vector<int64_t> shape = {roomPositions(newCapacity), newRows,
+                                  headShape[0], headShape[1]};
+    if (!into.data() || !into.reuseAs(dtype, shape)) {
+      into = Tensor(); // its memory back before the new room is taken
+      ErrorOr<Tensor> room =
+          Tensor::onDevice(device, dtype, shape, Fill::Unspecified);
+      if (!room)
+        return room.status();
+      into = std::move(*room);
+    }
+    const char *from = static_cast<const char *>(c.room[c.current].data());
+    char *to = static_cast<char *>(into.data());
+    for (int64_t t = 0; t < newLength; ++t) {
+      char *slot = to + t * newRows * rowBytes;
+      LOOM_RETURN_IF_ERROR(device.copy(
+          slot, from + (t + drop) * oldRows * rowBytes,
+          size_t(oldRows * rowBytes), CopyDirection::DeviceToDevice));
+      LOOM_RETURN_IF_ERROR(device.copy(slot + oldRows * rowBytes, zeros.data(),
+                                       size_t(zeroBytes),
+                                       CopyDirection::DeviceToDevice));
+    }
+    c.current = 1 - c.current;
+  }
+
+  // Sources and cross-attention K/V: the running sentences', then the
+  // joining ones', each padded to the longer source.
+  ErrorOr<Tensor> oldSrc = toHost(src);
+  if (!oldSrc)
+    return oldSrc.status();
+  int64_t oldLen = src.shape()[1], addLen = newSrc.shape[1];
+  int64_t srcLen = std::max(oldLen, addLen);
+  ErrorOr<Tensor> ids2 =
+      Tensor::host(DType::I32, {sentences + joining, srcLen});
+  if (!ids2)
+    return ids2.status();
+  auto *joined = static_cast<int32_t *>(ids2->data());
+  const auto *oldIds = static_cast<const int32_t *>(oldSrc->data());
+  const auto *addIds = static_cast<const int32_t *>(newSrc.data);
+  for (int64_t n = 0; n < sentences; ++n)
+    std::copy(oldIds + n * oldLen, oldIds + (n + 1) * oldLen,
+              joined + n * srcLen);
+  for (int64_t n = 0; n < joining; ++n)
+    std::copy(addIds + n * addLen, addIds + (n + 1) * addLen,
+              joined + (sentences + n) * srcLen);
+  ErrorOr<Tensor> deviceSrc = toDevice(device, ids2->ref());
+  if (!deviceSrc)
+    return deviceSrc.status();
+  src = std::move(*deviceSrc);
+  for (auto &[name, tensor] : cross) {
+    const Tensor &more = added->cross.at(name);
+    int64_t heads = headShape[0], dim = headShape[1];
+    ErrorOr<Tensor> wide = Tensor::onDevice(
+        device, dtype, {sentences + joining, heads, srcLen, dim},
+        srcLen == oldLen && srcLen == addLen ? Fill::Unspecified : Fill::Zeros);
+    if (!wide)
+      return wide.status();
+    // Rows of `len` positions into rows of srcLen: one copy where they
+    // are as long, else one per sentence and head.
+    auto place = [&](const Tensor &part, int64_t firstSentence, int64_t count,
+                     int64_t len) -> Status {
+      const char *from = static_cast<const char *>(part.data());
+      char *to = static_cast<char *>(wide->data()) +
+                 firstSentence * heads * srcLen * dim * esize;
+      if (len == srcLen)
+        return device.copy(to, from, size_t(count * heads * len * dim * esize),
+                           CopyDirection::DeviceToDevice);
+      for (int64_t r = 0; r < count * heads; ++r)
+        LOOM_RETURN_IF_ERROR(device.copy(
+            to + r * srcLen * dim * esize, from + r * len * dim * esize,
+            size_t(len * dim * esize), CopyDirection::DeviceToDevice));
+      return Status::success();
+    };
+    LOOM_RETURN_IF_ERROR(place(tensor, 0, sentences, oldLen));
+    LOOM_RETURN_IF_ERROR(place(more, sentences, joining, addLen));
+    tensor = std::move(*wide);
+  }
+  for (int64_t &s : starts)
+    s -= drop;
+  starts.insert(starts.end(), size_t(joining), newLength);
+  sentences += joining;
+  length = newLength;
+  capacity = newCapacity;
   return Status::success();
 }
 
@@ -218,6 +372,8 @@ Status DecoderState::planStep(Session &session) {
       input.kind = StepInput::Tokens;
     } else if (name == abi::kPosition) {
       input.kind = StepInput::Position;
+    } else if (name == abi::kStart) {
+      input.kind = StepInput::Start;
     } else if (auto it = cross.find(name); it != cross.end()) {
       input.kind = StepInput::Cross;
       input.cross = &it->second;
@@ -239,8 +395,7 @@ Status DecoderState::planStep(Session &session) {
 }
 
 ErrorOr<Tensor> DecoderState::step(Session &session,
-                                   const std::vector<int32_t> &tokens,
-                                   int64_t position) {
+                                   const std::vector<int32_t> &tokens) {
   if (length >= capacity)
     return Status::failure("decoding ran past the " + std::to_string(capacity) +
                            " positions its caches have room for");
@@ -259,8 +414,16 @@ ErrorOr<Tensor> DecoderState::step(Session &session,
       return fresh.status();
     at = std::move(*fresh);
   }
+  if (!startAt.data() || !startAt.reuseAs(DType::I64, {sentences})) {
+    ErrorOr<Tensor> fresh = Tensor::host(DType::I64, {sentences});
+    if (!fresh)
+      return fresh.status();
+    startAt = std::move(*fresh);
+  }
   std::copy(tokens.begin(), tokens.end(), static_cast<int32_t *>(ids.data()));
-  *static_cast<int64_t *>(at.data()) = position;
+  *static_cast<int64_t *>(at.data()) = length;
+  std::copy(starts.begin(), starts.end(),
+            static_cast<int64_t *>(startAt.data()));
   std::vector<Tensor> staging; // host inputs copied to a device's memory
   // Assigned in place, so that each shape reuses its storage.
   auto refer = [](TensorRef &to, const Tensor &t) {
@@ -277,8 +440,11 @@ ErrorOr<Tensor> DecoderState::step(Session &session,
       refer(to, src);
       break;
     case StepInput::Tokens:
-    case StepInput::Position: {
-      const Tensor &host = input.kind == StepInput::Tokens ? ids : at;
+    case StepInput::Position:
+    case StepInput::Start: {
+      const Tensor &host = input.kind == StepInput::Tokens     ? ids
+                           : input.kind == StepInput::Position ? at
+                                                               : startAt;
       if (session.device().sharesHostMemory()) {
         refer(to, host);
         break;

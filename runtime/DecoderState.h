@@ -73,6 +73,9 @@ struct DecoderState {
   std::vector<SelfCache> self;
   int64_t sentences = 0, beam = 1;  // hypotheses per sentence
   int64_t length = 0, capacity = 0; // positions held, and room for
+  /// Per sentence, the first position of the caches that is its own (0
+  /// unless it joined later); its next token is at position length - start.
+  std::vector<int64_t> starts;
   DType dtype = DType::F32;
 
   /// Runs @encode on host `src`; each sentence gets `beam` hypotheses whose
@@ -88,8 +91,25 @@ struct DecoderState {
   /// One step of entry() on `tokens`, hypothesis j of sentence s at
   /// s * beam + j: appends the position to the self-attention caches and
   /// returns its scores() output, [rows, vocab].
-  ErrorOr<Tensor> step(Session &session, const std::vector<int32_t> &tokens,
-                       int64_t position);
+  ErrorOr<Tensor> step(Session &session, const std::vector<int32_t> &tokens);
+  /// Whether @decode_step takes each sentence's start (abi::kStart), which
+  /// join() needs; an executable from before it was added does not.
+  static bool canJoin(const Session &session);
+  /// The sentences of host `src` ([n, len] i32, 0-padded) join those
+  /// decoding, after them, `beam` rows each, with room for `steps` more
+  /// positions: @encode runs on them, the sources and cross-attention K/V
+  /// widen to the longer of the two lengths (padded as a batch pads), and
+  /// their self-attention caches start at the caches' length (the
+  /// positions before are zeros that their step masks out). Positions no
+  /// sentence reads any more (before every start) are dropped on the way.
+  /// Between steps; a state without sentences takes any.
+  Status join(Session &session, const TensorRef &src, int64_t steps);
+  /// Every sentence has left: the next join() starts afresh.
+  void clear() {
+    sentences = 0;
+    length = capacity = 0;
+    starts.clear();
+  }
   /// Steps through @decode_step_align instead, which also returns each
   /// decoder layer's cross-attention weights; step() then keeps those of
   /// `layer` (from 0, or from the last at -1) in `alignment`. Refused as
@@ -118,7 +138,7 @@ struct DecoderState {
 
   /// What each input of @decode_step is, found by name on the first step.
   struct StepInput {
-    enum Kind { Src, Tokens, Position, Cross, Self } kind = Src;
+    enum Kind { Src, Tokens, Position, Start, Cross, Self } kind = Src;
     const Tensor *cross = nullptr; // a value of `cross`, which keep() swaps
     int64_t self = -1;             // index into `self`
   };
@@ -126,7 +146,9 @@ struct DecoderState {
   // Kept from one step to the next, so that a step allocates nothing on
   // the host: a decode step of a small model is short enough for a dozen
   // mallocs, and the names copied and compared, to show.
-  Tensor ids, at;
+  Tensor ids, at, startAt;
+  /// Zeros that join() copies into new rows' positions, kept between joins.
+  Tensor zeros;
   std::vector<TensorRef> inputs;
   std::map<std::string, TensorRef> appendInto;
 

@@ -20,6 +20,7 @@ namespace {
 /// and those that ended.
 struct Beam {
   int64_t sentence = 0;
+  int64_t started = 0; // the step it joined at; its own steps count from it
   std::vector<std::vector<int32_t>> tokens;
   std::vector<std::vector<int32_t>> alignments; // per live one, when asked
   std::vector<double> logProbs;
@@ -179,7 +180,7 @@ greedyDecode(Session &session, const TensorRef &src,
     rowSentence[b] = b;
   Device &device = session.device();
   for (int64_t t = 0; t < options.maxLen; ++t) {
-    auto scores = state->step(session, last, t);
+    auto scores = state->step(session, last);
     if (!scores)
       return scores.status();
     int64_t rows = static_cast<int64_t>(rowSentence.size());
@@ -259,15 +260,17 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
     return Status::failure(
         "beam search got " + std::to_string(options.sentenceNumbers.size()) +
         " sentence numbers for " + std::to_string(batch) + " sentences");
-  auto sentenceNumber = [&](int64_t sentence) {
-    return options.sentenceNumbers.empty() ? sentence + 1
-                                           : options.sentenceNumbers[sentence];
-  };
-  auto maxLenOf = [&](int64_t sentence) {
-    return std::max<int64_t>(1, options.maxLens.empty()
-                                    ? options.maxLen
-                                    : options.maxLens[sentence]);
-  };
+  // Per sentence, those of `src` first and then those that join.
+  std::vector<int64_t> maxLens, numbers;
+  std::vector<std::vector<int32_t>> prefixes;
+  for (int64_t s = 0; s < batch; ++s) {
+    maxLens.push_back(std::max<int64_t>(
+        1, options.maxLens.empty() ? options.maxLen : options.maxLens[s]));
+    numbers.push_back(
+        options.sentenceNumbers.empty() ? s + 1 : options.sentenceNumbers[s]);
+  }
+  auto sentenceNumber = [&](int64_t sentence) { return numbers[sentence]; };
+  auto maxLenOf = [&](int64_t sentence) { return maxLens[sentence]; };
   if (!options.prefixes.empty() && int64_t(options.prefixes.size()) != batch)
     return Status::failure(
         "beam search got " + std::to_string(options.prefixes.size()) +
@@ -283,21 +286,33 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
   std::vector<std::mt19937_64> generators;
   for (uint64_t seed : sampling.seeds)
     generators.emplace_back(seed);
+  // Empty, or one per sentence: a step allocates nothing for prefixes
+  // until a sentence has one.
+  prefixes = options.prefixes;
   static const std::vector<int32_t> noPrefix;
   auto prefixOf = [&](int64_t sentence) -> const std::vector<int32_t> & {
-    return options.prefixes.empty() ? noPrefix : options.prefixes[sentence];
+    return prefixes.empty() ? noPrefix : prefixes[sentence];
+  };
+  auto checkPrefixRoom = [&](int64_t s) {
+    if (int64_t(prefixOf(s).size()) < maxLenOf(s))
+      return Status::success();
+    return Status::failure(
+        "the target prefix of sentence " + std::to_string(sentenceNumber(s)) +
+            " has " + std::to_string(prefixOf(s).size()) +
+            " tokens, and at most " + std::to_string(maxLenOf(s)) +
+            " tokens may be decoded: it leaves no room for the translation",
+        ErrorCode::InvalidArgument);
   };
   for (int64_t s = 0; s < batch; ++s)
-    if (int64_t(prefixOf(s).size()) >= maxLenOf(s))
-      return Status::failure(
-          "the target prefix of sentence " + std::to_string(sentenceNumber(s)) +
-              " has " + std::to_string(prefixOf(s).size()) +
-              " tokens, and at most " + std::to_string(maxLenOf(s)) +
-              " tokens may be decoded: it leaves no room for the translation",
-          ErrorCode::InvalidArgument);
+    LOOM_RETURN_IF_ERROR(checkPrefixRoom(s));
   int64_t steps = 0;
   for (int64_t s = 0; s < batch; ++s)
     steps = std::max(steps, maxLenOf(s));
+  if (options.join && !DecoderState::canJoin(session))
+    return Status::failure(
+        "this executable's @decode_step takes no per-sentence start, so "
+        "sentences cannot join a running search: recompile it",
+        ErrorCode::Unsupported);
   const double minusInf = -std::numeric_limits<double>::infinity();
   std::vector<std::vector<Hypothesis>> results(batch);
   if (batch == 0)
@@ -337,6 +352,17 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
   const bool ranksRawLogits = !options.scores && k == 1 && options.nbest == 1 &&
                               options.alpha == 0 && state->readsLogits;
 
+  // A sentence's n-best, returned or handed to options.finished.
+  auto deliver = [&](int64_t sentence, std::vector<Hypothesis> nbest) {
+    if (ranksRawLogits)
+      for (Hypothesis &h : nbest)
+        h.logProb = h.score = 0;
+    if (options.finished)
+      options.finished(sentence, std::move(nbest));
+    else
+      results[sentence] = std::move(nbest);
+  };
+
   std::vector<Beam> beams(batch);
   for (int64_t s = 0; s < batch; ++s) {
     beams[s].sentence = s;
@@ -348,9 +374,75 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
     beams[s].logProbs[0] = 0;
   }
   std::vector<int32_t> last(batch * k, options.bos);
+  int64_t vocab = 0; // known from the first step on
 
-  for (int64_t t = 0; t < steps && !beams.empty(); ++t) {
-    auto scores = state->step(session, last, t);
+  // Sentences that join before step t (options.join): after those
+  // decoding, each with k fresh rows.
+  auto joinAt = [&](int64_t t) -> Status {
+    int64_t room = options.maxSentences - int64_t(beams.size());
+    if (room < 1)
+      return Status::success();
+    ErrorOr<JoiningSentences> more = options.join(room);
+    if (!more)
+      return more.status();
+    const Tensor &src2 = more->src;
+    if (!src2.data() || src2.shape().empty() || src2.shape()[0] == 0)
+      return Status::success();
+    int64_t n = src2.shape()[0];
+    if (n > room || int64_t(more->maxLens.size()) != n ||
+        int64_t(more->sentenceNumbers.size()) != n ||
+        (!more->prefixes.empty() && int64_t(more->prefixes.size()) != n) ||
+        (sampling.on && int64_t(more->seeds.size()) != n))
+      return Status::failure("sentences joining a search come with " +
+                                 std::to_string(n) +
+                                 " sources and other "
+                                 "counts of their limits, numbers, prefixes "
+                                 "or seeds, or more than its room",
+                             ErrorCode::Internal);
+    int64_t first = int64_t(maxLens.size()), joinSteps = 1;
+    for (int64_t i = 0; i < n; ++i) {
+      maxLens.push_back(std::max<int64_t>(1, more->maxLens[i]));
+      numbers.push_back(more->sentenceNumbers[i]);
+      joinSteps = std::max(joinSteps, maxLens.back());
+      if (sampling.on)
+        generators.emplace_back(more->seeds[i]);
+    }
+    if (!more->prefixes.empty() && prefixes.empty())
+      prefixes.assign(size_t(first), {});
+    if (!prefixes.empty())
+      for (int64_t i = 0; i < n; ++i)
+        prefixes.push_back(more->prefixes.empty() ? std::vector<int32_t>{}
+                                                  : more->prefixes[i]);
+    for (int64_t i = 0; i < n; ++i) {
+      LOOM_RETURN_IF_ERROR(checkPrefixRoom(first + i));
+      LOOM_RETURN_IF_ERROR(
+          checkInVocabulary(prefixOf(first + i), vocab,
+                            "the target prefix of sentence " +
+                                std::to_string(sentenceNumber(first + i))));
+    }
+    LOOM_RETURN_IF_ERROR(state->join(session, src2.ref(), joinSteps));
+    results.resize(maxLens.size());
+    for (int64_t i = 0; i < n; ++i) {
+      Beam beam;
+      beam.sentence = first + i;
+      beam.started = t;
+      beam.tokens.assign(k, {});
+      if (aligns)
+        beam.alignments.assign(k, {});
+      beam.logProbs.assign(k, minusInf);
+      beam.logProbs[0] = 0;
+      beams.push_back(std::move(beam));
+      last.insert(last.end(), size_t(k), options.bos);
+    }
+    return Status::success();
+  };
+
+  for (int64_t t = 0;; ++t) {
+    if (options.join && t > 0)
+      LOOM_RETURN_IF_ERROR(joinAt(t));
+    if (beams.empty())
+      break;
+    auto scores = state->step(session, last);
     if (!scores)
       return scores.status();
     // Per row, the source position its step attended to most (the first
@@ -373,7 +465,7 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
     // and they are among the 2k best of each row: the device ranks each row,
     // and only 2k tokens a row come to the host, as log-probabilities (as
     // logits where ranksRawLogits: the search then needs only their order).
-    int64_t vocab = scores->shape()[1];
+    vocab = scores->shape()[1];
     if (t == 0) {
       LOOM_RETURN_IF_ERROR(checkDecodingControls(options.controls, vocab));
       for (int64_t s = 0; s < int64_t(options.prefixes.size()); ++s)
@@ -391,19 +483,20 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
     std::vector<bool> forcing;
     std::vector<float> forced;
     auto isForcing = [&](size_t i) { return !forcing.empty() && forcing[i]; };
-    if (!options.prefixes.empty()) {
+    if (!prefixes.empty()) {
       forcing.assign(beams.size(), false);
       forced.assign(beams.size() * k, std::numeric_limits<float>::quiet_NaN());
       std::vector<int64_t> cells, rows;
       for (size_t i = 0; i < beams.size(); ++i) {
         const std::vector<int32_t> &prefix = prefixOf(beams[i].sentence);
-        if (t >= int64_t(prefix.size()))
+        int64_t own = t - beams[i].started;
+        if (own >= int64_t(prefix.size()))
           continue;
         forcing[i] = true;
         for (int64_t j = 0; j < k; ++j)
           if (beams[i].logProbs[j] != minusInf) {
             rows.push_back(int64_t(i) * k + j);
-            cells.push_back(rows.back() * vocab + prefix[t]);
+            cells.push_back(rows.back() * vocab + prefix[own]);
           }
       }
       if (!cells.empty()) {
@@ -418,11 +511,14 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
     }
     // A search below its minimum length passes over eos for the next
     // candidate; a draw has no next candidate, so eos is banned from it.
-    bool banEos = sampling.on && t + 1 <= options.minLen;
+    auto bansEos = [&](const Beam &beam) {
+      return sampling.on && t - beam.started + 1 <= options.minLen;
+    };
     std::vector<Device::ScoreEdit> edits;
-    if (options.controls.any() || banEos) {
+    if (options.controls.any() || (sampling.on && options.minLen > 0)) {
       for (size_t i = 0; i < beams.size(); ++i)
         for (int64_t j = 0; j < k; ++j) {
+          bool banEos = bansEos(beams[i]);
           if (isForcing(i) || beams[i].logProbs[j] == minusInf)
             continue;
           int64_t row = int64_t(i) * k + j;
@@ -464,7 +560,9 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
     last.clear();
     for (size_t i = 0; i < beams.size(); ++i) {
       Beam &beam = beams[i];
-      bool lastStep = t + 1 >= maxLenOf(beam.sentence);
+      // The sentence's own step (from 0 at the step it joined).
+      const int64_t own = t - beam.started;
+      bool lastStep = own + 1 >= maxLenOf(beam.sentence);
       std::vector<Candidate> candidates;
       for (int64_t j = 0; j < k; ++j) {
         if (beam.logProbs[j] == minusInf)
@@ -475,9 +573,9 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
           if (std::isnan(value) ||
               value == -std::numeric_limits<float>::infinity())
             return nonFiniteScore(state->entry(), state->scores(), value,
-                                  sentenceNumber(beam.sentence), t + 1);
+                                  sentenceNumber(beam.sentence), own + 1);
           candidates.push_back(
-              {beam.logProbs[j] + value, j, prefixOf(beam.sentence)[t]});
+              {beam.logProbs[j] + value, j, prefixOf(beam.sentence)[own]});
           continue;
         }
         if (sampling.on) {
@@ -489,13 +587,13 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
             continue; // nothing left to draw: the row has no extension
           if (!std::isfinite(values[0]))
             return nonFiniteScore(state->entry(), state->scores(), values[0],
-                                  sentenceNumber(beam.sentence), t + 1);
+                                  sentenceNumber(beam.sentence), own + 1);
           std::vector<double> weights;
           double total = 0;
           for (int64_t c = 0; c < perRow; ++c) {
             if (std::isnan(values[c]))
               return nonFiniteScore(state->entry(), state->scores(), values[c],
-                                    sentenceNumber(beam.sentence), t + 1);
+                                    sentenceNumber(beam.sentence), own + 1);
             if (values[c] == -std::numeric_limits<float>::infinity())
               break;
             weights.push_back(
@@ -533,7 +631,7 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
                           everyTokenBanned(row, top->indices[row * perRow])));
           if (c == 0 ? !std::isfinite(value) && !banned : std::isnan(value))
             return nonFiniteScore(state->entry(), state->scores(), value,
-                                  sentenceNumber(beam.sentence), t + 1);
+                                  sentenceNumber(beam.sentence), own + 1);
           if (banned)
             break;
 
@@ -550,11 +648,12 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
                         });
       Beam grown;
       grown.sentence = beam.sentence;
+      grown.started = beam.started;
       grown.finished = std::move(beam.finished);
       for (size_t c = 0; c < best && int64_t(grown.tokens.size()) < k; ++c) {
         const Candidate &cand = candidates[c];
         std::vector<int32_t> tokens = beam.tokens[cand.parent];
-        if (cand.token == options.eos && t + 1 <= options.minLen)
+        if (cand.token == options.eos && own + 1 <= options.minLen)
           continue; // too early to end: the next candidate takes its place
         std::vector<int32_t> alignment;
         if (aligns)
@@ -617,7 +716,7 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
                          });
         grown.finished.resize(
             std::min<size_t>(grown.finished.size(), options.nbest));
-        results[grown.sentence] = std::move(grown.finished);
+        deliver(grown.sentence, std::move(grown.finished));
         parents.resize(parents.size() - grown.tokens.size());
         last.resize(last.size() - grown.tokens.size());
         continue;
@@ -630,12 +729,10 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
     // source change only when a sentence left.
     if (!next.empty())
       LOOM_RETURN_IF_ERROR(state->keep(device, kept, parents));
+    else
+      state->clear(); // what joins next starts afresh
     beams = std::move(next);
   }
-  if (ranksRawLogits)
-    for (std::vector<Hypothesis> &nbest : results)
-      for (Hypothesis &h : nbest)
-        h.logProb = h.score = 0;
   return results;
 }
 

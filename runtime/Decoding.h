@@ -28,6 +28,7 @@
 #include "abi/ModelAbi.h"
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace loom::runtime {
@@ -45,6 +46,25 @@ struct GreedyOptions {
 ErrorOr<std::vector<std::vector<int32_t>>>
 greedyDecode(Session &session, const TensorRef &src,
              const GreedyOptions &options);
+
+/// Sentences that join a beam search already running (in-flight
+/// batching), with what BeamOptions gives per sentence.
+struct JoiningSentences {
+  Tensor src; // [n, len] i32 on the host, 0-padded; none: no sentence joins
+  std::vector<int64_t> maxLens;               // one per sentence
+  std::vector<int64_t> sentenceNumbers;       // one per sentence
+  std::vector<std::vector<int32_t>> prefixes; // none, or one per sentence
+  std::vector<uint64_t> seeds;                // one per sentence, sampling
+};
+
+struct Hypothesis {
+  std::vector<int32_t> tokens; // eos left out
+  double logProb = 0;          // sum of the tokens' log-probabilities
+  double score = 0;            // logProb / length penalty
+  /// With BeamOptions::alignmentLayer, per token the source position the
+  /// step that chose it attended to most.
+  std::vector<int32_t> alignment;
+};
 
 struct BeamOptions {
   int64_t beam = 4;
@@ -96,15 +116,17 @@ struct BeamOptions {
     double topP = 1;
     std::vector<uint64_t> seeds;
   } sampling;
-};
-
-struct Hypothesis {
-  std::vector<int32_t> tokens; // eos left out
-  double logProb = 0;          // sum of the tokens' log-probabilities
-  double score = 0;            // logProb / length penalty
-  /// With BeamOptions::alignmentLayer, per token the source position the
-  /// step that chose it attended to most.
-  std::vector<int32_t> alignment;
+  /// In-flight batching: called before each step but the first with how
+  /// many more sentences the batch takes (maxSentences less those
+  /// decoding), when that is at least one; the sentences it returns join
+  /// the search there (DecoderState::join) and decode as they would alone.
+  /// Needs an executable whose @decode_step takes per-sentence starts.
+  std::function<ErrorOr<JoiningSentences>(int64_t room)> join;
+  int64_t maxSentences = 0;
+  /// Called as each sentence's search ends, with the sentence (its row in
+  /// `src`, then those that joined numbered on in order) and its n-best,
+  /// which beamSearch then does not return.
+  std::function<void(int64_t sentence, std::vector<Hypothesis> nbest)> finished;
 };
 
 /// Beam search over `src` ([batch, len] i32 on the host, 0-padded): per

@@ -55,7 +55,7 @@ scoreTargets(Session &session, const TensorRef &src,
   };
   std::vector<int32_t> fed(batch, options.bos);
   for (int64_t t = 0; t < steps; ++t) {
-    auto scores = state->step(session, fed, t);
+    auto scores = state->step(session, fed);
     if (!scores)
       return scores.status();
     int64_t vocab = scores->shape()[1];

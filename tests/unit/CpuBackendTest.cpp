@@ -265,6 +265,10 @@ TEST_P(CpuBackendTest, EveryEntryPointMatchesTheInterpreter) {
   }
   step["tokens"] = test::randomIds(rng, vocab, {2, 2, 2}, 2, false);
   step["position"] = HostTensor::scalar(2, DType::I64);
+  // The second sentence joined after the first position: it reads only
+  // the second and its own.
+  step["start"] = HostTensor({3}, DType::I64);
+  step["start"].data = {0, 1, 0};
   expectSameResults("decode_step", step);
 }
 

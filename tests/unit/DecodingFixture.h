@@ -111,11 +111,13 @@ protected:
       *static_cast<int32_t *>(tokens.data()) = fed[t];
       runtime::Tensor position = test::hostTensor(DType::I64, {});
       *static_cast<int64_t *>(position.data()) = int64_t(t);
+      runtime::Tensor start = test::hostTensor(DType::I64, {1});
       std::vector<runtime::TensorRef> inputs;
       for (const std::string &name : model->inputNames(entry))
         inputs.push_back(name == "src"        ? src.ref()
                          : name == "tokens"   ? tokens.ref()
                          : name == "position" ? position.ref()
+                         : name == "start"    ? start.ref()
                                               : state.at(name).ref());
       auto step = model->run(entry, inputs);
       EXPECT_TRUE(bool(step)) << step.error();

@@ -673,6 +673,7 @@ TEST_F(DecodingTest, CachesAppendInPlaceOnlyWhereTheStepAppends) {
   runtime::Tensor tokens = test::hostTensor(DType::I32, {1, 1});
   *static_cast<int32_t *>(tokens.data()) = 2;
   runtime::Tensor position = test::hostTensor(DType::I64, {});
+  runtime::Tensor start = test::hostTensor(DType::I64, {1});
   auto inputsWith = [&](int64_t length) {
     std::vector<runtime::TensorRef> inputs;
     for (const std::string &name : model->inputNames("decode_step")) {
@@ -684,6 +685,7 @@ TEST_F(DecodingTest, CachesAppendInPlaceOnlyWhereTheStepAppends) {
         inputs.push_back(name == "src"        ? src.ref()
                          : name == "tokens"   ? tokens.ref()
                          : name == "position" ? position.ref()
+                         : name == "start"    ? start.ref()
                                               : state.at(name).ref());
       }
     }
@@ -833,7 +835,10 @@ TEST_F(DecodingTest, StopsWhenTheModelProducesNaN) {
   // The other sentences still decode.
   runtime::Tensor rest = sources({kSources[0], kSources[1]});
   EXPECT_TRUE(bool(runtime::greedyDecode(*model, rest.ref(), greedy)));
-  EXPECT_TRUE(bool(runtime::beamSearch(*model, rest.ref(), {})));
+  runtime::BeamOptions beam;
+  beam.maxLen = 10;
+  auto restFound = runtime::beamSearch(*model, rest.ref(), beam);
+  EXPECT_TRUE(bool(restFound)) << restFound.error();
 }
 
 } // namespace

@@ -428,11 +428,13 @@ TEST_P(DeviceAgreement, EveryKernelAgreesAlone) {
     static_cast<int32_t *>(tokens.data())[b] = loom::abi::kBosId;
   ErrorOr<Tensor> position = runtime::scalarTensor(DType::I64, 0);
   ASSERT_TRUE(bool(position)) << position.error();
+  Tensor start = test::hostTensor(DType::I64, {sentences});
   std::vector<runtime::TensorRef> stepInputs;
   for (const std::string &name : onCpu->inputNames("decode_step"))
     stepInputs.push_back(name == "src"        ? src.ref()
                          : name == "tokens"   ? tokens.ref()
                          : name == "position" ? position->ref()
+                         : name == "start"    ? start.ref()
                                               : stepState.at(name).ref());
   auto stepped = onCpu->run("decode_step", stepInputs);
   ASSERT_TRUE(bool(stepped)) << stepped.error();

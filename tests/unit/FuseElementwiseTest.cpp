@@ -167,6 +167,8 @@ TEST(FuseElementwise, TinyModelComputesTheSameWithFarFewerOps) {
   inputs["step"] = HostTensor::scalar(3, DType::I64);
   inputs["tokens"] = ids(batch, beam, config->tgt_vocab(), 0, rng);
   inputs["position"] = HostTensor::scalar(cacheLen, DType::I64);
+  inputs["start"] = HostTensor({batch}, DType::I64);
+  inputs["start"].data = {0, 1, 2};
   for (int64_t i = 0; i < config->decoder_layers(); ++i) {
     for (const char *kv : {"k.", "v."}) {
       std::string suffix = kv + std::to_string(i);

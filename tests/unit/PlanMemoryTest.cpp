@@ -232,7 +232,8 @@ NamedTensors tinyInputs(const InterpretedModel &model) {
                          {"seed", HostTensor::scalar(7, DType::I64)},
                          {"step", HostTensor::scalar(3, DType::I64)},
                          {"tokens", ids(rng, {3, 2})},
-                         {"position", HostTensor::scalar(2, DType::I64)}};
+                         {"position", HostTensor::scalar(2, DType::I64)},
+                         {"start", HostTensor({3}, DType::I64)}};
   for (auto &[name, value] : model.parameters()) {
     inputs["exp_avg." + name] = floats(rng, value.shape, 1e-2);
     HostTensor v = floats(rng, value.shape, 1e-2);

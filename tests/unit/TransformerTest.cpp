@@ -183,6 +183,7 @@ TEST(Transformer, TinyHasTheFunctionsWithTheirSignatures) {
     inputs.insert(inputs.end(), names.begin(), names.end());
   inputs.push_back("tokens");
   inputs.push_back("position");
+  inputs.push_back("start");
   EXPECT_EQ(s.inputs, inputs);
   std::vector<std::string> outputs = {"log_probs"};
   for (auto name : indexed("self_k", "self_v", 2))
@@ -408,6 +409,7 @@ void checkIncrementalDecoding(const TransformerConfig &c) {
       tokens.data[b] = at(tgt, b, t);
     state["tokens"] = tokens;
     state["position"] = HostTensor::scalar(t, DType::I64);
+    state["start"] = HostTensor({2}, DType::I64);
     auto step = model.call("decode_step", state);
     ASSERT_TRUE(static_cast<bool>(step)) << llvm::toString(step.takeError());
     const HostTensor &logProbs = (*step)["log_probs"];
