@@ -223,10 +223,10 @@ void buildDecodeStep(ModuleOp module, const TransformerModel &model,
   // Sentence n's own position is `position` less its start: the caches'
   // length when it joined.
   nn::PositionalEncoding pe{cfg.d_model()};
-  Tensor x = model.embed(
-      ctx, model.targetEmbedding(), tokens,
-      pe.atPositions(castTo(position, g.f32()) -
-                     castTo(expandDims(start, {1, 2}), g.f32()))); // [N, 1, d]
+  Tensor x = model.embed(ctx, model.targetEmbedding(), tokens,
+                         reshape(pe(castTo(position, g.f32()) -
+                                    castTo(expandDims(start, {1}), g.f32())),
+                                 {0, 1, cfg.d_model()})); // [N, 1, d]
   Tensor startF = castTo(expandDims(start, {1, 2, 3, 4}), g.f32());
   std::vector<std::pair<std::string, Tensor>> caches, alignments;
   for (int64_t i = 0; i < layers; ++i) {

@@ -60,7 +60,10 @@ Tensor PositionalEncoding::operator()(Tensor positions) const {
   for (int64_t i = 0; i < half; ++i)
     inverse[i] = 1.0 / std::pow(10000.0, 2.0 * i / dim);
   Tensor freq = g.constant(inverse, {half}, positions.elementType());
-  Tensor angles = expandDims(positions, {1}) * freq; // [n, d/2]
+  // [n, 1] positions broadcast as they are.
+  Tensor column =
+      positions.rank() == 2 ? positions : expandDims(positions, {1});
+  Tensor angles = column * freq; // [n, d/2]
   // Interleave: [n, d/2, 2] with sin at 0 and cos at 1 is [n, d] row-major.
   Tensor pairs =
       concat({expandDims(sin(angles), {2}), expandDims(cos(angles), {2})}, 2);
@@ -69,24 +72,6 @@ Tensor PositionalEncoding::operator()(Tensor positions) const {
 
 Tensor PositionalEncoding::forIds(Tensor ids) const {
   return (*this)(iota(ids, 1, ids.graph().f32()));
-}
-
-Tensor PositionalEncoding::atPositions(Tensor positions) const {
-  Graph &g = positions.graph();
-  Graph::Scope scope(g, "positional_encoding");
-  // Channel c's angle is position * 10000^(-2 floor(c/2) / dim), the
-  // product operator() computes for the pair c belongs to.
-  std::vector<double> inverse(dim), odd(dim);
-  for (int64_t c = 0; c < dim; ++c) {
-    inverse[c] = 1.0 / std::pow(10000.0, 2.0 * (c / 2) / dim);
-    odd[c] = c % 2;
-  }
-  Tensor angles =
-      positions * g.constant(inverse, {dim}, positions.elementType());
-  Tensor isCos = compare(ComparePredicate::ne,
-                         g.constant(odd, {dim}, positions.elementType()),
-                         scalarLike(positions, 0.0));
-  return select(isCos, cos(angles), sin(angles));
 }
 
 Tensor PositionalEncoding::atPosition(Tensor position) const {

@@ -83,17 +83,14 @@ struct Embedding {
 struct PositionalEncoding {
   int64_t dim;
 
-  /// [n, dim] for float positions [n].
+  /// [n, dim] for float positions [n] or [n, 1] (each sentence's own
+  /// position, when decoding sentences that are at different positions:
+  /// given as [n, 1], no dim of a computed value moves).
   Tensor operator()(Tensor positions) const;
   /// [S, dim] for positions 0..S-1 of ids [B, S].
   Tensor forIds(Tensor ids) const;
   /// [1, dim] for one position (tensor<i64>), when decoding step by step.
   Tensor atPosition(Tensor position) const;
-  /// [..., dim] for float positions [..., 1]: each row's own position, when
-  /// decoding sentences that are at different positions. The same values
-  /// as operator(), each channel taking the sine or the cosine of its angle,
-  /// with no dims moved (a CPU kernel then computes it where it is added).
-  Tensor atPositions(Tensor positions) const;
 };
 
 /// torch.nn.LayerNorm over the last dim: `name.weight`, `name.bias` [dim].

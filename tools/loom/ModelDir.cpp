@@ -82,6 +82,15 @@ std::string staleReason(const runtime::Executable &exe,
     if (!found)
       return std::string("it has no @") + entry;
   }
+  // One from before per-sentence starts translates, but no sentence can
+  // join its running batches (`loom serve`'s in-flight batching).
+  std::string start = std::string(abi::kDecodeStep) + "/input/" + abi::kStart;
+  bool takesStart = false;
+  for (const runtime::Buffer &b : exe.buffers())
+    takesStart |= b.name() == start;
+  if (!takesStart)
+    return std::string("its @") + abi::kDecodeStep +
+           " takes no per-sentence start";
   return "";
 }
 
