@@ -420,6 +420,43 @@ ErrorOr<std::vector<std::vector<Translation>>> Translator::decodeBatch(
   ErrorOr<runtime::Tensor> src = runtime::idsTensor(part);
   if (!src)
     return src.status();
+  ErrorOr<runtime::BeamOptions> search = searchOptions(o);
+  if (!search)
+    return search.status();
+  runtime::BeamOptions &beam = *search;
+  // Messages name a sentence as the caller numbers it.
+  beam.sentenceNumbers = numbers;
+  if (!targetPrefixes.empty() && targetPrefixes.size() != sources.size())
+    return Status::failure(
+        "a batch of " + std::to_string(sources.size()) + " sentences with " +
+            std::to_string(targetPrefixes.size()) + " target prefixes",
+        ErrorCode::Internal);
+  beam.prefixes = targetPrefixes;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (beam.sampling.on)
+      beam.sampling.seeds.push_back(samplingSeed(*sources[i], o.seed));
+    beam.maxLens.push_back(sentenceMaxLen(
+        *sources[i], targetPrefixes.empty() ? 0 : targetPrefixes[i].size(), o));
+  }
+  ErrorOr<std::vector<std::vector<runtime::Hypothesis>>> found = [&] {
+    std::lock_guard<std::mutex> busy(*sessionInUse[worker]);
+    return runtime::beamSearch(*sessions[worker], src->ref(), beam);
+  }();
+  if (!found)
+    return found.status();
+  std::vector<std::vector<Translation>> outputs(found->size());
+  for (size_t i = 0; i < found->size(); ++i) {
+    ErrorOr<std::vector<Translation>> nbest =
+        translationsOf((*found)[i], *sources[i]);
+    if (!nbest)
+      return nbest.status();
+    outputs[i] = std::move(*nbest);
+  }
+  return outputs;
+}
+
+ErrorOr<runtime::BeamOptions>
+Translator::searchOptions(const TranslationOptions &o) const {
   runtime::BeamOptions beam;
   beam.beam = o.beam;
   beam.alpha = o.alpha;
@@ -436,73 +473,64 @@ ErrorOr<std::vector<std::vector<Translation>>> Translator::decodeBatch(
     if (!ids->empty())
       beam.controls.forbidden.push_back(std::move(*ids));
   }
-  // Messages name a sentence as the caller numbers it.
-  beam.sentenceNumbers = numbers;
-  if (!targetPrefixes.empty() && targetPrefixes.size() != sources.size())
-    return Status::failure(
-        "a batch of " + std::to_string(sources.size()) + " sentences with " +
-            std::to_string(targetPrefixes.size()) + " target prefixes",
-        ErrorCode::Internal);
-  beam.prefixes = targetPrefixes;
   beam.sampling = samplingOf(o);
   beam.alignments = o.alignments;
   beam.alignmentLayer = o.alignmentLayer;
-  if (beam.sampling.on) {
-    // From the seed and the sentence's own tokens (FNV-1a, then a
-    // splitmix64 finish): not its place in the batch.
-    for (const std::vector<int32_t> *source : sources) {
-      uint64_t h = 1469598103934665603ull ^ o.seed;
-      for (int32_t id : *source) {
-        h ^= uint64_t(uint32_t(id));
-        h *= 1099511628211ull;
-      }
-      h += 0x9e3779b97f4a7c15ull;
-      h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
-      h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
-      beam.sampling.seeds.push_back(h ^ (h >> 31));
-    }
+  return beam;
+}
+
+uint64_t Translator::samplingSeed(const std::vector<int32_t> &source,
+                                  uint64_t seed) {
+  // From the seed and the sentence's own tokens (FNV-1a, then a splitmix64
+  // finish): not its place in the batch.
+  uint64_t h = 1469598103934665603ull ^ seed;
+  for (int32_t id : source) {
+    h ^= uint64_t(uint32_t(id));
+    h *= 1099511628211ull;
   }
+  h += 0x9e3779b97f4a7c15ull;
+  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+  h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+  return h ^ (h >> 31);
+}
+
+int64_t Translator::sentenceMaxLen(const std::vector<int32_t> &source,
+                                   size_t prefixTokens,
+                                   const TranslationOptions &o) const {
   // Each sentence's own limit, so that its translation does not depend on
   // the sentences it is batched with. In double, clamped before the
-  // conversion: a large ratio means "up to the executable's limit".
-  int64_t limit = maxSourceTokens();
-  for (size_t i = 0; i < sources.size(); ++i) {
-    const std::vector<int32_t> *source = sources[i];
-    // A prefix counts on top of what the ratio allows.
-    double forced =
-        targetPrefixes.empty() ? 0 : double(targetPrefixes[i].size());
-    double wanted = o.maxLenRatio * double(source->size()) + 1 + forced;
-    int64_t most =
-        std::max<int64_t>(2, int64_t(std::min(wanted, double(limit))));
-    // An absolute bound, and room for the minimum. Out of steps, a
-    // hypothesis ends with the tokens it has (no eos): maxLens tokens.
-    if (o.maxLength > 0)
-      most = std::min(most, o.maxLength);
-    beam.maxLens.push_back(std::max(most, o.minLength));
+  // conversion: a large ratio means "up to the executable's limit". A
+  // prefix counts on top of what the ratio allows.
+  double wanted =
+      o.maxLenRatio * double(source.size()) + 1 + double(prefixTokens);
+  int64_t most = std::max<int64_t>(
+      2, int64_t(std::min(wanted, double(maxSourceTokens()))));
+  // An absolute bound, and room for the minimum. Out of steps, a
+  // hypothesis ends with the tokens it has (no eos): maxLens tokens.
+  if (o.maxLength > 0)
+    most = std::min(most, o.maxLength);
+  return std::max(most, o.minLength);
+}
+
+ErrorOr<std::vector<Translation>>
+Translator::translationsOf(const std::vector<runtime::Hypothesis> &nbest,
+                           const std::vector<int32_t> &source) const {
+  std::vector<Translation> out;
+  for (const runtime::Hypothesis &h : nbest) {
+    ErrorOr<std::string> text = tokenizer.decode(h.tokens);
+    if (!text)
+      return text.status();
+    Translation t{std::move(*text), h.score, h.logProb,
+                  int64_t(h.tokens.size())};
+    // Source position n is the source's eos, which aligns nothing.
+    int64_t sourcePieces = int64_t(source.size()) - 1;
+    t.sourceTokens = sourcePieces;
+    for (size_t j = 0; j < h.alignment.size(); ++j)
+      if (h.alignment[j] < sourcePieces)
+        t.alignment.push_back({h.alignment[j], int32_t(j)});
+    out.push_back(std::move(t));
   }
-  ErrorOr<std::vector<std::vector<runtime::Hypothesis>>> found = [&] {
-    std::lock_guard<std::mutex> busy(*sessionInUse[worker]);
-    return runtime::beamSearch(*sessions[worker], src->ref(), beam);
-  }();
-  if (!found)
-    return found.status();
-  std::vector<std::vector<Translation>> outputs(found->size());
-  for (size_t i = 0; i < found->size(); ++i)
-    for (const runtime::Hypothesis &h : (*found)[i]) {
-      ErrorOr<std::string> text = tokenizer.decode(h.tokens);
-      if (!text)
-        return text.status();
-      Translation t{std::move(*text), h.score, h.logProb,
-                    int64_t(h.tokens.size())};
-      // Source position n is the source's eos, which aligns nothing.
-      int64_t sourcePieces = int64_t(sources[i]->size()) - 1;
-      t.sourceTokens = sourcePieces;
-      for (size_t j = 0; j < h.alignment.size(); ++j)
-        if (h.alignment[j] < sourcePieces)
-          t.alignment.push_back({h.alignment[j], int32_t(j)});
-      outputs[i].push_back(std::move(t));
-    }
-  return outputs;
+  return out;
 }
 
 void Translator::forEachBatch(

@@ -35,6 +35,11 @@
 #include <string>
 #include <vector>
 
+namespace loom::runtime {
+struct BeamOptions;
+struct Hypothesis;
+} // namespace loom::runtime
+
 namespace loom {
 
 /// The files of a translator folder, by name.
@@ -263,6 +268,27 @@ public:
       const std::vector<int64_t> &numbers, const TranslationOptions &options,
       const std::vector<std::vector<int32_t>> &targetPrefixes = {});
 
+  /// Sentences that join a batch decodeInFlight runs.
+  struct JoiningSources {
+    std::vector<const std::vector<int32_t> *> sources; // encodeParts'
+    std::vector<int64_t> numbers;                      // one per source
+    std::vector<std::vector<int32_t>> prefixes; // none, or one per source
+  };
+  /// Whether decodeInFlight can run: the executable's @decode_step takes
+  /// each sentence's start (one compiled before it was added does not).
+  bool decodesInFlight() const;
+  /// decodeBatch with in-flight batching: `first` starts a batch on
+  /// `worker`; before each later step, `more(room)` may hand over up to
+  /// `room` sentences (the sources must live until they are done), which
+  /// join the batch there and translate as they would alone. `done(i,
+  /// n-best)` is called as each sentence ends, i counting first's sources
+  /// and then those that joined, in order. Returns once every sentence
+  /// ended; after an error, done is not called for those left.
+  Status decodeInFlight(
+      int worker, const JoiningSources &first, const TranslationOptions &o,
+      const std::function<JoiningSources(int64_t room)> &more,
+      const std::function<void(size_t, std::vector<Translation>)> &done);
+
   const runtime::Program &program() const { return sessions[0]->program(); }
   /// Decoders translating side by side (TranslatorOptions::workers).
   int workers() const { return int(sessions.size()); }
@@ -286,6 +312,22 @@ private:
 
   Translator(std::vector<std::unique_ptr<runtime::Session>> sessions,
              text::Tokenizer tokenizer);
+
+  // The parts of a search decodeBatch and decodeInFlight share.
+  /// The search `o` asks for, without what is per sentence.
+  ErrorOr<runtime::BeamOptions>
+  searchOptions(const TranslationOptions &o) const;
+  /// A sentence's own sampling seed, from the seed and its tokens.
+  static uint64_t samplingSeed(const std::vector<int32_t> &source,
+                               uint64_t seed);
+  /// The most tokens `source`'s translation takes (its prefix included).
+  int64_t sentenceMaxLen(const std::vector<int32_t> &source,
+                         size_t prefixTokens,
+                         const TranslationOptions &o) const;
+  /// A search's n-best for `source` as translations.
+  ErrorOr<std::vector<Translation>>
+  translationsOf(const std::vector<runtime::Hypothesis> &nbest,
+                 const std::vector<int32_t> &source) const;
 
   std::vector<std::unique_ptr<runtime::Session>> sessions;
   /// One per session: a session decodes one batch at a time.

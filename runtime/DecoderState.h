@@ -104,12 +104,6 @@ struct DecoderState {
   /// sentence reads any more (before every start) are dropped on the way.
   /// Between steps; a state without sentences takes any.
   Status join(Session &session, const TensorRef &src, int64_t steps);
-  /// Every sentence has left: the next join() starts afresh.
-  void clear() {
-    sentences = 0;
-    length = capacity = 0;
-    starts.clear();
-  }
   /// Steps through @decode_step_align instead, which also returns each
   /// decoder layer's cross-attention weights; step() then keeps those of
   /// `layer` (from 0, or from the last at -1) in `alignment`. Refused as

@@ -437,11 +437,11 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
     return Status::success();
   };
 
-  for (int64_t t = 0;; ++t) {
+  // A search ends with its last sentence: a caller that batches in flight
+  // starts the next one itself (what a batch waits for is its to decide).
+  for (int64_t t = 0; !beams.empty(); ++t) {
     if (options.join && t > 0)
       LOOM_RETURN_IF_ERROR(joinAt(t));
-    if (beams.empty())
-      break;
     auto scores = state->step(session, last);
     if (!scores)
       return scores.status();
@@ -729,8 +729,6 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
     // source change only when a sentence left.
     if (!next.empty())
       LOOM_RETURN_IF_ERROR(state->keep(device, kept, parents));
-    else
-      state->clear(); // what joins next starts afresh
     beams = std::move(next);
   }
   return results;

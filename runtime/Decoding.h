@@ -120,6 +120,7 @@ struct BeamOptions {
   /// many more sentences the batch takes (maxSentences less those
   /// decoding), when that is at least one; the sentences it returns join
   /// the search there (DecoderState::join) and decode as they would alone.
+  /// The search still ends once no sentence is left decoding.
   /// Needs an executable whose @decode_step takes per-sentence starts.
   std::function<ErrorOr<JoiningSentences>(int64_t room)> join;
   int64_t maxSentences = 0;

@@ -24,9 +24,9 @@ bool TranslationJob::finish(JobEnd how, Status why) {
 }
 
 Batcher::Batcher(int workerCount, DecodeFn decode, RowsFn rows,
-                 BatcherOptions batcherOptions)
+                 BatcherOptions batcherOptions, InFlightFn inFlight)
     : decodeFn(std::move(decode)), rowsFn(std::move(rows)),
-      options(batcherOptions) {
+      inFlightFn(std::move(inFlight)), options(batcherOptions) {
   for (int w = 0; w < workerCount; ++w)
     workers.emplace_back([this, w] { work(w); });
   expirer = std::thread([this] { expireLateJobs(); });
@@ -281,7 +281,34 @@ void Batcher::work(int worker) {
   }
 }
 
+void Batcher::report(const BatchReport &report) {
+  // Reported before any job ends: a client holding its answer finds its
+  // batch counted.
+  std::function<void(const BatchReport &)> reportNow;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    reportNow = reportFn;
+  }
+  if (reportNow)
+    reportNow(report);
+}
+
+void Batcher::deliver(Queued &q, std::vector<Translation> translations) {
+  TranslationJob &job = *q.job;
+  if (job.ended())
+    return;
+  job.results[q.sentence] = std::move(translations);
+  // The last sentence in ends the job; acq_rel orders every worker's
+  // result before the end.
+  if (job.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1)
+    job.finish(JobEnd::Translated);
+}
+
 void Batcher::decode(int worker, Batch &batch) {
+  if (options.inFlight && options.acrossRequests && inFlightFn) {
+    decodeInFlight(worker, batch);
+    return;
+  }
   std::vector<const std::vector<int32_t> *> sources;
   std::vector<int64_t> numbers;
   std::vector<std::vector<int32_t>> prefixes;
@@ -301,38 +328,112 @@ void Batcher::decode(int worker, Batch &batch) {
   Clock::time_point start = Clock::now();
   ErrorOr<std::vector<std::vector<Translation>>> decoded =
       decodeFn(worker, sources, numbers, batch.front().job->options, prefixes);
-  BatchReport report;
-  report.sentences = int64_t(batch.size());
-  report.paddedTokens = report.sentences * longest;
-  report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  if (decoded)
+  BatchReport batchReport;
+  batchReport.sentences = int64_t(batch.size());
+  batchReport.paddedTokens = batchReport.sentences * longest;
+  batchReport.seconds =
+      std::chrono::duration<double>(Clock::now() - start).count();
+  if (decoded) {
+    batchReport.translated = int64_t(decoded->size());
     for (const std::vector<Translation> &found : *decoded)
       if (!found.empty())
-        report.targetTokens += found.front().tokens;
-  // Reported before any job ends: a client holding its answer finds its
-  // batch counted.
-  std::function<void(const BatchReport &)> reportNow;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    reportNow = reportFn;
+        batchReport.targetTokens += found.front().tokens;
   }
-  if (reportNow)
-    reportNow(report);
+  report(batchReport);
   if (!decoded) {
     for (Queued &q : batch)
       q.job->finish(JobEnd::Failed, decoded.status());
     return;
   }
-  for (size_t i = 0; i < batch.size(); ++i) {
-    TranslationJob &job = *batch[i].job;
-    if (job.ended())
-      continue;
-    job.results[batch[i].sentence] = std::move((*decoded)[i]);
-    // The last sentence in ends the job; acq_rel orders every worker's
-    // result before the end.
-    if (job.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1)
-      job.finish(JobEnd::Translated);
-  }
+  for (size_t i = 0; i < batch.size(); ++i)
+    deliver(batch[i], std::move((*decoded)[i]));
+}
+
+void Batcher::decodeInFlight(int worker, Batch &batch) {
+  // Copied: the first job may end (and be dropped) while the batch runs.
+  const TranslationOptions search = batch.front().job->options;
+  // Every sentence of the run, by its index in done(): the batch's, then
+  // those that joined. Each holds its job, and so its source, alive.
+  Batch running = batch;
+  auto sourcesFrom = [&](size_t from) {
+    Translator::JoiningSources part;
+    bool anyPrefix = false;
+    for (size_t i = from; i < running.size(); ++i)
+      anyPrefix = anyPrefix || !running[i].job->prefixes.empty();
+    for (size_t i = from; i < running.size(); ++i) {
+      const Queued &q = running[i];
+      part.sources.push_back(&q.job->sources[q.sentence]);
+      // Messages name a sentence by its place in its request.
+      part.numbers.push_back(int64_t(q.sentence) + 1);
+      if (anyPrefix)
+        part.prefixes.push_back(q.job->prefixes.empty()
+                                    ? std::vector<int32_t>{}
+                                    : q.job->prefixes[q.sentence]);
+    }
+    return part;
+  };
+  // The batch pads every source to the longest it held (sources only
+  // widen while it runs): what the token budget counts.
+  int64_t width = 0, live = int64_t(batch.size());
+  for (const Queued &q : batch)
+    width = std::max(width, q.length);
+  // Reported at each join and at the end: the most sentences decoding
+  // together since the last report. Each sentence is reported as it ends,
+  // before its job can end.
+  BatchReport window;
+  int64_t peak = live;
+  Clock::time_point since = Clock::now();
+  auto reportWindow = [&] {
+    Clock::time_point now = Clock::now();
+    window.seconds = std::chrono::duration<double>(now - since).count();
+    window.sentences = peak;
+    window.paddedTokens = peak * width;
+    report(window);
+    window = BatchReport{};
+    peak = live;
+    since = now;
+  };
+  auto more = [&](int64_t room) {
+    size_t from = running.size();
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      dropEnded();
+      // Oldest first, of those decoded alike, while the budget holds.
+      for (auto q = queue.begin();
+           q != queue.end() && int64_t(running.size() - from) < room;) {
+        int64_t wider = std::max(width, q->length);
+        int64_t count = live + int64_t(running.size() - from) + 1;
+        if (decodeAlike(q->job->options, search) &&
+            count * wider <= options.maxBatchTokens) {
+          width = wider;
+          running.push_back(*q);
+          q = queue.erase(q);
+        } else {
+          ++q;
+        }
+      }
+    }
+    if (running.size() > from) {
+      reportWindow();
+      live += int64_t(running.size() - from);
+      peak = live;
+    }
+    return sourcesFrom(from);
+  };
+  auto done = [&](size_t i, std::vector<Translation> translations) {
+    BatchReport ended;
+    ended.translated = 1;
+    if (!translations.empty())
+      ended.targetTokens = translations.front().tokens;
+    report(ended);
+    --live;
+    deliver(running[i], std::move(translations));
+  };
+  Status status = inFlightFn(worker, sourcesFrom(0), search, more, done);
+  reportWindow();
+  if (!status.ok())
+    for (Queued &q : running)
+      q.job->finish(JobEnd::Failed, status);
 }
 
 } // namespace loom::serve

@@ -103,13 +103,19 @@ struct BatcherOptions {
   /// Off: a batch holds the sentences of one request only, and never
   /// waits (what a server without cross-request batching does).
   bool acrossRequests = true;
+  /// With acrossRequests, and a decoder that can (InFlightFn): queued
+  /// sentences join a batch while it decodes, as others in it end.
+  bool inFlight = true;
 };
 
-/// What a worker reports of each batch it decoded.
+/// What a worker reports of each batch it decoded. In flight, of the batch
+/// at each join (its most sentences since the last join, and the time
+/// since), and apart, with no sentence decoding, of each sentence that ends.
 struct BatchReport {
-  int64_t sentences = 0;
+  int64_t sentences = 0;    // decoding together; 0: a sentence's end alone
   int64_t paddedTokens = 0; // sentences x longest source
-  int64_t targetTokens = 0; // of the best translations
+  int64_t targetTokens = 0; // of the best translations that ended
+  int64_t translated = 0;   // sentences that ended
   double seconds = 0;
 };
 
@@ -123,9 +129,19 @@ public:
       const std::vector<std::vector<int32_t>> &prefixes)>;
   /// The most sentences a batch of `options` takes (the decoder's rows).
   using RowsFn = std::function<int64_t(const TranslationOptions &options)>;
+  /// Decodes a batch in flight (Translator::decodeInFlight): `first`
+  /// starts it, more(room) hands over sentences that join it, done(i, ...)
+  /// takes each sentence's translations as it ends.
+  using InFlightFn = std::function<Status(
+      int worker, const Translator::JoiningSources &first,
+      const TranslationOptions &options,
+      const std::function<Translator::JoiningSources(int64_t room)> &more,
+      const std::function<void(size_t, std::vector<Translation>)> &done)>;
 
-  /// Starts `workers` threads, worker i decoding with decode(i, ...).
-  Batcher(int workers, DecodeFn decode, RowsFn rows, BatcherOptions options);
+  /// Starts `workers` threads, worker i decoding with decode(i, ...), or
+  /// in flight with inFlight(i, ...) where given and options.inFlight.
+  Batcher(int workers, DecodeFn decode, RowsFn rows, BatcherOptions options,
+          InFlightFn inFlight = nullptr);
   /// Stops taking jobs, decodes what is queued, joins the workers.
   ~Batcher();
 
@@ -165,12 +181,19 @@ private:
   std::vector<size_t> pickBatch(bool &full) const;
   void dropEnded();
   void decode(int worker, Batch &batch);
+  /// decode() in flight: queued sentences alike `batch`'s join it as the
+  /// decoder makes room, oldest first, within the token budget.
+  void decodeInFlight(int worker, Batch &batch);
+  /// A sentence's translations to its job, which ends with its last.
+  static void deliver(Queued &q, std::vector<Translation> translations);
+  void report(const BatchReport &report);
   /// Ends each job whose deadline passes while it waits, even when every
   /// worker is busy and no batch is being formed.
   void expireLateJobs();
 
   DecodeFn decodeFn;
   RowsFn rowsFn;
+  InFlightFn inFlightFn;
   BatcherOptions options;
   std::function<void(const BatchReport &)> reportFn;
 

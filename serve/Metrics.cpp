@@ -37,11 +37,13 @@ Metrics::Metrics()
                   .Help("From the request read to its answer sent, by "
                         "endpoint")
                   .Register(*registry)),
-      batchSentences(prometheus::BuildHistogram()
-                         .Name("loom_batch_sentences")
-                         .Help("Sentences per decoded batch")
-                         .Register(*registry)
-                         .Add({}, powersOfTwo(512))),
+      batchSentences(
+          prometheus::BuildHistogram()
+              .Name("loom_batch_sentences")
+              .Help("Sentences per decoded batch (in flight: the most "
+                    "decoding together between two joins)")
+              .Register(*registry)
+              .Add({}, powersOfTwo(512))),
       batchTokens(prometheus::BuildHistogram()
                       .Name("loom_batch_tokens")
                       .Help("Padded source tokens per decoded batch "
@@ -99,10 +101,12 @@ void Metrics::requestDone(const std::string &endpoint, int status,
 }
 
 void Metrics::batchDecoded(const BatchReport &report) {
-  batchSentences.Observe(double(report.sentences));
-  batchTokens.Observe(double(report.paddedTokens));
-  batchSeconds.Observe(report.seconds);
-  sentences.Increment(double(report.sentences));
+  if (report.sentences > 0) {
+    batchSentences.Observe(double(report.sentences));
+    batchTokens.Observe(double(report.paddedTokens));
+    batchSeconds.Observe(report.seconds);
+  }
+  sentences.Increment(double(report.translated));
   tokens.Increment(double(report.targetTokens));
   std::lock_guard<std::mutex> lock(mutex);
   recent.emplace_back(Clock::now(), report.targetTokens);

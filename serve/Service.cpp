@@ -476,7 +476,20 @@ void Service::ready(std::unique_ptr<Translator> loaded, double loadSeconds) {
       [t](const TranslationOptions &options) {
         return t->maxBatchSentences(options);
       },
-      options.batching);
+      options.batching,
+      // An executable compiled before per-sentence starts decodes whole
+      // batches only.
+      t->decodesInFlight()
+          ? Batcher::InFlightFn(
+                [t](int worker, const Translator::JoiningSources &first,
+                    const TranslationOptions &o,
+                    const std::function<Translator::JoiningSources(int64_t)>
+                        &more,
+                    const std::function<void(size_t, std::vector<Translation>)>
+                        &done) {
+                  return t->decodeInFlight(worker, first, o, more, done);
+                })
+          : nullptr);
   batcher->setReportFn([this](const BatchReport &report) {
     metricsRegistry.batchDecoded(report);
   });

@@ -397,3 +397,105 @@ TEST(Batcher, AJobOfBlankSentencesEndsAtOnce) {
 }
 
 } // namespace
+
+namespace {
+
+/// In flight: a run that, once `gate` opens, asks for more (room 4) at
+/// each of three steps, then ends every sentence, the last-joined first.
+/// Records each run's sentences by first id, as they started or joined.
+struct InFlightDecoder {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<std::vector<int32_t>> runs;
+  bool gateOpen = false, running = false;
+
+  Batcher::InFlightFn fn() {
+    return
+        [this](
+            int, const Translator::JoiningSources &first,
+            const TranslationOptions &options,
+            const std::function<Translator::JoiningSources(int64_t)> &more,
+            const std::function<void(size_t, std::vector<Translation>)> &done)
+            -> Status {
+          std::vector<const std::vector<int32_t> *> sources = first.sources;
+          {
+            std::unique_lock<std::mutex> lock(mutex);
+            running = true;
+            changed.notify_all();
+            changed.wait(lock, [&] { return gateOpen; });
+          }
+          for (int step = 0; step < 3; ++step) {
+            Translator::JoiningSources joined = more(4);
+            EXPECT_EQ(joined.numbers.size(), joined.sources.size());
+            sources.insert(sources.end(), joined.sources.begin(),
+                           joined.sources.end());
+          }
+          std::vector<int32_t> firsts;
+          for (const std::vector<int32_t> *s : sources)
+            firsts.push_back(s->front());
+          {
+            std::lock_guard<std::mutex> lock(mutex);
+            runs.push_back(firsts);
+          }
+          for (size_t i = sources.size(); i-- > 0;) {
+            std::string text;
+            for (int32_t id : *sources[i])
+              text += std::to_string(id) + " ";
+            done(i, std::vector<Translation>(
+                        size_t(options.nbest),
+                        Translation{text, 0, 0, int64_t(sources[i]->size())}));
+          }
+          return Status::success();
+        };
+  }
+  void waitUntilRunning() {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return running; });
+  }
+  void open() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      gateOpen = true;
+    }
+    changed.notify_all();
+  }
+};
+
+} // namespace
+
+// Sentences queued while a batch decodes in flight join it, oldest first,
+// within the token budget and only when decoded alike; each request gets
+// its translations in its own order.
+TEST(Batcher, QueuedSentencesJoinABatchInFlight) {
+  RecordingDecoder whole;
+  InFlightDecoder decoder;
+  // Budget 29: five sentences padded to 5 decode together, not six.
+  Batcher batcher(1, whole.fn(), rows(32), waiting(0ms, 29), decoder.fn());
+  std::promise<JobEnd> a, b, c, d;
+  auto ja = job({sentence(1, 5)}, a);
+  ASSERT_EQ(batcher.submit(ja), Batcher::Admission::Queued);
+  decoder.waitUntilRunning();
+  TranslationOptions greedy;
+  greedy.beam = 1;
+  auto jb = job({sentence(2, 5), sentence(3, 4), sentence(4, 5)}, b);
+  auto jc = job({sentence(5, 5)}, c, greedy); // another search: not alike
+  auto jd = job({sentence(6, 3), sentence(7, 5)}, d);
+  for (auto &j : {jb, jc, jd})
+    ASSERT_EQ(batcher.submit(j), Batcher::Admission::Queued);
+  decoder.open();
+  for (auto *p : {&a, &b, &c, &d})
+    EXPECT_EQ(p->get_future().get(), JobEnd::Translated);
+  ASSERT_EQ(decoder.runs.size(), 3u);
+  // 1 first; 2 3 4 and 6 join (5 x 5 = 25 tokens); 7 would make 6 x 5;
+  // 5 waits for a run of its own search.
+  EXPECT_EQ(decoder.runs[0], (std::vector<int32_t>{1, 2, 3, 4, 6}));
+  EXPECT_EQ(decoder.runs[1], (std::vector<int32_t>{5}));
+  EXPECT_EQ(decoder.runs[2], (std::vector<int32_t>{7}));
+  EXPECT_TRUE(whole.batches.empty()) << "every batch decoded in flight";
+  ASSERT_EQ(jb->translations().size(), 3u);
+  EXPECT_EQ(jb->translations()[0][0].text, "2 2 2 2 2 ");
+  EXPECT_EQ(jb->translations()[1][0].text, "3 3 3 3 ");
+  EXPECT_EQ(jb->translations()[2][0].text, "4 4 4 4 4 ");
+  EXPECT_EQ(jd->translations()[0][0].text, "6 6 6 ");
+  EXPECT_EQ(jd->translations()[1][0].text, "7 7 7 7 7 ");
+}
