@@ -6,8 +6,10 @@
                 [--json OUT.jsonl]
 
 For each client count, wrk (bench/serve_load.lua: one sentence per request,
-posted to /v1/translate over keep-alive connections) loads loom-serve twice:
-with batching across requests (the default) and with --no-cross-batching.
+posted to /v1/translate over keep-alive connections) loads loom-serve in each
+of --modes: batching across requests in whole batches (the default), in
+flight (--in-flight: sentences join a batch as others end), and without
+batching across requests (--no-cross-batching).
 Each run starts after a 3 s warm-up and once the server is idle again (the
 warm-up's last batch, whose clients have gone, would otherwise take the
 start of the window), and reports requests (= sentences) and target tokens
@@ -103,11 +105,14 @@ def delta(after, before, name):
     return after.get(name, 0.0) - before.get(name, 0.0)
 
 
-def load_run(args, clients, batching, seconds):
+MODES = {"in-flight": ("in flight", ["--in-flight"]),
+         "whole": ("whole batches", []),
+         "off": ("off", ["--no-cross-batching"])}
+
+
+def load_run(args, clients, mode, seconds):
     flags = ["--threads", str(args.threads), "--workers", str(args.workers),
-             "--beam", str(args.beam)]
-    if not batching:
-        flags.append("--no-cross-batching")
+             "--beam", str(args.beam)] + MODES[mode][1]
     server = Server(args.folder, flags + args.server_flags)
     try:
         # Warm-up: the first batches size the decoder's memory.
@@ -118,7 +123,8 @@ def load_run(args, clients, batching, seconds):
         after = server.metrics()
         batches = delta(after, before, "loom_batch_sentences_count")
         result.update({
-            "system": "loom-serve" if batching else "loom-serve --no-cross-batching",
+            "system": " ".join(["loom-serve"] + MODES[mode][1]),
+            "batching": MODES[mode][0],
             "clients": clients,
             "sentences_per_s": result["requests"] / result["duration_s"],
             "target_tokens_per_s":
@@ -194,6 +200,8 @@ def main():
     parser.add_argument("--soak-seconds", type=int, default=0)
     parser.add_argument("--server-flags", default="", help="more loom-serve flags")
     parser.add_argument("--json", help="append every record here")
+    parser.add_argument("--modes", default="whole,off",
+                        help="of " + ", ".join(MODES))
     args = parser.parse_args()
     args.server_flags = args.server_flags.split()
     clients = [int(c) for c in args.clients.split(",")]
@@ -205,12 +213,13 @@ def main():
     print("| clients | batching | sentences/s | tokens/s | offline sentences/s | vs offline "
           "| p50 ms | p95 ms | p99 ms | sentences/batch | tokens/batch | workers busy | non-200 |")
     print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    # The machine's speed drifts: each pair of runs is held against offline
-    # runs just before and just after it.
+    # The machine's speed drifts: each client count's runs are held against
+    # offline runs just before and just after them.
+    modes = args.modes.split(",")
     before = offline(args)
     records.append(before)
     for c in clients:
-        pair = [load_run(args, c, batching, args.seconds) for batching in (True, False)]
+        pair = [load_run(args, c, mode, args.seconds) for mode in modes]
         after = offline(args)
         records.append(after)
         base = (before["sentences_per_s"] + after["sentences_per_s"]) / 2
@@ -218,7 +227,7 @@ def main():
             r["offline_sentences_per_s"] = base
             records.append(r)
             print("| %d | %s | %.1f | %.0f | %.1f | %.2f | %.1f | %.1f | %.1f | %.1f | %.0f | %.0f%% | %d |" % (
-                c, "off" if "no-cross" in r["system"] else "across requests",
+                c, r["batching"],
                 r["sentences_per_s"], r["target_tokens_per_s"], base,
                 r["sentences_per_s"] / base, r["p50_ms"], r["p95_ms"], r["p99_ms"],
                 r["batch_sentences_mean"], r["batch_tokens_mean"], 100 * r["busy"],

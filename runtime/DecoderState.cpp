@@ -268,21 +268,29 @@ Status DecoderState::join(Session &session, const TensorRef &newSrc,
   }
 
   // Sources and cross-attention K/V: the running sentences', then the
-  // joining ones', each padded to the longer source.
+  // joining ones', each padded to the longest source among them (the
+  // padding of sentences that left goes: every later step would read it).
   ErrorOr<Tensor> oldSrc = toHost(src);
   if (!oldSrc)
     return oldSrc.status();
   int64_t oldLen = src.shape()[1], addLen = newSrc.shape[1];
-  int64_t srcLen = std::max(oldLen, addLen);
+  const auto *oldIds = static_cast<const int32_t *>(oldSrc->data());
+  int64_t liveLen = 1;
+  for (int64_t n = 0; n < sentences; ++n)
+    for (int64_t j = oldLen; j > liveLen; --j)
+      if (oldIds[n * oldLen + j - 1] != 0) {
+        liveLen = j;
+        break;
+      }
+  int64_t srcLen = std::max(liveLen, addLen);
   ErrorOr<Tensor> ids2 =
       Tensor::host(DType::I32, {sentences + joining, srcLen});
   if (!ids2)
     return ids2.status();
   auto *joined = static_cast<int32_t *>(ids2->data());
-  const auto *oldIds = static_cast<const int32_t *>(oldSrc->data());
   const auto *addIds = static_cast<const int32_t *>(newSrc.data);
   for (int64_t n = 0; n < sentences; ++n)
-    std::copy(oldIds + n * oldLen, oldIds + (n + 1) * oldLen,
+    std::copy(oldIds + n * oldLen, oldIds + n * oldLen + liveLen,
               joined + n * srcLen);
   for (int64_t n = 0; n < joining; ++n)
     std::copy(addIds + n * addLen, addIds + (n + 1) * addLen,
@@ -296,27 +304,28 @@ Status DecoderState::join(Session &session, const TensorRef &newSrc,
     int64_t heads = headShape[0], dim = headShape[1];
     ErrorOr<Tensor> wide = Tensor::onDevice(
         device, dtype, {sentences + joining, heads, srcLen, dim},
-        srcLen == oldLen && srcLen == addLen ? Fill::Unspecified : Fill::Zeros);
+        srcLen == liveLen && srcLen == addLen ? Fill::Unspecified
+                                              : Fill::Zeros);
     if (!wide)
       return wide.status();
-    // Rows of `len` positions into rows of srcLen: one copy where they
-    // are as long, else one per sentence and head.
+    // The first `used` of rows of `len` positions into rows of srcLen:
+    // one copy where they are all as long, else one per sentence and head.
     auto place = [&](const Tensor &part, int64_t firstSentence, int64_t count,
-                     int64_t len) -> Status {
+                     int64_t len, int64_t used) -> Status {
       const char *from = static_cast<const char *>(part.data());
       char *to = static_cast<char *>(wide->data()) +
                  firstSentence * heads * srcLen * dim * esize;
-      if (len == srcLen)
+      if (len == srcLen && used == len)
         return device.copy(to, from, size_t(count * heads * len * dim * esize),
                            CopyDirection::DeviceToDevice);
       for (int64_t r = 0; r < count * heads; ++r)
         LOOM_RETURN_IF_ERROR(device.copy(
             to + r * srcLen * dim * esize, from + r * len * dim * esize,
-            size_t(len * dim * esize), CopyDirection::DeviceToDevice));
+            size_t(used * dim * esize), CopyDirection::DeviceToDevice));
       return Status::success();
     };
-    LOOM_RETURN_IF_ERROR(place(tensor, 0, sentences, oldLen));
-    LOOM_RETURN_IF_ERROR(place(more, sentences, joining, addLen));
+    LOOM_RETURN_IF_ERROR(place(tensor, 0, sentences, oldLen, liveLen));
+    LOOM_RETURN_IF_ERROR(place(more, sentences, joining, addLen, addLen));
     tensor = std::move(*wide);
   }
   for (int64_t &s : starts)

@@ -98,7 +98,8 @@ struct DecoderState {
   /// The sentences of host `src` ([n, len] i32, 0-padded) join those
   /// decoding, after them, `beam` rows each, with room for `steps` more
   /// positions: @encode runs on them, the sources and cross-attention K/V
-  /// widen to the longer of the two lengths (padded as a batch pads), and
+  /// take the longest source among the running and joining sentences (padded
+  /// as a batch pads), and
   /// their self-attention caches start at the caches' length (the
   /// positions before are zeros that their step masks out). Positions no
   /// sentence reads any more (before every start) are dropped on the way.

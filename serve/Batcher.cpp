@@ -393,8 +393,14 @@ void Batcher::decodeInFlight(int worker, Batch &batch) {
     peak = live;
     since = now;
   };
+  // Joining copies every cache of the batch to lay out its new rows: a
+  // quarter of the rows at a time pays for it, unless the batch has shrunk
+  // to half, where every sentence counts.
+  const int64_t rows = std::max<int64_t>(1, rowsFn(search));
   auto more = [&](int64_t room) {
     size_t from = running.size();
+    if (room < std::max<int64_t>(1, rows / 4) && live > rows / 2)
+      return sourcesFrom(from);
     {
       std::lock_guard<std::mutex> lock(mutex);
       dropEnded();

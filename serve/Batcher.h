@@ -104,8 +104,11 @@ struct BatcherOptions {
   /// waits (what a server without cross-request batching does).
   bool acrossRequests = true;
   /// With acrossRequests, and a decoder that can (InFlightFn): queued
-  /// sentences join a batch while it decodes, as others in it end.
-  bool inFlight = true;
+  /// sentences join a batch while it decodes, as others in it end. Off by
+  /// default: each join and each sentence leaving copies the batch's caches
+  /// and every row attends over the oldest sentence's positions, which
+  /// today costs more than whole batches save (docs/PERFORMANCE.md).
+  bool inFlight = false;
 };
 
 /// What a worker reports of each batch it decoded. In flight, of the batch

@@ -22,7 +22,7 @@ struct ServeFlags {
   std::string apiKeyFile;
   int64_t maxWaitMs = 5;
   bool noBatching = false;
-  bool noInFlight = false;
+  bool inFlight = false;
 };
 
 inline void addServeFlags(CLI::App *cmd, ServeFlags &f) {
@@ -65,10 +65,10 @@ inline void addServeFlags(CLI::App *cmd, ServeFlags &f) {
   cmd->add_flag("--no-cross-batching", f.noBatching,
                 "Batch each request's sentences by themselves (to measure "
                 "what batching across requests brings)");
-  cmd->add_flag("--no-in-flight", f.noInFlight,
-                "Decode each batch to its end before the next starts, "
-                "instead of letting queued sentences join it as others "
-                "finish");
+  cmd->add_flag("--in-flight", f.inFlight,
+                "Let queued sentences join a batch while it decodes, as "
+                "others in it finish, instead of decoding each batch to its "
+                "end first");
   cmd->add_option("--queue-size", s.batching.queueCapacity,
                   "Sentences waiting across requests beyond which new "
                   "requests are answered 503")
@@ -113,7 +113,7 @@ inline void addServeFlags(CLI::App *cmd, ServeFlags &f) {
 inline Status finishServeFlags(ServeFlags &f) {
   f.serve.batching.maxWait = std::chrono::milliseconds(f.maxWaitMs);
   f.serve.batching.acrossRequests = !f.noBatching;
-  f.serve.batching.inFlight = !f.noInFlight;
+  f.serve.batching.inFlight = f.inFlight;
   // A JSON body escapes text to at most 6 bytes a byte (\u00XX), plus its
   // fields.
   f.serve.http.maxBodyBytes = uint64_t(f.serve.maxRequestChars) * 6 + 64 * 1024;

@@ -359,6 +359,14 @@ def main_checks():
         fn(s)
         print("PASS", name)
     assert s.stop() == 0
+    # In flight (queued sentences join running batches): the same answers.
+    s = serve("--source-language", "en", "--target-language", "de",
+              "--max-wait-ms", "20", "--in-flight")
+    for name, fn in CHECKS:
+        if name.startswith(("/v1/translate", "many clients", "two workers")):
+            fn(s)
+            print("PASS", name, "(in flight)")
+    assert s.stop() == 0
     # Small limits for the refusals.
     s = serve("--source-language", "en", "--target-language", "de",
               "--max-sentences", "5", "--max-request-chars", "600")

@@ -470,7 +470,9 @@ TEST(Batcher, QueuedSentencesJoinABatchInFlight) {
   RecordingDecoder whole;
   InFlightDecoder decoder;
   // Budget 29: five sentences padded to 5 decode together, not six.
-  Batcher batcher(1, whole.fn(), rows(32), waiting(0ms, 29), decoder.fn());
+  BatcherOptions o = waiting(0ms, 29);
+  o.inFlight = true;
+  Batcher batcher(1, whole.fn(), rows(32), o, decoder.fn());
   std::promise<JobEnd> a, b, c, d;
   auto ja = job({sentence(1, 5)}, a);
   ASSERT_EQ(batcher.submit(ja), Batcher::Admission::Queued);
