@@ -316,16 +316,34 @@ LOOM_ATTENTION_INLINE void
 forwardQueryRowOf(const Problem &p, int64_t b, int64_t i, const KV *kb,
                   int64_t ks, const KV *vb, int64_t vs, float *out,
                   float *lse) {
-  const int64_t sk = p.sk, d = p.d, dv = p.dv;
+  int64_t sk = p.sk;
+  const int64_t d = p.d, dv = p.dv;
   const int64_t row = b * p.sq + i;
   const float *q = p.q + row * d;
+  int64_t maskBase = p.mask ? p.maskBase(b) : 0;
+  // The keys the row's mask removes before its first kept one (a sentence
+  // that joined a running batch does not attend to the positions decoded
+  // before it) weigh exactly 0: the row starts at its first kept key, so
+  // that it costs and sums as it would without them. Not when every key
+  // is masked (the weights are then uniform).
+  int64_t first = 0;
+  if (p.mask && !p.causal) {
+    const float *m = p.mask + maskBase + i * p.maskRowStride();
+    int64_t cs = p.maskColStride();
+    while (first < sk && m[first * cs] <= 0.5 * kMaskedScore)
+      ++first;
+    if (first == sk)
+      first = 0;
+  }
+  kb += first * ks;
+  vb += first * vs;
+  sk -= first;
   if (ks != d && i == 0) {
     // Position first: see prefetchRows.
     prefetchRows(kb, sk, ks, d);
     prefetchRows(vb, sk, vs, dv);
   }
   double shift = 0;
-  int64_t maskBase = p.mask ? p.maskBase(b) : 0;
   if (p.mask)
     rowShifts(p, maskBase, i, 1, &shift);
   const float inf = std::numeric_limits<float>::infinity();
@@ -378,9 +396,10 @@ forwardQueryRowOf(const Problem &p, int64_t b, int64_t i, const KV *kb,
   for (int64_t j = sk; j < sk8; ++j)
     s[j] = -inf;
   if (p.hasBias()) {
-    const float *m =
-        p.mask ? p.mask + maskBase + i * p.maskRowStride() : nullptr;
     int64_t cs = p.mask ? p.maskColStride() : 0;
+    const float *m =
+        p.mask ? p.mask + maskBase + i * p.maskRowStride() + first * cs
+               : nullptr;
     for (int64_t j = 0; j < sk; ++j) {
       double x = (m ? double(m[j * cs]) : 0.0) - shift;
       if (p.causal && j > i)
