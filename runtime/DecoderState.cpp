@@ -203,24 +203,14 @@ Status DecoderState::join(Session &session, const TensorRef &newSrc,
         "this executable's @decode_step takes no per-sentence start, so "
         "sentences cannot join a running batch: recompile it",
         ErrorCode::Unsupported);
+  if (sentences == 0)
+    return Status::failure("sentences join a state with none decoding",
+                           ErrorCode::Internal);
   Device &device = session.device();
   ErrorOr<DecoderState> added = start(session, newSrc, beam, steps);
   if (!added)
     return added.status();
   int64_t joining = added->sentences;
-  if (sentences == 0) {
-    // Nothing to keep: the new state as it is (its caches' room), with
-    // the step already planned kept.
-    added->readsLogits = readsLogits;
-    added->alignmentLayer = alignmentLayer;
-    added->stepInputs.clear();
-    std::swap(ids, added->ids);
-    std::swap(at, added->at);
-    std::swap(startAt, added->startAt);
-    std::swap(zeros, added->zeros);
-    *this = std::move(*added);
-    return Status::success();
-  }
   if (added->dtype != dtype || added->headShape != headShape)
     return Status::failure("@encode returned caches unlike the running ones",
                            ErrorCode::Corrupt);

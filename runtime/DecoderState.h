@@ -98,12 +98,11 @@ struct DecoderState {
   /// The sentences of host `src` ([n, len] i32, 0-padded) join those
   /// decoding, after them, `beam` rows each, with room for `steps` more
   /// positions: @encode runs on them, the sources and cross-attention K/V
-  /// take the longest source among the running and joining sentences (padded
-  /// as a batch pads), and
-  /// their self-attention caches start at the caches' length (the
-  /// positions before are zeros that their step masks out). Positions no
-  /// sentence reads any more (before every start) are dropped on the way.
-  /// Between steps; a state without sentences takes any.
+  /// take the longest source among the running and joining sentences
+  /// (padded as a batch pads), and their self-attention caches start at the
+  /// caches' length (the positions before are zeros that their step masks
+  /// out). Positions no sentence reads any more (before every start) are
+  /// dropped on the way. Between steps, while sentences are decoding.
   Status join(Session &session, const TensorRef &src, int64_t steps);
   /// Steps through @decode_step_align instead, which also returns each
   /// decoder layer's cross-attention weights; step() then keeps those of
