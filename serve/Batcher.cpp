@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 namespace loom::serve {
 
@@ -372,11 +373,14 @@ void Batcher::decodeInFlight(int worker, Batch &batch) {
     }
     return part;
   };
-  // The batch pads every source to the longest it held (sources only
-  // widen while it runs): what the token budget counts.
-  int64_t width = 0, live = int64_t(batch.size());
+  // At each join the decoder pads every source to the longest among the
+  // sentences decoding and joining: what the token budget counts, from
+  // the lengths of the sentences decoding (`width`, between joins, is the
+  // padding the decoder holds).
+  std::multiset<int64_t> liveLengths;
   for (const Queued &q : batch)
-    width = std::max(width, q.length);
+    liveLengths.insert(q.length);
+  int64_t width = *liveLengths.rbegin(), live = int64_t(batch.size());
   // Reported at each join and at the end: the most sentences decoding
   // together since the last report. Each sentence is reported as it ends,
   // before its job can end.
@@ -405,13 +409,14 @@ void Batcher::decodeInFlight(int worker, Batch &batch) {
       std::lock_guard<std::mutex> lock(mutex);
       dropEnded();
       // Oldest first, of those decoded alike, while the budget holds.
+      int64_t widest = liveLengths.empty() ? 0 : *liveLengths.rbegin();
       for (auto q = queue.begin();
            q != queue.end() && int64_t(running.size() - from) < room;) {
-        int64_t wider = std::max(width, q->length);
+        int64_t wider = std::max(widest, q->length);
         int64_t count = live + int64_t(running.size() - from) + 1;
         if (decodeAlike(q->job->options, search) &&
             count * wider <= options.maxBatchTokens) {
-          width = wider;
+          widest = wider;
           running.push_back(*q);
           q = queue.erase(q);
         } else {
@@ -421,8 +426,11 @@ void Batcher::decodeInFlight(int worker, Batch &batch) {
     }
     if (running.size() > from) {
       reportWindow();
+      for (size_t i = from; i < running.size(); ++i)
+        liveLengths.insert(running[i].length);
       live += int64_t(running.size() - from);
       peak = live;
+      width = *liveLengths.rbegin();
     }
     return sourcesFrom(from);
   };
@@ -433,6 +441,7 @@ void Batcher::decodeInFlight(int worker, Batch &batch) {
       ended.targetTokens = translations.front().tokens;
     report(ended);
     --live;
+    liveLengths.erase(liveLengths.find(running[i].length));
     deliver(running[i], std::move(translations));
   };
   Status status = inFlightFn(worker, sourcesFrom(0), search, more, done);
