@@ -305,30 +305,37 @@ void Batcher::deliver(Queued &q, std::vector<Translation> translations) {
     job.finish(JobEnd::Translated);
 }
 
+Translator::JoiningSources Batcher::sourcesOf(const Batch &batch, size_t from) {
+  Translator::JoiningSources part;
+  bool anyPrefix = false;
+  for (size_t i = from; i < batch.size(); ++i)
+    anyPrefix = anyPrefix || !batch[i].job->prefixes.empty();
+  for (size_t i = from; i < batch.size(); ++i) {
+    const Queued &q = batch[i];
+    part.sources.push_back(&q.job->sources[q.sentence]);
+    // Messages name a sentence by its place in its request.
+    part.numbers.push_back(int64_t(q.sentence) + 1);
+    if (anyPrefix)
+      part.prefixes.push_back(q.job->prefixes.empty()
+                                  ? std::vector<int32_t>{}
+                                  : q.job->prefixes[q.sentence]);
+  }
+  return part;
+}
+
 void Batcher::decode(int worker, Batch &batch) {
   if (options.inFlight && options.acrossRequests && inFlightFn) {
     decodeInFlight(worker, batch);
     return;
   }
-  std::vector<const std::vector<int32_t> *> sources;
-  std::vector<int64_t> numbers;
-  std::vector<std::vector<int32_t>> prefixes;
-  bool anyPrefix = false;
-  for (const Queued &q : batch)
-    anyPrefix = anyPrefix || !q.job->prefixes.empty();
   int64_t longest = 0;
-  for (const Queued &q : batch) {
-    sources.push_back(&q.job->sources[q.sentence]);
-    if (anyPrefix)
-      prefixes.push_back(q.job->prefixes.empty() ? std::vector<int32_t>{}
-                                                 : q.job->prefixes[q.sentence]);
-    // Messages name a sentence by its place in its request.
-    numbers.push_back(int64_t(q.sentence) + 1);
+  for (const Queued &q : batch)
     longest = std::max(longest, q.length);
-  }
+  Translator::JoiningSources part = sourcesOf(batch, 0);
   Clock::time_point start = Clock::now();
   ErrorOr<std::vector<std::vector<Translation>>> decoded =
-      decodeFn(worker, sources, numbers, batch.front().job->options, prefixes);
+      decodeFn(worker, part.sources, part.numbers, batch.front().job->options,
+               part.prefixes);
   BatchReport batchReport;
   batchReport.sentences = int64_t(batch.size());
   batchReport.paddedTokens = batchReport.sentences * longest;
@@ -356,23 +363,6 @@ void Batcher::decodeInFlight(int worker, Batch &batch) {
   // Every sentence of the run, by its index in done(): the batch's, then
   // those that joined. Each holds its job, and so its source, alive.
   Batch running = batch;
-  auto sourcesFrom = [&](size_t from) {
-    Translator::JoiningSources part;
-    bool anyPrefix = false;
-    for (size_t i = from; i < running.size(); ++i)
-      anyPrefix = anyPrefix || !running[i].job->prefixes.empty();
-    for (size_t i = from; i < running.size(); ++i) {
-      const Queued &q = running[i];
-      part.sources.push_back(&q.job->sources[q.sentence]);
-      // Messages name a sentence by its place in its request.
-      part.numbers.push_back(int64_t(q.sentence) + 1);
-      if (anyPrefix)
-        part.prefixes.push_back(q.job->prefixes.empty()
-                                    ? std::vector<int32_t>{}
-                                    : q.job->prefixes[q.sentence]);
-    }
-    return part;
-  };
   // At each join the decoder pads every source to the longest among the
   // sentences decoding and joining: what the token budget counts, from
   // the lengths of the sentences decoding (`width`, between joins, is the
@@ -404,7 +394,7 @@ void Batcher::decodeInFlight(int worker, Batch &batch) {
   auto more = [&](int64_t room) {
     size_t from = running.size();
     if (room < std::max<int64_t>(1, rows / 4) && live > rows / 2)
-      return sourcesFrom(from);
+      return sourcesOf(running, from);
     {
       std::lock_guard<std::mutex> lock(mutex);
       dropEnded();
@@ -432,7 +422,7 @@ void Batcher::decodeInFlight(int worker, Batch &batch) {
       peak = live;
       width = *liveLengths.rbegin();
     }
-    return sourcesFrom(from);
+    return sourcesOf(running, from);
   };
   auto done = [&](size_t i, std::vector<Translation> translations) {
     BatchReport ended;
@@ -444,7 +434,7 @@ void Batcher::decodeInFlight(int worker, Batch &batch) {
     liveLengths.erase(liveLengths.find(running[i].length));
     deliver(running[i], std::move(translations));
   };
-  Status status = inFlightFn(worker, sourcesFrom(0), search, more, done);
+  Status status = inFlightFn(worker, sourcesOf(running, 0), search, more, done);
   reportWindow();
   if (!status.ok())
     for (Queued &q : running)

@@ -187,6 +187,9 @@ private:
   /// decode() in flight: queued sentences alike `batch`'s join it as the
   /// decoder makes room, oldest first, within the token budget.
   void decodeInFlight(int worker, Batch &batch);
+  /// What the decoder takes of batch[from...]: sources, numbers in their
+  /// requests, and prefixes (none, or one per source where any has one).
+  static Translator::JoiningSources sourcesOf(const Batch &batch, size_t from);
   /// A sentence's translations to its job, which ends with its last.
   static void deliver(Queued &q, std::vector<Translation> translations);
   void report(const BatchReport &report);
