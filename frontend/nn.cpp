@@ -74,11 +74,6 @@ Tensor PositionalEncoding::forIds(Tensor ids) const {
   return (*this)(iota(ids, 1, ids.graph().f32()));
 }
 
-Tensor PositionalEncoding::atPosition(Tensor position) const {
-  Graph &g = position.graph();
-  return (*this)(expandDims(castTo(position, g.f32()), {0}));
-}
-
 Tensor LayerNorm::operator()(Graph &g, Tensor x) const {
   Graph::Scope scope(g, name);
   Tensor gamma = g.param(name + ".weight", {dim});

@@ -89,8 +89,6 @@ struct PositionalEncoding {
   Tensor operator()(Tensor positions) const;
   /// [S, dim] for positions 0..S-1 of ids [B, S].
   Tensor forIds(Tensor ids) const;
-  /// [1, dim] for one position (tensor<i64>), when decoding step by step.
-  Tensor atPosition(Tensor position) const;
 };
 
 /// torch.nn.LayerNorm over the last dim: `name.weight`, `name.bias` [dim].
