@@ -194,15 +194,20 @@ bool DecoderState::canJoin(const Session &session) {
   return std::find(names.begin(), names.end(), abi::kStart) != names.end();
 }
 
+Status DecoderState::checkCanJoin(const Session &session) {
+  if (canJoin(session))
+    return Status::success();
+  return Status::failure(
+      "this executable's @decode_step takes no per-sentence start, so "
+      "sentences cannot join a running batch: recompile it",
+      ErrorCode::Unsupported);
+}
+
 Status DecoderState::join(Session &session, const TensorRef &newSrc,
                           int64_t steps) {
   if (newSrc.rank() != 2 || newSrc.dtype != DType::I32)
     return Status::failure("joining sentences take [batch, len] i32 ids");
-  if (!canJoin(session))
-    return Status::failure(
-        "this executable's @decode_step takes no per-sentence start, so "
-        "sentences cannot join a running batch: recompile it",
-        ErrorCode::Unsupported);
+  LOOM_RETURN_IF_ERROR(checkCanJoin(session));
   if (sentences == 0)
     return Status::failure("sentences join a state with none decoding",
                            ErrorCode::Internal);

@@ -95,6 +95,8 @@ struct DecoderState {
   /// Whether @decode_step takes each sentence's start (abi::kStart), which
   /// join() needs; an executable from before it was added does not.
   static bool canJoin(const Session &session);
+  /// canJoin, or Unsupported saying to recompile.
+  static Status checkCanJoin(const Session &session);
   /// The sentences of host `src` ([n, len] i32, 0-padded) join those
   /// decoding, after them, `beam` rows each, with room for `steps` more
   /// positions: @encode runs on them, the sources and cross-attention K/V

@@ -308,11 +308,8 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
   int64_t steps = 0;
   for (int64_t s = 0; s < batch; ++s)
     steps = std::max(steps, maxLenOf(s));
-  if (options.join && !DecoderState::canJoin(session))
-    return Status::failure(
-        "this executable's @decode_step takes no per-sentence start, so "
-        "sentences cannot join a running search: recompile it",
-        ErrorCode::Unsupported);
+  if (options.join)
+    LOOM_RETURN_IF_ERROR(DecoderState::checkCanJoin(session));
   const double minusInf = -std::numeric_limits<double>::infinity();
   std::vector<std::vector<Hypothesis>> results(batch);
   if (batch == 0)
@@ -363,17 +360,25 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
       results[sentence] = std::move(nbest);
   };
 
-  std::vector<Beam> beams(batch);
-  for (int64_t s = 0; s < batch; ++s) {
-    beams[s].sentence = s;
-    beams[s].tokens.assign(k, {});
+  // A sentence's beam before its first step (at step `started`), and its
+  // rows' bos.
+  std::vector<Beam> beams;
+  std::vector<int32_t> last;
+  auto startBeam = [&](int64_t sentence, int64_t started) {
+    Beam beam;
+    beam.sentence = sentence;
+    beam.started = started;
+    beam.tokens.assign(k, {});
     if (aligns)
-      beams[s].alignments.assign(k, {});
+      beam.alignments.assign(k, {});
     // The k rows start equal: only the first may expand at the first step.
-    beams[s].logProbs.assign(k, minusInf);
-    beams[s].logProbs[0] = 0;
-  }
-  std::vector<int32_t> last(batch * k, options.bos);
+    beam.logProbs.assign(k, minusInf);
+    beam.logProbs[0] = 0;
+    beams.push_back(std::move(beam));
+    last.insert(last.end(), size_t(k), options.bos);
+  };
+  for (int64_t s = 0; s < batch; ++s)
+    startBeam(s, 0);
   int64_t vocab = 0; // known from the first step on
 
   // Sentences that join before step t (options.join): after those
@@ -422,18 +427,8 @@ beamSearch(Session &session, const TensorRef &src, const BeamOptions &options) {
     }
     LOOM_RETURN_IF_ERROR(state->join(session, src2.ref(), joinSteps));
     results.resize(maxLens.size());
-    for (int64_t i = 0; i < n; ++i) {
-      Beam beam;
-      beam.sentence = first + i;
-      beam.started = t;
-      beam.tokens.assign(k, {});
-      if (aligns)
-        beam.alignments.assign(k, {});
-      beam.logProbs.assign(k, minusInf);
-      beam.logProbs[0] = 0;
-      beams.push_back(std::move(beam));
-      last.insert(last.end(), size_t(k), options.bos);
-    }
+    for (int64_t i = 0; i < n; ++i)
+      startBeam(first + i, t);
     return Status::success();
   };
 
