@@ -13,7 +13,6 @@
 
 #include "runtime/DecoderState.h"
 #include "runtime/Decoding.h"
-#include "runtime/TrainStep.h"
 
 namespace loom {
 
@@ -31,39 +30,12 @@ Status Translator::decodeInFlight(
                            ErrorCode::Internal);
   // Every sentence so far, by its index in done().
   std::vector<const std::vector<int32_t> *> sources;
-  // The runtime's view of `part`: ids, limits, numbers, prefixes, seeds.
-  auto prepare =
-      [&](const JoiningSources &part) -> ErrorOr<runtime::JoiningSentences> {
-    runtime::JoiningSentences joining;
-    if (part.sources.empty())
-      return joining;
-    if (part.numbers.size() != part.sources.size() ||
-        (!part.prefixes.empty() && part.prefixes.size() != part.sources.size()))
-      return Status::failure(
-          "sentences to decode come with " +
-              std::to_string(part.numbers.size()) + " numbers and " +
-              std::to_string(part.prefixes.size()) + " prefixes for " +
-              std::to_string(part.sources.size()),
-          ErrorCode::Internal);
-    std::vector<std::vector<int64_t>> rows;
-    for (size_t i = 0; i < part.sources.size(); ++i) {
-      const std::vector<int32_t> &source = *part.sources[i];
-      if (source.empty())
-        return Status::failure("a blank sentence reached the decoder",
-                               ErrorCode::Internal);
-      rows.emplace_back(source.begin(), source.end());
-      joining.maxLens.push_back(sentenceMaxLen(
-          source, part.prefixes.empty() ? 0 : part.prefixes[i].size(), o));
-      joining.seeds.push_back(samplingSeed(source, o.seed));
-      sources.push_back(&source);
-    }
-    ErrorOr<runtime::Tensor> ids = runtime::idsTensor(rows);
-    if (!ids)
-      return ids.status();
-    joining.src = std::move(*ids);
-    joining.sentenceNumbers = part.numbers;
-    joining.prefixes = part.prefixes;
-    return joining;
+  // The runtime's view of `part`, whose sources done() will need.
+  auto prepare = [&](const JoiningSources &part) {
+    ErrorOr<runtime::JoiningSentences> in = decoderInputs(part, o);
+    if (in)
+      sources.insert(sources.end(), part.sources.begin(), part.sources.end());
+    return in;
   };
 
   ErrorOr<runtime::BeamOptions> search = searchOptions(o);

@@ -410,37 +410,22 @@ ErrorOr<std::vector<std::vector<Translation>>> Translator::decodeBatch(
                                " numbers, at most " +
                                std::to_string(maxBatchSentences(o)) + ")",
                            ErrorCode::Internal);
-  std::vector<std::vector<int64_t>> part;
-  for (const std::vector<int32_t> *source : sources) {
-    if (source->empty())
-      return Status::failure("a blank sentence reached the decoder",
-                             ErrorCode::Internal);
-    part.emplace_back(source->begin(), source->end());
-  }
-  ErrorOr<runtime::Tensor> src = runtime::idsTensor(part);
-  if (!src)
-    return src.status();
+  ErrorOr<runtime::JoiningSentences> in =
+      decoderInputs({sources, numbers, targetPrefixes}, o);
+  if (!in)
+    return in.status();
   ErrorOr<runtime::BeamOptions> search = searchOptions(o);
   if (!search)
     return search.status();
   runtime::BeamOptions &beam = *search;
-  // Messages name a sentence as the caller numbers it.
-  beam.sentenceNumbers = numbers;
-  if (!targetPrefixes.empty() && targetPrefixes.size() != sources.size())
-    return Status::failure(
-        "a batch of " + std::to_string(sources.size()) + " sentences with " +
-            std::to_string(targetPrefixes.size()) + " target prefixes",
-        ErrorCode::Internal);
-  beam.prefixes = targetPrefixes;
-  for (size_t i = 0; i < sources.size(); ++i) {
-    if (beam.sampling.on)
-      beam.sampling.seeds.push_back(samplingSeed(*sources[i], o.seed));
-    beam.maxLens.push_back(sentenceMaxLen(
-        *sources[i], targetPrefixes.empty() ? 0 : targetPrefixes[i].size(), o));
-  }
+  beam.maxLens = std::move(in->maxLens);
+  beam.sentenceNumbers = std::move(in->sentenceNumbers);
+  beam.prefixes = std::move(in->prefixes);
+  if (beam.sampling.on)
+    beam.sampling.seeds = std::move(in->seeds);
   ErrorOr<std::vector<std::vector<runtime::Hypothesis>>> found = [&] {
     std::lock_guard<std::mutex> busy(*sessionInUse[worker]);
-    return runtime::beamSearch(*sessions[worker], src->ref(), beam);
+    return runtime::beamSearch(*sessions[worker], in->src.ref(), beam);
   }();
   if (!found)
     return found.status();
@@ -477,6 +462,40 @@ Translator::searchOptions(const TranslationOptions &o) const {
   beam.alignments = o.alignments;
   beam.alignmentLayer = o.alignmentLayer;
   return beam;
+}
+
+ErrorOr<runtime::JoiningSentences>
+Translator::decoderInputs(const JoiningSources &part,
+                          const TranslationOptions &o) const {
+  runtime::JoiningSentences in;
+  if (part.numbers.size() != part.sources.size() ||
+      (!part.prefixes.empty() && part.prefixes.size() != part.sources.size()))
+    return Status::failure(
+        "sentences to decode come with " + std::to_string(part.numbers.size()) +
+            " numbers and " + std::to_string(part.prefixes.size()) +
+            " target prefixes for " + std::to_string(part.sources.size()),
+        ErrorCode::Internal);
+  std::vector<std::vector<int64_t>> rows;
+  for (size_t i = 0; i < part.sources.size(); ++i) {
+    const std::vector<int32_t> &source = *part.sources[i];
+    if (source.empty())
+      return Status::failure("a blank sentence reached the decoder",
+                             ErrorCode::Internal);
+    rows.emplace_back(source.begin(), source.end());
+    in.maxLens.push_back(sentenceMaxLen(
+        source, part.prefixes.empty() ? 0 : part.prefixes[i].size(), o));
+    in.seeds.push_back(samplingSeed(source, o.seed));
+  }
+  if (rows.empty())
+    return in;
+  ErrorOr<runtime::Tensor> ids = runtime::idsTensor(rows);
+  if (!ids)
+    return ids.status();
+  in.src = std::move(*ids);
+  // Messages name a sentence as the caller numbers it.
+  in.sentenceNumbers = part.numbers;
+  in.prefixes = part.prefixes;
+  return in;
 }
 
 uint64_t Translator::samplingSeed(const std::vector<int32_t> &source,

@@ -38,6 +38,7 @@
 namespace loom::runtime {
 struct BeamOptions;
 struct Hypothesis;
+struct JoiningSentences;
 } // namespace loom::runtime
 
 namespace loom {
@@ -314,6 +315,11 @@ private:
              text::Tokenizer tokenizer);
 
   // The parts of a search decodeBatch and decodeInFlight share.
+  /// What the search takes per sentence of `part` (ids, length limits,
+  /// numbers, prefixes, sampling seeds), checked: none blank, the counts
+  /// agree. No ids where `part` has no sentence.
+  ErrorOr<runtime::JoiningSentences>
+  decoderInputs(const JoiningSources &part, const TranslationOptions &o) const;
   /// The search `o` asks for, without what is per sentence.
   ErrorOr<runtime::BeamOptions>
   searchOptions(const TranslationOptions &o) const;
