@@ -56,9 +56,8 @@ Status nonFiniteScore(const char *entry, const char *output, double value,
       ErrorCode::InvalidArgument);
 }
 
-ErrorOr<DecoderState> DecoderState::start(Session &session,
-                                          const TensorRef &src, int64_t beam,
-                                          int64_t steps) {
+ErrorOr<DecoderState> DecoderState::encode(Session &session,
+                                           const TensorRef &src, int64_t beam) {
   Device &device = session.device();
   ErrorOr<Tensor> deviceSrc = toDevice(device, src);
   if (!deviceSrc)
@@ -70,7 +69,6 @@ ErrorOr<DecoderState> DecoderState::start(Session &session,
   state.sentences = src.shape[0];
   state.starts.assign(size_t(state.sentences), 0);
   state.beam = beam;
-  state.capacity = steps;
   state.src = std::move(*deviceSrc);
   for (NamedTensor &t : *encoded) {
     const std::vector<int64_t> &shape = t.tensor.shape();
@@ -85,21 +83,34 @@ ErrorOr<DecoderState> DecoderState::start(Session &session,
     cache.name =
         abi::kSelfPrefix +
         t.name.substr(std::char_traits<char>::length(abi::kCrossPrefix));
+    state.self.push_back(std::move(cache));
+    state.cross[t.name] = std::move(t.tensor);
+  }
+  return state;
+}
+
+ErrorOr<DecoderState> DecoderState::start(Session &session,
+                                          const TensorRef &src, int64_t beam,
+                                          int64_t steps) {
+  ErrorOr<DecoderState> state = encode(session, src, beam);
+  if (!state)
+    return state.status();
+  state->capacity = steps;
+  for (SelfCache &cache : state->self) {
     // Read only at positions a step wrote. Unspecified, so that a block
     // kept from an earlier batch is not zeroed in full, and a new mapping's
     // pages of positions never reached cost nothing; room for a power of
     // two of positions, so that batches whose length limits differ a little
     // ask for the same size and reuse the blocks the last one freed (on the
     // CPU a new block is faulted in page by page as the cache grows).
-    ErrorOr<Tensor> room = Tensor::onDevice(
-        device, state.dtype,
-        {roomPositions(steps), state.sentences * beam, shape[1], shape[3]},
-        Fill::Unspecified);
+    ErrorOr<Tensor> room =
+        Tensor::onDevice(session.device(), state->dtype,
+                         {roomPositions(steps), state->sentences * beam,
+                          state->headShape[0], state->headShape[1]},
+                         Fill::Unspecified);
     if (!room)
       return room.status();
     cache.room[0] = std::move(*room);
-    state.self.push_back(std::move(cache));
-    state.cross[t.name] = std::move(t.tensor);
   }
   return state;
 }
@@ -212,7 +223,9 @@ Status DecoderState::join(Session &session, const TensorRef &newSrc,
     return Status::failure("sentences join a state with none decoding",
                            ErrorCode::Internal);
   Device &device = session.device();
-  ErrorOr<DecoderState> added = start(session, newSrc, beam, steps);
+  // Only the joining sentences' sources and cross K/V: their self caches
+  // are laid out below, beside the running ones'.
+  ErrorOr<DecoderState> added = encode(session, newSrc, beam);
   if (!added)
     return added.status();
   int64_t joining = added->sentences;

@@ -78,6 +78,10 @@ struct DecoderState {
   std::vector<int64_t> starts;
   DType dtype = DType::F32;
 
+  /// Runs @encode on host `src`: the sources and cross-attention K/V of a
+  /// state whose self caches are named but have no room yet.
+  static ErrorOr<DecoderState> encode(Session &session, const TensorRef &src,
+                                      int64_t beam);
   /// Runs @encode on host `src`; each sentence gets `beam` hypotheses whose
   /// self-attention caches start empty, with room for `steps` positions.
   static ErrorOr<DecoderState> start(Session &session, const TensorRef &src,
