@@ -98,7 +98,8 @@ Status translateStream(Translator &translator,
   TranslationOptions asked = options;
   asked.scores = input.withScores;
   asked.alignments = options.alignments || input.withAlignments;
-  auto translated = translator.translate(*lines, prefixes, asked, warn);
+  auto translated =
+      translator.translate(*lines, prefixes, asked, warn, input.beforeBatch);
   if (!translated)
     return translated.status();
   for (const std::vector<Translation> &nbest : *translated)

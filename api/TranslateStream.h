@@ -43,6 +43,8 @@ struct TranslateStreamOptions {
   std::string targetPrefixPath;
   bool withScores = false;
   bool withAlignments = false;
+  /// Translator::translate's: asked before each batch, a failure stops it.
+  std::function<Status()> beforeBatch;
 };
 
 /// Translates the lines `input` names to `out`; then, when `timeRuns` > 0,

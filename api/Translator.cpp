@@ -581,7 +581,8 @@ ErrorOr<std::vector<std::vector<Translation>>>
 Translator::translate(const std::vector<std::string> &sentences,
                       const std::vector<std::string> &targetPrefixes,
                       const TranslationOptions &o,
-                      const std::function<void(const std::string &)> &warn) {
+                      const std::function<void(const std::string &)> &warn,
+                      const std::function<Status()> &beforeBatch) {
   LOOM_RETURN_IF_ERROR(checkOptions(o));
   if (!targetPrefixes.empty() && targetPrefixes.size() != sentences.size())
     return Status::failure(std::to_string(targetPrefixes.size()) +
@@ -645,6 +646,11 @@ Translator::translate(const std::vector<std::string> &sentences,
     return b + 1 < starts.size() ? starts[b + 1] : order.size();
   };
   auto decodeOne = [&](int worker, size_t b) {
+    if (beforeBatch)
+      if (Status go = beforeBatch(); !go.ok()) {
+        found[b] = go;
+        return;
+      }
     std::vector<const std::vector<int32_t> *> part;
     std::vector<int64_t> numbers;
     std::vector<std::vector<int32_t>> prefixes;

@@ -220,11 +220,16 @@ public:
   /// sentence, or none; an empty one is no prefix), which the beam shares
   /// and whose tokens count in its score as chosen tokens do. A sentence
   /// split for its length takes its prefix in its first part.
+  /// `beforeBatch`, when given, is asked before each batch decodes (from
+  /// the workers' threads, so it must be thread-safe): a failure stops the
+  /// call with it, the batches under way finishing first (a caller's
+  /// interruption: Ctrl-C in the Python module).
   ErrorOr<std::vector<std::vector<Translation>>>
   translate(const std::vector<std::string> &sentences,
             const std::vector<std::string> &targetPrefixes,
             const TranslationOptions &options,
-            const std::function<void(const std::string &)> &warn = {});
+            const std::function<void(const std::string &)> &warn = {},
+            const std::function<Status()> &beforeBatch = {});
 
   /// Per pair (sources[i], targets[i]), the log-probability the model gives
   /// targets[i] followed by eos, batched; a translation translate() returned

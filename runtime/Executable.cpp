@@ -448,10 +448,13 @@ ErrorOr<Executable> loadExecutable(const std::string &path) {
   if (in.bad())
     return ErrorOr<Executable>::failure("cannot read '" + path + "'",
                                         ErrorCode::Io);
-  std::string bytes = contents.str();
+  return parseExecutableFile(contents.str(), "'" + path + "'");
+}
+
+ErrorOr<Executable> parseExecutableFile(const std::string &bytes,
+                                        const std::string &name) {
   auto refuse = [&](const std::string &why) {
-    return ErrorOr<Executable>::failure("'" + path + "': " + why,
-                                        ErrorCode::Corrupt);
+    return ErrorOr<Executable>::failure(name + ": " + why, ErrorCode::Corrupt);
   };
   if (bytes.size() < kHeaderBytes ||
       std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
@@ -469,13 +472,10 @@ ErrorOr<Executable> loadExecutable(const std::string &path) {
                   hex(readU64(bytes, 16)) + "; the file is corrupt");
   Executable exe;
   if (!exe.ParseFromString(payload))
-    return ErrorOr<Executable>::failure(
-        "'" + path +
-            "': not a Loom executable: it does not parse as a "
-            "loom.runtime.Executable (truncated or not an executable)",
-        ErrorCode::Corrupt);
+    return refuse("not a Loom executable: it does not parse as a "
+                  "loom.runtime.Executable (truncated or not an executable)");
   if (Status valid = validateExecutable(exe); !valid.ok())
-    return valid.withContext("'" + path + "'");
+    return valid.withContext(name);
   return exe;
 }
 

@@ -95,6 +95,10 @@ Status validateExecutable(const Executable &executable);
 
 /// Reads, parses and validates the executable at `path`.
 ErrorOr<Executable> loadExecutable(const std::string &path);
+/// Parses and validates `bytes`, an executable file's contents
+/// (executableFileBytes), named `name` in messages ("'f.loomx'").
+ErrorOr<Executable> parseExecutableFile(const std::string &bytes,
+                                        const std::string &name);
 
 /// Validates `executable` and writes it to `path` atomically: a temporary
 /// file beside the target, fsync'd and renamed over it. An invalid

@@ -20,6 +20,8 @@ packages=(
   python3 python3-torch python3-numpy python3-sentencepiece
   libonnx-dev python3-onnx libonnx-testdata
   python3-matplotlib
+  # The Python module (python/) and its tests.
+  python3-dev pybind11-dev python3-pybind11 python3-pytest python3-setuptools python3-wheel python3-pip python3-venv
   # The server's load benchmark (bench/serve_load.py) and its page's test
   # in a headless browser (tests/serve).
   wrk chromium chromium-driver python3-selenium

@@ -104,23 +104,34 @@ void MetricsObserver::append(const std::string &line) {
   out << line << "\n";
 }
 
-void MetricsObserver::onStep(const StepReport &r) {
-  if (!r.logged)
-    return;
-  append("{\"type\": \"train\", \"step\": " + integer(r.step) +
+std::string metricsRecord(const StepReport &r) {
+  return "{\"type\": \"train\", \"step\": " + integer(r.step) +
          ", \"epoch\": " + integer(r.epoch) + ", \"loss\": " + json(r.loss) +
-         ", \"lr\": " + json(r.learningRate) + ", \"tokens_per_s\": " +
-         json(r.tokensPerSecond) + ", \"tokens\": " + integer(r.tokens) +
-         ", \"elapsed_s\": " + json(r.elapsedSeconds) + ", \"ranks\": " +
-         integer(r.ranks) + ", \"wait_share\": " + json(r.waitShare) + "}");
+         ", \"lr\": " + json(r.learningRate) +
+         ", \"tokens_per_s\": " + json(r.tokensPerSecond) +
+         ", \"tokens\": " + integer(r.tokens) +
+         ", \"elapsed_s\": " + json(r.elapsedSeconds) +
+         ", \"ranks\": " + integer(r.ranks) +
+         ", \"wait_share\": " + json(r.waitShare) + "}";
+}
+
+std::string metricsRecord(const ValidationReport &r) {
+  return "{\"type\": \"valid\", \"step\": " + integer(r.step) +
+         ", \"epoch\": " + integer(r.epoch) +
+         ", \"valid_nll\": " + json(r.nll) +
+         ", \"valid_ppl\": " + json(std::exp(r.nll)) +
+         ", \"valid_bleu\": " + json(r.bleu) +
+         ", \"valid_s\": " + json(r.seconds) +
+         ", \"elapsed_s\": " + json(r.elapsedSeconds) + "}";
+}
+
+void MetricsObserver::onStep(const StepReport &r) {
+  if (r.logged)
+    append(metricsRecord(r));
 }
 
 void MetricsObserver::onValidation(const ValidationReport &r) {
-  append("{\"type\": \"valid\", \"step\": " + integer(r.step) +
-         ", \"epoch\": " + integer(r.epoch) + ", \"valid_nll\": " +
-         json(r.nll) + ", \"valid_ppl\": " + json(std::exp(r.nll)) +
-         ", \"valid_bleu\": " + json(r.bleu) + ", \"valid_s\": " +
-         json(r.seconds) + ", \"elapsed_s\": " + json(r.elapsedSeconds) + "}");
+  append(metricsRecord(r));
 }
 
 Status truncateMetrics(const std::string &dir, int64_t step) {

@@ -39,6 +39,11 @@ private:
   std::chrono::steady_clock::time_point lastDraw;
 };
 
+/// A logged report and a validation as their lines of DIR/metrics.jsonl
+/// (one JSON object each): what the Python module's callback gets too.
+std::string metricsRecord(const StepReport &report);
+std::string metricsRecord(const ValidationReport &report);
+
 /// Appends the logged reports and the validations to DIR/metrics.jsonl.
 class MetricsObserver : public TrainObserver {
 public:

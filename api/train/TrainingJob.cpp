@@ -238,6 +238,8 @@ ErrorOr<int> runTrainingJob(JobOptions o, ModelSource &source) {
   RunPresentation presentation;
   presentation.progressBar = o.progressBar;
   presentation.command = o.command;
+  presentation.observers = o.observers;
+  presentation.failure = o.failure;
   if (o.drawCurves && corpora->valid) {
     presentation.plotScript = source.plotScript();
     if (presentation.plotScript.empty())

@@ -55,6 +55,10 @@ struct JobOptions {
   std::set<std::string> givenSettings;
   /// Prefixes messages: "loom train", "loom-train".
   std::string command;
+  /// RunPresentation's: observers of the caller's own, and where a failure
+  /// of training itself is kept.
+  std::vector<TrainObserver *> observers;
+  Status *failure = nullptr;
 };
 
 /// Checks what the job cannot start without: the limits, the files, the

@@ -382,6 +382,8 @@ int runObservedTraining(runtime::Session &session,
   ConsoleObserver console(presentation.progressBar, options.dir);
   MetricsObserver metrics(options.dir);
   std::vector<TrainObserver *> observers = {&console, &metrics};
+  observers.insert(observers.end(), presentation.observers.begin(),
+                   presentation.observers.end());
   std::optional<CurvesObserver> curves;
   if (!presentation.plotScript.empty() && corpora.valid) {
     curves.emplace(options.dir, presentation.plotScript, presentation.command);
@@ -395,6 +397,8 @@ int runObservedTraining(runtime::Session &session,
     std::fflush(stdout);
     std::fprintf(stderr, "\n%s: error: %s\n", presentation.command.c_str(),
                  end.error().c_str());
+    if (presentation.failure)
+      *presentation.failure = end.status();
     return 1;
   }
   return end->signal != 0 ? 130 : 0;

@@ -139,6 +139,12 @@ struct RunPresentation {
   std::string plotScript;
   /// Prefixes messages: "loom train", "loom-train".
   std::string command = "loom train";
+  /// Observers besides the console, the metrics file and the curves (the
+  /// Python module's callback).
+  std::vector<TrainObserver *> observers;
+  /// Where given, a failure of training itself is kept here as well as
+  /// printed.
+  Status *failure = nullptr;
 };
 
 /// Trains with the console, DIR/metrics.jsonl and (with a plot script and a
