@@ -12,6 +12,7 @@
 #include "abi/CpuFeatures.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace loom::abi {
 namespace {
@@ -130,6 +131,26 @@ std::string highestCpuLevel(const std::vector<std::string> &features) {
     best = std::string(level.name);
   }
   return best;
+}
+
+std::vector<std::string> maskedCpuFeatures() {
+  std::vector<std::string> masked;
+  const char *value = std::getenv(kMaskCpuFeaturesEnv);
+  if (!value)
+    return masked;
+  std::string name;
+  for (const char *c = value;; ++c) {
+    if (*c == ',' || *c == ' ' || *c == '\0') {
+      if (!name.empty())
+        masked.push_back(name);
+      name.clear();
+      if (*c == '\0')
+        break;
+    } else {
+      name += *c;
+    }
+  }
+  return masked;
 }
 
 } // namespace loom::abi

@@ -57,6 +57,15 @@ unsigned cpuLevelVectorBits(std::string_view level);
 /// empty string when not even x86-64-v2's are.
 std::string highestCpuLevel(const std::vector<std::string> &features);
 
+/// Testing aid: LOOM_CPU_MASK_FEATURES="avx2,fma" makes this process act as
+/// if the CPU lacked the listed features (comma- or space-separated), both
+/// where the runtime checks an executable against this machine and where
+/// the compiler's "native" target takes this machine's features, so that a
+/// test sees on a machine that has them what a machine without them does.
+constexpr const char *kMaskCpuFeaturesEnv = "LOOM_CPU_MASK_FEATURES";
+/// The features LOOM_CPU_MASK_FEATURES names now (read on every call).
+std::vector<std::string> maskedCpuFeatures();
+
 } // namespace loom::abi
 
 #endif // LOOM_ABI_CPUFEATURES_H

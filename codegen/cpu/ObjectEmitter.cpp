@@ -31,6 +31,7 @@
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
 
+#include <algorithm>
 #include <memory>
 
 using namespace loom;
@@ -51,15 +52,20 @@ static CodegenTarget nativeTarget() {
   native.triple = llvm::sys::getProcessTriple();
   native.cpu = llvm::sys::getHostCPUName().str();
   // Every feature the host reports, enabled or not: a CPU name alone would
-  // also claim what a hypervisor or the operating system turned off.
+  // also claim what a hypervisor or the operating system turned off. Those
+  // LOOM_CPU_MASK_FEATURES names are off (a test's machine acting as one
+  // without them, as the runtime's check does; read at the first compile).
+  std::vector<std::string> masked = abi::maskedCpuFeatures();
   std::string features;
   for (const auto &f : llvm::sys::getHostCPUFeatures()) {
+    bool on = f.second && std::find(masked.begin(), masked.end(),
+                                    f.first().str()) == masked.end();
     if (!features.empty())
       features += ",";
-    features += (f.second ? "+" : "-") + f.first().str();
-    if (f.second && f.first() == "avx512f")
+    features += (on ? "+" : "-") + f.first().str();
+    if (on && f.first() == "avx512f")
       native.vectorBits = std::max(native.vectorBits, 512u);
-    else if (f.second && f.first() == "avx")
+    else if (on && f.first() == "avx")
       native.vectorBits = std::max(native.vectorBits, 256u);
   }
   native.features = std::move(features);

@@ -133,27 +133,6 @@ std::set<std::string> detectFeatures() { return {}; }
 
 #endif
 
-/// The names in LOOM_CPU_MASK_FEATURES: comma- or space-separated.
-std::set<std::string> maskedFeatures() {
-  std::set<std::string> masked;
-  const char *value = std::getenv(kMaskCpuFeaturesEnv);
-  if (!value)
-    return masked;
-  std::string name;
-  for (const char *c = value;; ++c) {
-    if (*c == ',' || *c == ' ' || *c == '\0') {
-      if (!name.empty())
-        masked.insert(name);
-      name.clear();
-      if (*c == '\0')
-        break;
-    } else {
-      name += *c;
-    }
-  }
-  return masked;
-}
-
 std::string join(const std::vector<std::string> &names) {
   std::string out;
   for (const std::string &name : names)
@@ -172,7 +151,8 @@ std::vector<std::string> hostCpuFeatures() {
   // CPUID does not change while the process runs; the mask is read anew so
   // that a test may set it after the first detection.
   static const std::set<std::string> detected = detectFeatures();
-  std::set<std::string> masked = maskedFeatures();
+  std::vector<std::string> maskList = abi::maskedCpuFeatures();
+  std::set<std::string> masked(maskList.begin(), maskList.end());
   std::vector<std::string> features;
   for (const std::string &feature : abi::knownCpuFeatures())
     if (detected.count(feature) && !masked.count(feature))

@@ -12,7 +12,8 @@
 //
 // Testing aid: LOOM_CPU_MASK_FEATURES="avx2,fma" makes this process act as
 // if the CPU lacked the listed features, so a test can see the refusal on a
-// machine that has them. It is read on every call and never needed in use.
+// machine that has them. It is read on every call and never needed in use;
+// the compiler's "native" target leaves them out too (codegen/cpu).
 // LOOM_CPU_EMULATE_BF16=1 lets the CPU device run a bf16 executable on a CPU
 // without AVX512-BF16 (its products widened to f32: the same values, slower
 // than fp32), so that such a machine can test what bf16 code computes.
@@ -22,6 +23,7 @@
 #ifndef LOOM_RUNTIME_CPU_CPUFEATURES_H
 #define LOOM_RUNTIME_CPU_CPUFEATURES_H
 
+#include "abi/CpuFeatures.h"
 #include "abi/Error.h"
 #include "runtime/executable.pb.h"
 
@@ -30,8 +32,9 @@
 
 namespace loom::cpu {
 
-/// The environment variable of the testing aid above.
-constexpr const char *kMaskCpuFeaturesEnv = "LOOM_CPU_MASK_FEATURES";
+/// The environment variable of the testing aid above (abi/CpuFeatures.h,
+/// where the compiler's native target reads it too).
+using abi::kMaskCpuFeaturesEnv;
 
 /// The environment variable that lets bf16 executables run without
 /// AVX512-BF16 (a testing aid, above).

@@ -202,7 +202,12 @@ protected:
             << name;
         continue;
       }
-      EXPECT_LT(relativeError(got->f32(), value), 1e-4) << name;
+      // Through bf16 factors, 1e-4 holds only while every factor rounds
+      // as the interpreter's (which computes in double) does: where the
+      // two straddle a rounding boundary, the factor lands one bf16 step
+      // (2^-8 relative) away, and every sum downstream carries it (the
+      // encoder's gradients on an AVX-512 CPU: 1.4e-3). Within one step.
+      EXPECT_LT(relativeError(got->f32(), value), bf16 ? 0x1p-8 : 1e-4) << name;
     }
   }
 
