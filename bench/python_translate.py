@@ -10,7 +10,8 @@ FOLDER is a translator folder (`loom export`) or a model directory with its
 translate.loomx; CT2_DIR is bench/ct2_convert.py's conversion of the same
 model (CTranslate2 runs where its module imports: ../shared/peers/
 build_ct2.sh, PYTHONPATH and LD_LIBRARY_PATH as it says). For every beam and
-round, the three run back to back, each in a fresh process timing `--runs`
+round, the three run back to back (in the reverse order every other
+round), each in a fresh process timing `--runs`
 translations of the whole file after one that warms it up, as
 `loom-translate --time-runs` does: the same file, batch, beam, threads and
 length limit. Each system prints one JSON line (loom-translate's
@@ -127,6 +128,10 @@ def main():
                               os.path.join(a.folder, "spm.model"), "--input",
                               a.input, "--time-runs", str(a.runs)] + common,
                              None))
+            # Alternate who goes first, so that neither always runs on a
+            # machine the other has just warmed (or heated).
+            if rnd % 2:
+                cmds.reverse()
             for system, cmd, cmd_env in cmds:
                 r = timed(cmd, cmd_env)
                 r.update(system=system, beam=beam, round=rnd)
@@ -144,10 +149,10 @@ def main():
         base = statistics.median(best["loom-translate"])
         for system, medians in best.items():
             m = statistics.median(medians)
-            sentences = [r for r in cell if r["system"] == system][0]
+            rates = [r["sentences_per_s"] * r["seconds_median"] / m
+                     for r in cell if r["system"] == system]
             print("| %d | %s | %.3f | %.1f | %.3f |"
-                  % (beam, system, m, sentences["sentences_per_s"], m / base),
-                  file=sys.stderr)
+                  % (beam, system, m, rates[0], m / base), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ Compile a model and run its entry points on numpy arrays::
     program = loom.compile(preset="tiny", max_tokens=256, max_len=32, max_batch=8)
     session = loom.Session(program)
     session.init_parameters(seed=1)
-    out = session.run("token_log_probs", src=src_ids, tgt_in=tgt_in, tgt_out=tgt_out)
+    out = session.run("token_log_probs", src=src_ids, tgt=tgt_ids)   # int32 [batch, len]
 
 Train, watching each metrics record as it comes::
 
