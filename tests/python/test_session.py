@@ -189,3 +189,37 @@ def test_a_saved_program_loads(tmp_path, compiled):
     loaded = loom.Program.load(out)
     assert loaded.entries == program.entries
     assert loaded.parameter_count == program.parameter_count
+
+
+ONNX_NODE_TESTS = "/usr/share/libonnx-testdata/data/node"
+
+
+@pytest.mark.parametrize("case", ["test_gemm_transposeB", "test_softmax_axis_2", "test_layer_normalization_2d_axis1"])
+def test_an_onnx_model_compiles_and_runs_as_onnx_says(case):
+    onnx = pytest.importorskip("onnx")
+    from onnx import numpy_helper
+    folder = os.path.join(ONNX_NODE_TESTS, case)
+    if not os.path.isdir(folder):
+        pytest.skip("Debian's libonnx-testdata is not installed")
+    model = os.path.join(folder, "model.onnx")
+    program = loom.compile(onnx=model, max_tokens=256, max_len=32,
+                           max_batch=8)
+    data = os.path.join(folder, "test_data_set_0")
+
+    def read(name):
+        tensor = onnx.TensorProto()
+        with open(os.path.join(data, name), "rb") as f:
+            tensor.ParseFromString(f.read())
+        return numpy_helper.to_array(tensor)
+
+    inputs = [read(n) for n in sorted(os.listdir(data))
+              if n.startswith("input_")]
+    expected = read("output_0.pb")
+    sig = program.signature("forward")
+    assert len(sig["inputs"]) == len(inputs)
+    session = loom.Session(program, threads=1)
+    out = session.run("forward", **{i["name"]: a for i, a in
+                                    zip(sig["inputs"], inputs)})
+    got = list(out.values())[0]  # the outputs come in the graph's order
+    assert got.shape == expected.shape
+    assert np.allclose(got, expected, rtol=1e-5, atol=1e-6)
