@@ -110,15 +110,10 @@ py::dict trainCompiling(std::string preset, std::string config,
             "/config.pbtxt'; leave out preset and config");
   if (!job.resume && preset.empty() == config.empty())
     invalid("give a preset or a config file, one of them (or resume)");
-  if (vocabSize < 0 || vocabSize > kMaxVocab)
-    invalid("vocab_size must be in [5, " + std::to_string(kMaxVocab) +
-            "], or 0 for the config's tgt_vocab");
-  const train::RunSettings &s = job.settings;
-  if (s.maxTokens < 16 || s.maxSentences < 1 || s.warmup < 1 ||
-      !(s.lrScale > 0) || !(s.clipNorm >= 0) || !std::isfinite(s.lrScale) ||
-      !std::isfinite(s.clipNorm))
-    invalid("max_tokens (>= 16), max_sentences, warmup and lr_scale must be "
-            "positive, clip_norm not negative, and both finite");
+  // `loom train`'s own checks (its flags' names in the messages).
+  if (llvm::Error err =
+          cli::checkCompiledSettings(job.settings, vocabSize, bucketMb))
+    invalid(llvm::toString(std::move(err)));
   cli::CompilingSource source(model, job.train, vocabSize, bucketMb);
   return runTrainJob(std::move(job), source, std::move(callback));
 }

@@ -45,18 +45,15 @@ struct TrainOptions : RunFlags {
 /// Checks the options that change the compiled program; the job checks the
 /// rest.
 llvm::Error checkCompiledOptions(const TrainOptions &o) {
-  if (o.maxTokens < 16 || o.maxSentences < 1 || o.warmup < 1 ||
-      !(o.lrScale > 0) || o.clipNorm < 0)
-    return error("--max-tokens (>= 16), --max-sentences, --warmup and "
-                 "--lr-scale must be positive; --clip-norm must not be "
-                 "negative");
-  if (!std::isfinite(o.lrScale) || !std::isfinite(o.clipNorm))
-    return error("--lr-scale and --clip-norm must be finite numbers");
-  if (llvm::Expected<int64_t> bucket = bucketBytes(o.bucketMb); !bucket)
-    return bucket.takeError();
-  if (o.vocabSize < 0 || o.vocabSize > kMaxVocab)
-    return error(llvm::formatv("--vocab-size must be in [5, {0}], got {1}",
-                               kMaxVocab, o.vocabSize));
+  train::RunSettings settings;
+  settings.maxTokens = o.maxTokens;
+  settings.maxSentences = o.maxSentences;
+  settings.warmup = o.warmup;
+  settings.lrScale = o.lrScale;
+  settings.clipNorm = o.clipNorm;
+  if (llvm::Error err =
+          checkCompiledSettings(settings, o.vocabSize, o.bucketMb))
+    return err;
   if (o.resume && (!o.model.preset.empty() || !o.model.configPath.empty()))
     return error("--resume takes the model from '" + o.out +
                  "/config.pbtxt'; leave out --preset and --config");

@@ -6,6 +6,8 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cmath>
+
 #include <google/protobuf/text_format.h>
 
 #include <chrono>
@@ -44,6 +46,23 @@ llvm::Error fitVocabulary(TransformerConfig &config,
   config.set_src_vocab(tokenizer.vocabSize());
   config.set_tgt_vocab(tokenizer.vocabSize());
   return validateConfig(config);
+}
+
+llvm::Error checkCompiledSettings(const train::RunSettings &s,
+                                  int64_t vocabSize, double bucketMb) {
+  if (s.maxTokens < 16 || s.maxSentences < 1 || s.warmup < 1 ||
+      !(s.lrScale > 0) || s.clipNorm < 0)
+    return error("--max-tokens (>= 16), --max-sentences, --warmup and "
+                 "--lr-scale must be positive; --clip-norm must not be "
+                 "negative");
+  if (!std::isfinite(s.lrScale) || !std::isfinite(s.clipNorm))
+    return error("--lr-scale and --clip-norm must be finite numbers");
+  if (llvm::Expected<int64_t> bucket = bucketBytes(bucketMb); !bucket)
+    return bucket.takeError();
+  if (vocabSize < 0 || vocabSize > kMaxVocab)
+    return error(llvm::formatv("--vocab-size must be in [5, {0}], got {1}",
+                               kMaxVocab, vocabSize));
+  return llvm::Error::success();
 }
 
 CompilePipelineOptions trainingPipeline(const TransformerConfig &config,

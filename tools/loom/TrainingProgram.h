@@ -38,6 +38,12 @@ trainVocabulary(const std::vector<std::string> &files, int64_t vocabSize,
 llvm::Error fitVocabulary(TransformerConfig &config,
                           const text::Tokenizer &tokenizer);
 
+/// Checks the settings a run compiles into @train_step and the vocabulary
+/// size it trains (0: the config's), before anything is compiled; the job
+/// checks the rest. Messages name `loom train`'s flags.
+llvm::Error checkCompiledSettings(const train::RunSettings &settings,
+                                  int64_t vocabSize, double bucketMb);
+
 /// The pipeline that compiles @train_step (and the validation entries) for
 /// the run's batch bounds and schedule; `bucketBytes` of gradients per
 /// all-reduce when `dataParallel`.
